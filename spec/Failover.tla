@@ -1,0 +1,385 @@
+------------------------------- MODULE Failover -------------------------------
+(***************************************************************************)
+(* The applications and the failover layer beneath them. The layer      *)
+(* intercepts posts and polls, as SHIFT does below NCCL. A design is    *)
+(* this layer with a record D of choices:                                *)
+(*   D.skip           which outstanding WRs a failover does not re-post  *)
+(*   D.failover       FALSE: errors go to the application (plain RC)     *)
+(*   D.refuseAtomics  fail the WRs instead when an atomic is outstanding *)
+(*   D.failBack       return to the default path once it is healthy     *)
+(*   D.readsResponder the filter reads the responder NIC's state       *)
+(*   D.staged         the responder deduplicates through staging buffers *)
+(*                                                                         *)
+(* Failover (SHIFT's protocol; the other designs change D):            *)
+(*  1. An error CQE polled on the default QP (or the peer's counter      *)
+(*     arriving) puts a host in Fallback: it moves its default QP to the *)
+(*     error state, so stale packets can no longer execute, and drains    *)
+(*     the default CQ, holding its good completions for the application. *)
+(*  2. With an atomic outstanding, a design that refuses fails the WRs.  *)
+(*  3. The host reposts its outstanding receive WRs on the backup QP,    *)
+(*     then sends its receive counter over the backup path.             *)
+(*  4. Once it has sent its counter and has the peer's, it re-posts its  *)
+(*     outstanding WRs on the backup QP in post order, except those     *)
+(*     D.skip names, whose completion it reports as successful.         *)
+(*  5. Fail-back: once the default path is healthy again, reconnect and  *)
+(*     probe it, let the application's next signaled WR (the fence) go  *)
+(*     on the backup path, hold later WRs on the default QP, and when    *)
+(*     the fence completes send a notification on the default path -    *)
+(*     on which B moves its receive WRs back - and release the WRs.      *)
+(***************************************************************************)
+EXTENDS Faults
+
+(* ---------------------------- the applications ---------------------------- *)
+
+\* The notifications B's application has taken, in order.
+NotesTaken == SelectSeq(rcvSeen, LAMBDA e : e.status = "SUCCESS")
+
+(***************************************************************************)
+(* Application flow control, as NCCL's: A posts a notification only once *)
+(* B has posted its receive WR, and reuses a buffer (posts a WR writing  *)
+(* a region) only once B took every notification posted before it.      *)
+(***************************************************************************)
+CanPost(w) ==
+    /\ program[w].note > 0 => recvPosted >= program[w].note
+    /\ program[w].op \in Writers /\ program[w].region # 0
+           => Len(NotesTaken) >= NotesBefore(program, w - 1)
+
+\* Post WR w on A's QP of path p; a QP in the error state flushes it at once.
+PostOn(p, w) ==
+    /\ sq' = [sq EXCEPT ![p] = Append(@, w)]
+    /\ cq' = IF qp["A"][p] = "ERR"
+             THEN [cq EXCEPT !["A"][p] = Append(@, Cqe(w, 0, "WR_FLUSH_ERR", 0))]
+             ELSE cq
+
+(***************************************************************************)
+(* A's application posts its next WR; the layer routes it by its state:  *)
+(* the default QP; held by the layer until replay; the backup QP; the   *)
+(* fence; held on the default QP; or failed at once after a refusal.    *)
+(***************************************************************************)
+PostSend ==
+    /\ posted < Len(program)
+    /\ CanPost(posted + 1)
+    /\ LET w == posted + 1
+           mode == layer["A"]
+       IN  /\ posted' = w
+           /\ IF mode = "Error"
+              THEN /\ buffered' = [buffered EXCEPT !["A"] =
+                                     Append(@, Cqe(w, 0, "WR_FLUSH_ERR", 0))]
+                   /\ UNCHANGED << sq, cq, pending, layer, fence >>
+              ELSE /\ pending' = Append(pending, w)
+                   /\ UNCHANGED buffered
+                   /\ CASE mode \in {"Default", "WaitDrained"} ->
+                               PostOn(1, w) /\ UNCHANGED << layer, fence >>
+                        [] mode = "Fallback" /\ replayed["A"] ->
+                               PostOn(2, w) /\ UNCHANGED << layer, fence >>
+                        [] mode = "Fallback" ->
+                               UNCHANGED << sq, cq, layer, fence >>
+                        [] mode = "WaitSignaled" ->
+                               /\ PostOn(2, w)
+                               /\ IF Signaled(w)
+                                  THEN /\ layer' = [layer EXCEPT !["A"] = "WaitDrained"]
+                                       /\ fence' = w
+                                  ELSE UNCHANGED << layer, fence >>
+    /\ event' = << "PostSend", "A", posted + 1 >>
+    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, una, nxt, retry, epsn,
+                    saved, rq, qp, wire, link, nic, faults, drops, mem, execs,
+                    copies, queried, rpend, recvDone, sentCtr, peerCtr, replayed,
+                    refused >>
+
+\* Post receive WR r on B's QP of path p; a QP in the error state flushes it.
+PostRecvOn(p, r) ==
+    IF qp["B"][p] = "ERR"
+    THEN /\ cq' = [cq EXCEPT !["B"][p] = Append(@, Cqe(0, r, "WR_FLUSH_ERR", 0))]
+         /\ UNCHANGED rq
+    ELSE /\ rq' = [rq EXCEPT ![p] = Append(@, r)]
+         /\ UNCHANGED cq
+
+\* B's application posts its next receive WR: on the default QP, on the
+\* backup QP once the layer reposted there, or held until it does.
+PostRecv ==
+    /\ recvPosted < NumNotes(program)
+    /\ LET r == recvPosted + 1
+       IN  /\ recvPosted' = r
+           /\ rpend' = Append(rpend, r)
+           /\ CASE layer["B"] = "Default" -> PostRecvOn(1, r)
+                [] sentCtr["B"]           -> PostRecvOn(2, r)
+                [] OTHER                  -> UNCHANGED << rq, cq >>
+    /\ event' = << "PostRecv", "B", recvPosted + 1 >>
+    /\ UNCHANGED << program, posted, sndSeen, rcvSeen, sq, una, nxt, retry, epsn,
+                    saved, qp, wire, link, nic, faults, drops, mem, execs, copies,
+                    queried, layer, pending, buffered, sentCtr, peerCtr, replayed,
+                    fence, refused, recvDone >>
+
+(* ------------------------------ the layer --------------------------------- *)
+
+\* The QP whose CQ the layer polls for the application.
+ActivePath(h) == IF layer[h] = "Default" THEN 1 ELSE 2
+
+\* The application takes completion c: A sees [wr, status]; B sees the
+\* notification, the receive WR it consumed, and reads memory.
+SeeA(c) == sndSeen' = Append(sndSeen, [wr |-> c.wr, status |-> c.status])
+SeeB(c) == rcvSeen' = Append(rcvSeen, [wr |-> c.wr, recv |-> c.recv,
+                                        status |-> c.status, mem |-> mem])
+
+\* The receive WRs of a sequence of B's CQEs.
+Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
+
+(***************************************************************************)
+(* Host h enters Fallback (steps 1 and 2 above). status: the error that  *)
+(* triggered it, returned for the first WR if the layer refuses.        *)
+(***************************************************************************)
+Trigger(h, D, status) ==
+    LET good == GoodPrefix(cq[h][1])
+    IN  /\ qp' = [qp EXCEPT ![h][1] = "ERR"]
+        /\ IF h = "A"
+           THEN LET rest == IF good = << >> THEN pending
+                            ELSE SelectSeq(pending, LAMBDA x : x > good[Len(good)].wr)
+                    refuse == D.refuseAtomics /\ \E i \in DOMAIN rest : program[rest[i]].op \in Atomics
+                    failed == [i \in DOMAIN rest |->
+                                 Cqe(rest[i], 0, IF i = 1 THEN status ELSE "WR_FLUSH_ERR", 0)]
+                IN  /\ cq' = [cq EXCEPT !["A"][1] = << >>]
+                    /\ buffered' = [buffered EXCEPT !["A"] = @ \o good \o (IF refuse THEN failed ELSE << >>)]
+                    /\ pending' = IF refuse THEN << >> ELSE rest
+                    /\ refused' = IF refuse THEN refused \cup Range(rest) ELSE refused
+                    /\ layer' = [layer EXCEPT !["A"] = IF refuse THEN "Error" ELSE "Fallback"]
+                    /\ UNCHANGED << rq, rpend, recvDone >>
+           ELSE /\ cq' = [cq EXCEPT !["B"][1] = << >>]
+                /\ rq' = [rq EXCEPT ![1] = << >>]
+                /\ buffered' = [buffered EXCEPT !["B"] = @ \o good]
+                /\ recvDone' = recvDone + Len(good)
+                /\ rpend' = Without(rpend, Recvs(good))
+                /\ layer' = [layer EXCEPT !["B"] = "Fallback"]
+                /\ UNCHANGED << pending, refused >>
+
+(***************************************************************************)
+(* The application polls; the layer answers from the completions it      *)
+(* holds, else from the active QP's CQ. An error CQE from the default    *)
+(* QP starts a failover instead of reaching the application. An error   *)
+(* from the backup QP reaches it: SHIFT as published has no third path. *)
+(***************************************************************************)
+PollCq(h, D) ==
+    /\ event' = << "PollCq", h >>
+    /\ IF buffered[h] # << >>
+       THEN /\ IF h = "A" THEN SeeA(Head(buffered[h])) /\ UNCHANGED rcvSeen
+                          ELSE SeeB(Head(buffered[h])) /\ UNCHANGED sndSeen
+            /\ buffered' = [buffered EXCEPT ![h] = Tail(@)]
+            /\ UNCHANGED << cq, qp, rq, layer, pending, refused, rpend, recvDone >>
+       ELSE LET p == ActivePath(h)
+                c == Head(cq[h][p])
+            IN  /\ cq[h][p] # << >>
+                /\ IF c.status # "SUCCESS" /\ D.failover /\ layer[h] = "Default"
+                   THEN Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen >>
+                   ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
+                        /\ UNCHANGED << qp, rq, buffered, refused >>
+                        /\ layer' = IF c.status # "SUCCESS" /\ D.failover /\ h = "A"
+                                    THEN [layer EXCEPT !["A"] = "Error"] ELSE layer
+                        /\ IF h = "A"
+                           THEN /\ SeeA(c)
+                                /\ pending' = IF c.status = "SUCCESS"
+                                              THEN SelectSeq(pending, LAMBDA x : x > c.wr)
+                                              ELSE Without(pending, {c.wr})
+                                /\ UNCHANGED << rcvSeen, rpend, recvDone >>
+                           ELSE /\ SeeB(c)
+                                /\ rpend' = Without(rpend, {c.recv})
+                                /\ recvDone' = IF c.status = "SUCCESS" THEN recvDone + 1
+                                               ELSE recvDone
+                                /\ UNCHANGED << sndSeen, pending >>
+    /\ UNCHANGED << program, posted, recvPosted, sq, una, nxt, retry, epsn, saved,
+                    wire, link, nic, faults, drops, mem, execs, copies, queried,
+                    sentCtr, peerCtr, replayed, fence >>
+
+\* Every variable Progress leaves alone unless a step says otherwise.
+ProgressFrame == << program, posted, recvPosted, sndSeen, rcvSeen, link, nic, faults,
+                    drops, mem, execs, copies >>
+
+\* The QP pairs' transport state, which only a reconnect resets.
+PsnState == << una, nxt, retry, epsn, saved >>
+
+\* Step 3: repost the outstanding receive WRs on the backup QP, then send the
+\* counter of completed receives over the backup path.
+Handshake(h) ==
+    /\ layer[h] = "Fallback" /\ ~sentCtr[h]
+    /\ IF h = "B" /\ qp["B"][2] = "RTS"
+       THEN rq' = [rq EXCEPT ![2] = @ \o rpend] /\ UNCHANGED cq
+       ELSE IF h = "B"
+       THEN /\ cq' = [cq EXCEPT !["B"][2] = @ \o [i \in DOMAIN rpend |-> Cqe(0, rpend[i], "WR_FLUSH_ERR", 0)]]
+            /\ UNCHANGED rq
+       ELSE UNCHANGED << rq, cq >>
+    /\ wire' = IF nic[h][2] /\ qp[h][2] = "RTS"
+               THEN Send(2, From(h), [kind |-> "ctl", what |-> "counter",
+                                      count |-> IF h = "B" THEN recvDone ELSE 0])
+               ELSE wire
+    /\ sentCtr' = [sentCtr EXCEPT ![h] = TRUE]
+    /\ UNCHANGED PsnState
+    /\ UNCHANGED << sq, qp, queried, layer, pending, buffered, rpend, recvDone,
+                    peerCtr, replayed, fence, refused >>
+
+(***************************************************************************)
+(* The replay filters, one per design (D.skip): is outstanding WR w     *)
+(* known to have executed, so that re-posting it must be avoided?       *)
+(*  "none"    - nothing is skipped (NaiveReplay, Staging).             *)
+(*  "counter" - SHIFT: a notification numbered within the peer's count *)
+(*              of completed receives was received; re-posting it would *)
+(*              consume the next receive WR.                            *)
+(*  "psn"     - ReceiverQuery: w's PSN on the default QP is below the   *)
+(*              responder NIC's expected PSN (hidden transport state). *)
+(*  "flag"    - NCCL: the receiver set the completion flag of w's       *)
+(*              message when its application polled the notification.   *)
+(***************************************************************************)
+
+\* The notification that ends the message WR w belongs to (0: none).
+MessageOf(w) ==
+    LET later == { i \in w..Len(program) : program[i].note > 0 }
+    IN  IF later = {} THEN 0 ELSE program[CHOOSE i \in later : \A j \in later : i <= j].note
+
+Skip(D, w) ==
+    CASE D.skip = "none"    -> FALSE
+      [] D.skip = "counter" -> program[w].note > 0 /\ program[w].note <= peerCtr["A"]
+      [] D.skip = "psn"     -> \E i \in DOMAIN sq[1] : sq[1][i] = w /\ i < epsn[1]
+      [] D.skip = "flag"    -> /\ MessageOf(w) > 0
+                               /\ \E i \in DOMAIN NotesTaken :
+                                      NotesTaken[i].wr = NoteWr(program, MessageOf(w))
+
+\* Step 4: re-post A's outstanding WRs on the backup QP, except those D.skip names.
+Replay(D) ==
+    /\ layer["A"] = "Fallback" /\ sentCtr["A"] /\ peerCtr["A"] >= 0 /\ ~replayed["A"]
+    /\ LET keep    == SubAt(pending, { i \in DOMAIN pending : ~Skip(D, pending[i]) })
+           skipped == SubAt(pending, { i \in DOMAIN pending :
+                                         Skip(D, pending[i]) /\ Signaled(pending[i]) })
+       IN  /\ sq' = [sq EXCEPT ![2] = @ \o keep]
+           /\ cq' = IF qp["A"][2] = "ERR"
+                    THEN [cq EXCEPT !["A"][2] = @ \o Flushed(keep)]
+                    ELSE cq
+           /\ buffered' = [buffered EXCEPT !["A"] =
+                             @ \o [i \in DOMAIN skipped |-> Cqe(skipped[i], 0, "SUCCESS", 0)]]
+           /\ pending' = keep
+    /\ replayed' = [replayed EXCEPT !["A"] = TRUE]
+    /\ queried' = (queried \/ D.readsResponder)
+    /\ UNCHANGED PsnState
+    /\ UNCHANGED << rq, qp, wire, layer, rpend, recvDone, sentCtr, peerCtr, fence,
+                    refused >>
+
+\* Step 5a: the default path is healthy again; reconnect its QP pair (both
+\* ends start afresh) and probe it; then wait for the fence.
+Reconnect(D) ==
+    /\ D.failBack /\ Recover
+    /\ layer["A"] = "Fallback" /\ replayed["A"] /\ PathHealthy(1)
+    /\ qp' = [h \in Hosts |-> [qp[h] EXCEPT ![1] = "RTS"]]
+    /\ sq' = [sq EXCEPT ![1] = << >>]
+    /\ rq' = [rq EXCEPT ![1] = << >>]
+    /\ cq' = [h \in Hosts |-> [cq[h] EXCEPT ![1] = << >>]]
+    /\ wire' = [wire EXCEPT ![1] = NoWire]
+    /\ una' = [una EXCEPT ![1] = 1] /\ nxt' = [nxt EXCEPT ![1] = 1]
+    /\ retry' = [retry EXCEPT ![1] = MaxRetries]
+    /\ epsn' = [epsn EXCEPT ![1] = 1] /\ saved' = [saved EXCEPT ![1] = {}]
+    /\ layer' = [layer EXCEPT !["A"] = "WaitSignaled"]
+    /\ UNCHANGED << queried, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
+                    replayed, fence, refused >>
+
+\* Step 5b: the fence completed on the backup path, so every WR before it did:
+\* notify B on the default path alone and release the held WRs.
+Release ==
+    /\ layer["A"] = "WaitDrained" /\ fence \notin Range(pending)
+    /\ wire' = Send(1, "AtoB", [kind |-> "ctl", what |-> "failback", count |-> 0])
+    /\ layer' = [layer EXCEPT !["A"] = "Default"]
+    /\ fence' = 0
+    /\ sentCtr' = [sentCtr EXCEPT !["A"] = FALSE]
+    /\ peerCtr' = [peerCtr EXCEPT !["A"] = -1]
+    /\ replayed' = [replayed EXCEPT !["A"] = FALSE]
+    /\ UNCHANGED PsnState
+    /\ UNCHANGED << sq, rq, qp, cq, queried, pending, buffered, rpend, recvDone,
+                    refused >>
+
+(***************************************************************************)
+(* One step of the layer's background work on host h: woken by the      *)
+(* peer's counter, the handshake, the replay, or a fail-back step. At   *)
+(* most one is enabled at a time, so Progress(h) is deterministic.      *)
+(***************************************************************************)
+Progress(h, D) ==
+    /\ D.failover
+    /\ \/ /\ layer[h] = "Default" /\ peerCtr[h] >= 0
+          /\ Trigger(h, D, "WR_FLUSH_ERR")
+          /\ UNCHANGED << sq, wire, sentCtr, peerCtr, replayed, fence, queried >>
+          /\ UNCHANGED PsnState
+       \/ Handshake(h)
+       \/ h = "A" /\ Replay(D)
+       \/ h = "A" /\ Reconnect(D)
+       \/ h = "A" /\ Release
+    /\ event' = << "Progress", h >>
+    /\ UNCHANGED ProgressFrame
+
+(***************************************************************************)
+(* A control message of the layer arrives: the peer's counter, or the   *)
+(* fail-back notification, on which B moves its outstanding receive WRs *)
+(* back to the default QP and holds the backup CQ's completions.        *)
+(***************************************************************************)
+DeliverControl(p, d) ==
+    /\ wire[p][d] # << >>
+    /\ Head(wire[p][d]).kind = "ctl"
+    /\ LET m == Head(wire[p][d])
+           h == IF d = "AtoB" THEN "B" ELSE "A"
+           good == GoodPrefix(cq["B"][2])
+           alive == nic[h][p] /\ qp[h][p] = "RTS"
+       IN  /\ wire' = [wire EXCEPT ![p][d] = Tail(@)]
+           /\ IF alive /\ m.what = "counter"
+              THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
+                   /\ UNCHANGED << rq, cq, layer, buffered, rpend, recvDone, sentCtr >>
+              ELSE IF alive /\ m.what = "failback" /\ layer["B"] = "Fallback"
+              THEN /\ rq' = [rq EXCEPT ![1] = @ \o rq[2], ![2] = << >>]
+                   /\ cq' = [cq EXCEPT !["B"][2] = SubSeq(@, Len(good) + 1, Len(@))]
+                   /\ buffered' = [buffered EXCEPT !["B"] = @ \o good]
+                   /\ recvDone' = recvDone + Len(good)
+                   /\ rpend' = Without(rpend, Recvs(good))
+                   /\ layer' = [layer EXCEPT !["B"] = "Default"]
+                   /\ sentCtr' = [sentCtr EXCEPT !["B"] = FALSE]
+                   /\ peerCtr' = [peerCtr EXCEPT !["B"] = -1]
+              ELSE UNCHANGED << rq, cq, layer, buffered, rpend, recvDone, sentCtr, peerCtr >>
+    /\ event' = << "Deliver", p, d >>
+    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
+                    retry, epsn, saved, qp, link, nic, faults, drops, mem, execs,
+                    copies, queried, pending, replayed, fence, refused >>
+
+(* ------------------------------ the system -------------------------------- *)
+
+Init ==
+    /\ program \in { Program(k) : k \in Workloads }
+    /\ posted = 0 /\ recvPosted = 0
+    /\ sndSeen = << >> /\ rcvSeen = << >>
+    /\ sq = [p \in Paths |-> << >>]
+    /\ una = [p \in Paths |-> 1] /\ nxt = [p \in Paths |-> 1]
+    /\ retry = [p \in Paths |-> MaxRetries]
+    /\ epsn = [p \in Paths |-> 1] /\ saved = [p \in Paths |-> {}]
+    /\ rq = [p \in Paths |-> << >>]
+    /\ qp = [h \in Hosts |-> [p \in Paths |-> "RTS"]]
+    /\ cq = [h \in Hosts |-> [p \in Paths |-> << >>]]
+    /\ wire = [p \in Paths |-> [d \in Directions |-> << >>]]
+    /\ link = [p \in Paths |-> TRUE] /\ nic = [h \in Hosts |-> [p \in Paths |-> TRUE]]
+    /\ faults = 0 /\ drops = 0
+    /\ mem = [r \in Regions |-> 0]
+    /\ execs = [w \in DOMAIN program |-> 0]
+    /\ copies = 0 /\ queried = FALSE
+    /\ layer = [h \in Hosts |-> "Default"]
+    /\ pending = << >> /\ buffered = [h \in Hosts |-> << >>]
+    /\ rpend = << >> /\ recvDone = 0
+    /\ sentCtr = [h \in Hosts |-> FALSE] /\ peerCtr = [h \in Hosts |-> -1]
+    /\ replayed = [h \in Hosts |-> FALSE]
+    /\ fence = 0 /\ refused = {}
+    /\ event = << "Init" >>
+
+FailoverNext(D) ==
+    \/ PostSend \/ PostRecv
+    \/ \E p \in Paths : Transmit(p) \/ Timeout(p)
+    \/ \E p \in Paths, d \in Directions :
+           DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d) \/ Drop(p, d)
+    \/ FaultNext
+    \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D)
+
+\* Every step but the wire's losses and the faults happens if it stays possible.
+FailoverFairness(D) ==
+    /\ WF_vars(PostSend) /\ WF_vars(PostRecv)
+    /\ \A p \in Paths : WF_vars(Transmit(p)) /\ WF_vars(Timeout(p))
+    /\ \A p \in Paths, d \in Directions :
+           WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))
+    /\ \A h \in Hosts : WF_vars(PollCq(h, D)) /\ WF_vars(Progress(h, D))
+
+=============================================================================
