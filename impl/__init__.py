@@ -1,0 +1,1 @@
+"""shift.impl: the native SHIFT core (native/) from Python. API in progress."""

@@ -1,0 +1,194 @@
+/*
+ * shift.h - the SHIFT cross-NIC failover core, after "SHIFT: Exploring the Boundary
+ * of RDMA Network Fault Tolerance" (arXiv 2512.11094), and its simnic binding.
+ *
+ * A connection carries application traffic from a requester endpoint to a responder
+ * endpoint over two QP pairs: path 1 (default) and path 2 (backup, pre-built on the
+ * other NIC of each host). Traffic in the other direction is a second connection:
+ * both directions fail over independently, as in the paper.
+ *
+ * The core is written against shift_backend_ops, a table of verbs operations, and
+ * knows nothing of simnic; shift_sim_* binds it to simnic. A libibverbs backend is a
+ * second table. Nothing runs behind the caller's back: the layer's background work
+ * (handshake, replay, probe, fail-back) is one step per shift_progress() call; a real
+ * deployment calls it from its progress thread, tests call it as an event.
+ *
+ * Per endpoint (see Failover.tla for the same machine in TLA+):
+ *   requester send state  Default -> Fallback -> WaitSignaled -> WaitDrained -> Default
+ *                         (Error: refused, or the backup path failed too: terminal)
+ *   responder recv state  Default -> Fallback -> Default
+ */
+#ifndef SHIFT_H
+#define SHIFT_H
+
+#include "shift_verbs.h"
+#include "simnic.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CDEF-BEGIN */
+typedef struct shift_ep_opaque *shift_ep;
+typedef struct shift_conn_opaque *shift_conn;
+
+enum shift_design {
+    SHIFT_DESIGN_SHIFT = 0,        /* counter handshake, filtered replay, refusal, fail-back */
+    SHIFT_DESIGN_NAIVE_REPLAY = 1, /* replay every outstanding WR; no filter, no refusal */
+    SHIFT_DESIGN_NO_FAILOVER = 2   /* plain RC: errors go to the application */
+};
+
+enum shift_role { SHIFT_ROLE_REQUESTER = 0, SHIFT_ROLE_RESPONDER = 1 };
+
+enum shift_state {
+    SHIFT_STATE_DEFAULT = 0,
+    SHIFT_STATE_FALLBACK = 1,
+    SHIFT_STATE_WAIT_SIGNALED = 2,
+    SHIFT_STATE_WAIT_DRAINED = 3,
+    SHIFT_STATE_ERROR = 4
+};
+
+/* What one shift_progress() call did. */
+enum shift_step {
+    SHIFT_STEP_NONE = 0,
+    SHIFT_STEP_TRIGGER = 1,     /* woken by the peer's counter: failover started */
+    SHIFT_STEP_HANDSHAKE = 2,   /* receives reposted on the backup QP, counter sent */
+    SHIFT_STEP_REPLAY = 3,      /* outstanding sends re-posted on the backup QP */
+    SHIFT_STEP_RECONNECT = 4,   /* default QP pair re-established (and probe posted) */
+    SHIFT_STEP_PROBE_DONE = 5,  /* the probe completed: waiting for the fence */
+    SHIFT_STEP_PROBE_FAILED = 6,/* the probe failed: still on the backup path */
+    SHIFT_STEP_RELEASE = 7      /* fence done: notice sent, held WRs released */
+};
+
+enum shift_ep_flags {
+    /* Probe the reconnected default path with an empty WRITE over the wire before
+     * waiting for the fence. Without it the reconnect counts as the probe (the
+     * TLA+ specification's one-step abstraction). */
+    SHIFT_EP_WIRE_PROBE = 1
+};
+
+struct shift_ep_attr {
+    int role;               /* enum shift_role */
+    int design;             /* enum shift_design */
+    uint32_t max_send_wr;   /* outstanding send WRs the layer tracks (>= 1) */
+    uint32_t max_recv_wr;   /* outstanding receive WRs */
+    uint32_t ctl_retries;   /* handshake retransmissions before giving up */
+    unsigned int flags;     /* enum shift_ep_flags */
+};
+
+/* ---- the backend: verbs operations the core uses; ctx is the backend's ---- */
+struct shift_backend_qp_cap {
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_inline_data;
+};
+
+struct shift_backend_ops {
+    /* create the QP (and its CQ, shared by send and receive) on this host's NIC of
+     * path (1 or 2); *qp is the backend's handle */
+    int (*create_qp)(void *ctx, int path, const struct shift_backend_qp_cap *cap, void **qp);
+    int (*destroy_qp)(void *ctx, void *qp);
+    /* move the QP to a state (ERR flushes; RESET empties; RTR/RTS take the PSNs) */
+    int (*modify_qp)(void *ctx, void *qp, int state, uint32_t rq_psn, uint32_t sq_psn);
+    int (*query_qp)(void *ctx, void *qp, int *state, uint32_t *rq_psn, uint32_t *sq_psn);
+    /* the connection manager re-establishes the QP pair of path; fails unless healthy */
+    int (*reset_qp)(void *ctx, void *qp);
+    int (*post_send)(void *ctx, void *qp, struct shift_send_wr *wr);
+    int (*post_recv)(void *ctx, void *qp, struct shift_recv_wr *wr);
+    int (*ring)(void *ctx, void *qp);
+    int (*poll_cq)(void *ctx, void *qp, int n, struct shift_wc *wc);
+    int (*reg_mr)(void *ctx, int path, uint64_t addr, size_t len, int access,
+                  uint32_t *lkey, uint32_t *rkey, void **mr);
+    int (*dereg_mr)(void *ctx, void *mr);
+    /* a control message of the layer to the peer over path (reliable while it lives) */
+    int (*ctl_send)(void *ctx, void *qp, const void *msg, uint32_t len);
+};
+
+struct shift_mr_keys {
+    uint32_t lkey;          /* the application's keys: those of the default NIC */
+    uint32_t rkey;
+    uint32_t lkey_backup;   /* the backup NIC's keys (give rkey_backup to the peer) */
+    uint32_t rkey_backup;
+};
+
+struct shift_ep_info {
+    int role;
+    int design;
+    int state;              /* enum shift_state */
+    int sent_ctr;           /* has it sent its counter in this failover? */
+    int64_t peer_ctr;       /* the peer's receive counter, -1 before it arrives */
+    int replayed;
+    int probing;
+    uint64_t fence;         /* the fence WR's wr_id (valid when has_fence) */
+    int has_fence;
+    uint32_t epoch;         /* failovers this endpoint entered */
+    uint64_t outstanding;   /* requester: WRs posted and not known complete */
+    uint64_t held;          /* requester: WRs waiting for replay */
+    uint64_t buffered;      /* completions held for the application */
+    uint64_t sends_posted;  /* two-sided sends posted */
+    uint64_t sends_completed; /* two-sided sends known complete */
+    uint64_t recvs_posted;
+    uint64_t recvs_completed; /* the receive counter */
+    /* statistics */
+    uint64_t failovers;
+    uint64_t replayed_wrs;  /* WRs re-posted on the backup QP */
+    uint64_t skipped_wrs;   /* notifications not replayed (the peer had them) */
+    uint64_t refused_wrs;   /* WRs failed on purpose (atomic/ineligible in flight) */
+    uint64_t failbacks;
+    uint64_t ctl_sent;
+    uint64_t ctl_received;
+    uint64_t backup_state_bytes; /* memory the layer keeps to be able to fail over */
+};
+
+/* ---- the core API (verbs-like) ---- */
+int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
+                    const struct shift_ep_attr *attr, shift_ep *out);
+int shift_ep_destroy(shift_ep ep);
+int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
+                 struct shift_mr_keys *keys);
+/* tell the endpoint the peer's keys of one region on both paths (out of band) */
+int shift_add_remote_keys(shift_ep ep, uint32_t rkey, uint32_t rkey_backup);
+int shift_post_send(shift_ep ep, struct shift_send_wr *wr, struct shift_send_wr **bad);
+int shift_post_recv(shift_ep ep, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
+/* Up to n completions for the application (>= 0) or -errno. */
+int shift_poll_cq(shift_ep ep, int n, struct shift_wc *wc);
+/* One PollCq event: 1 and *wc if the application took a completion; 0 if none was
+ * there; 2 if an error completion on the default QP started a failover instead. */
+int shift_poll_step(shift_ep ep, struct shift_wc *wc);
+/* One step of background work: enum shift_step (0: nothing to do), or -errno. */
+int shift_progress(shift_ep ep);
+/* The layer's control timer for path fired (handshake retransmission): 1 if it acted. */
+int shift_timer(shift_ep ep, int path);
+/* A control message from the peer arrived on path (called by the backend). */
+int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
+int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
+const char *shift_state_name(int state);
+const char *shift_design_name(int design);
+/* Bytes of layer state per endpoint needed to fail over, for given queue sizes. */
+uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr);
+
+/* ---- binding to simnic: a connection from host A (requester) to host B ---- */
+struct shift_conn_attr {
+    int design;
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t ctl_retries;
+    unsigned int flags;     /* enum shift_ep_flags, both endpoints */
+};
+int shift_sim_connect(sn_fabric f, const struct shift_conn_attr *attr, shift_conn *out);
+int shift_sim_close(shift_conn c);
+/* the endpoint of a host (SN_HOST_A: requester, SN_HOST_B: responder) */
+int shift_sim_ep(shift_conn c, int host, shift_ep *out);
+/* register [addr, addr+len) of host on both its NICs; the peer learns the keys */
+int shift_sim_reg_mr(shift_conn c, int host, uint64_t addr, size_t length, int access,
+                     struct shift_mr_keys *keys);
+/* Timeout(host, path): the NIC's timers; if none went off, the layer's control timer */
+int shift_sim_timeout(shift_conn c, int host, int path);
+/* the simnic QP of a host and path, for tests */
+int shift_sim_qp(shift_conn c, int host, int path, sn_qp *out);
+/* CDEF-END */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,160 @@
+/*
+ * simnic.h - a deterministic software RC NIC ("simnic") with a wire between two
+ * hosts and fault injection.
+ *
+ * The fabric: hosts A (0) and B (1), each with NIC 1 and NIC 2; path p joins NIC p
+ * of A, link p and NIC p of B (rail-aligned). Each path carries two FIFO channels of
+ * packets, AtoB (0) and BtoA (1). Nothing moves by itself: the wire, the NICs' timers
+ * and the faults advance only through the step functions below, the events of the
+ * project's vocabulary (DESIGN.md section 3), so a run is reproducible from its
+ * event trace. No threads, no clocks.
+ *
+ * Handles (sn_fabric, sn_cq, sn_qp, sn_mr) are checked on every call: NULL, freed or
+ * forged handles give EINVAL (EBADF for a fabric), never a crash. Functions return 0
+ * or a positive errno, like ibv_post_send.
+ *
+ * RC semantics implemented (see docs/performance.md and native/README.md):
+ *  - one packet per message (messages up to SHIFT_MAX_MSG bytes), one PSN per WR;
+ *  - the responder executes the request with the expected PSN and ACKs it; a
+ *    duplicate is re-ACKed and not re-executed (a READ re-reads memory, an atomic
+ *    returns its saved result); a request ahead of the expected PSN is discarded;
+ *  - ACKs are cumulative; a later ACK does not complete an earlier READ/atomic whose
+ *    response is missing: the requester goes back to it (implicit NAK);
+ *  - sn_timeout: go-back-N while retries remain, else RETRY_EXC_ERR for the oldest
+ *    unacknowledged WR, QP to ERR and WR_FLUSH_ERR for the rest and for later posts;
+ *  - receiver not ready: a SEND/WRITE_WITH_IMM that finds no receive WR is discarded
+ *    (the timeout retransmits it), or with rnr_nak answered by an RNR NAK and retried
+ *    rnr_retry times before RNR_RETRY_EXC_ERR;
+ *  - bad access: a bad lkey or local bounds -> LOC_PROT_ERR; a bad rkey, remote
+ *    bounds or missing remote permission -> REM_ACCESS_ERR (both QPs to ERR); a
+ *    misaligned or wrong-sized atomic, or a SEND longer than the receive buffer ->
+ *    REM_INV_REQ_ERR at the requester (LOC_LEN_ERR on the receive).
+ */
+#ifndef SIMNIC_H
+#define SIMNIC_H
+
+#include "shift_verbs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CDEF-BEGIN */
+typedef struct sn_fabric_opaque *sn_fabric;
+typedef struct sn_cq_opaque *sn_cq;
+typedef struct sn_qp_opaque *sn_qp;
+typedef struct sn_mr_opaque *sn_mr;
+
+enum sn_host { SN_HOST_A = 0, SN_HOST_B = 1 };
+enum sn_dir { SN_AtoB = 0, SN_BtoA = 1 };
+
+struct sn_fabric_attr {
+    size_t mem_size;        /* bytes of memory per host (default 65536) */
+    uint32_t retry_cnt;     /* retransmissions before RETRY_EXC_ERR (default 7, max 7) */
+    uint32_t rnr_retry;     /* RNR NAK retries before RNR_RETRY_EXC_ERR (default 7) */
+    int rnr_nak;            /* 0: a notification without a receive WR is discarded */
+};
+
+struct sn_qp_init_attr {
+    sn_cq send_cq;
+    sn_cq recv_cq;
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_inline_data; /* <= SHIFT_MAX_INLINE */
+};
+
+enum sn_qp_attr_mask {
+    SN_QP_STATE = 1,
+    SN_QP_DEST_QPN = 2,
+    SN_QP_RQ_PSN = 4,
+    SN_QP_SQ_PSN = 8
+};
+
+struct sn_qp_attr {
+    int qp_state;
+    uint32_t dest_qp_num;
+    uint32_t rq_psn;        /* the responder's expected PSN */
+    uint32_t sq_psn;        /* the PSN of the next new request */
+    uint32_t qp_num;        /* query only */
+    int nic;                /* query only: 1 or 2 */
+    int host;               /* query only */
+};
+
+struct sn_counters {
+    uint64_t transmitted;   /* request packets put on a wire (retransmissions too) */
+    uint64_t delivered;     /* packets taken off a wire by sn_deliver */
+    uint64_t dropped;       /* by sn_drop */
+    uint64_t lost;          /* to a dead link or NIC */
+    uint64_t executed;      /* requests executed by a responder */
+    uint64_t duplicates;    /* duplicate requests answered without re-execution */
+    uint64_t timeouts;      /* retransmission timer expiries that went back */
+};
+
+int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out);
+int sn_fabric_destroy(sn_fabric f);
+/* The memory of a host: [*base, *base + *size). Regions must be registered in it. */
+int sn_host_mem(sn_fabric f, int host, uint8_t **base, size_t *size);
+int sn_counters_get(sn_fabric f, struct sn_counters *out);
+
+int sn_reg_mr(sn_fabric f, int host, int nic, uint64_t addr, size_t length, int access,
+              sn_mr *out);
+int sn_mr_keys(sn_mr mr, uint32_t *lkey, uint32_t *rkey);
+int sn_dereg_mr(sn_mr mr);
+
+int sn_create_cq(sn_fabric f, int host, int cqe, sn_cq *out);
+int sn_destroy_cq(sn_cq cq);
+/* Up to n completions into wc; returns how many (>= 0) or -errno. */
+int sn_poll_cq(sn_cq cq, int n, struct shift_wc *wc);
+
+int sn_create_qp(sn_fabric f, int host, int nic, const struct sn_qp_init_attr *attr,
+                 sn_qp *out);
+int sn_destroy_qp(sn_qp qp);
+int sn_modify_qp(sn_qp qp, const struct sn_qp_attr *attr, int mask);
+int sn_query_qp(sn_qp qp, struct sn_qp_attr *attr);
+/* Both QPs (one per host, same NIC index) RESET/INIT -> RTS, connected, PSNs 0. */
+int sn_connect(sn_qp a, sn_qp b);
+/* The connection manager re-establishes the pair qp belongs to: both ends are reset
+ * (their queues emptied without completions) and brought to RTS with fresh PSNs, and
+ * the pair's packets leave the wire. ENETUNREACH unless link and both NICs are up. */
+int sn_reconnect(sn_qp qp);
+
+/* Post a list of WRs; on error *bad (if not NULL) is the first one not posted.
+ * ENOMEM when the queue is full, EINVAL for a malformed WR or a QP not yet ready.
+ * A QP in ERR accepts the WR and completes it with WR_FLUSH_ERR, as verbs does. */
+int sn_post_send(sn_qp qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
+int sn_post_recv(sn_qp qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
+/* Make every WQE written with SHIFT_SEND_NO_DOORBELL eligible for transmission. */
+int sn_ring(sn_qp qp);
+
+/* Layer control messages ride a reliable control channel alongside qp: delivered in
+ * FIFO order with the path's packets while the path lives, lost when it dies, never
+ * dropped by sn_drop. EIO if qp's NIC is dead or qp is not in RTS. */
+typedef void (*sn_ctl_handler)(void *arg, sn_qp qp, const void *msg, uint32_t len);
+int sn_ctl_send(sn_qp qp, const void *msg, uint32_t len);
+int sn_set_ctl_handler(sn_qp qp, sn_ctl_handler fn, void *arg);
+
+/* --- the events: each returns 1 if it did something, 0 if not enabled, or -errno --- */
+int sn_transmit(sn_fabric f, int host, int path);   /* next request of a QP of NIC path */
+int sn_deliver(sn_fabric f, int path, int dir);      /* the head packet arrives */
+int sn_drop(sn_fabric f, int path, int dir);         /* the head request/ACK is lost */
+int sn_timeout(sn_fabric f, int host, int path);     /* the NIC's retransmission timers */
+int sn_link_down(sn_fabric f, int path);
+int sn_link_up(sn_fabric f, int path);
+int sn_nic_fail(sn_fabric f, int host, int nic);
+int sn_nic_recover(sn_fabric f, int host, int nic);
+/* Deterministic scheduler: transmit and deliver until nothing moves or budget steps
+ * ran; returns the number of steps (no drops, no timeouts, no faults). */
+long sn_pump(sn_fabric f, long budget);
+/* Packets on a channel; 0 for bad arguments. Head kind: 0 none, 1 request, 2 ack,
+ * 3 control. */
+int sn_wire_len(sn_fabric f, int path, int dir);
+int sn_wire_head_kind(sn_fabric f, int path, int dir);
+int sn_path_healthy(sn_fabric f, int path);
+int sn_nic_alive(sn_fabric f, int host, int nic);
+int sn_link_is_up(sn_fabric f, int path);
+/* CDEF-END */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

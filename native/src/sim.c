@@ -1,0 +1,264 @@
+/* sim.c - the SHIFT core's backend table over simnic, and a connection helper. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sim_ctx {
+    sn_fab *f;
+    sn_fabric fh;
+    int host;
+    sn_qp qph[3];
+    sn_cq cqh[3];
+    shift_ep ep;
+} sim_ctx;
+
+typedef struct conn_s {
+    uint64_t h;
+    sn_fab *f;
+    sim_ctx ctx[2];
+    shift_ep ep[2];
+} conn_s;
+
+static int b_create_qp(void *c, int path, const struct shift_backend_qp_cap *cap, void **qp)
+{
+    sim_ctx *x = c;
+    if (path != 1 && path != 2)
+        return EINVAL;
+    sn_cq cq;
+    int err = sn_create_cq(x->fh, x->host, (int)(cap->max_send_wr + cap->max_recv_wr + 8), &cq);
+    if (err)
+        return err;
+    struct sn_qp_init_attr a = {cq, cq, cap->max_send_wr, cap->max_recv_wr, cap->max_inline_data};
+    sn_qp q;
+    err = sn_create_qp(x->fh, x->host, path, &a, &q);
+    if (err) {
+        sn_destroy_cq(cq);
+        return err;
+    }
+    x->qph[path] = q;
+    x->cqh[path] = cq;
+    *qp = sn__qp(q);
+    return 0;
+}
+
+static int path_of(sim_ctx *x, void *qp)
+{
+    return sn__qp(x->qph[1]) == qp ? 1 : sn__qp(x->qph[2]) == qp ? 2 : 0;
+}
+
+static int b_destroy_qp(void *c, void *qp)
+{
+    sim_ctx *x = c;
+    int p = path_of(x, qp);
+    if (!p)
+        return EINVAL;
+    sn_destroy_qp(x->qph[p]);
+    sn_destroy_cq(x->cqh[p]);
+    x->qph[p] = NULL;
+    x->cqh[p] = NULL;
+    return 0;
+}
+
+static int b_modify_qp(void *c, void *qp, int state, uint32_t rq_psn, uint32_t sq_psn)
+{
+    (void)c;
+    struct sn_qp_attr a = {0};
+    int mask = SN_QP_STATE;
+    a.qp_state = state;
+    if (state == SHIFT_QPS_RTR) {
+        a.rq_psn = rq_psn;
+        mask |= SN_QP_RQ_PSN;
+    } else if (state == SHIFT_QPS_RTS && ((sn_qp_s *)qp)->state == SHIFT_QPS_RTR) {
+        a.sq_psn = sq_psn;
+        mask |= SN_QP_SQ_PSN;
+    }
+    return sn__modify(qp, &a, mask);
+}
+
+static int b_query_qp(void *c, void *qp, int *state, uint32_t *rq_psn, uint32_t *sq_psn)
+{
+    (void)c;
+    sn_qp_s *q = qp;
+    struct sn_qp_attr a;
+    int err = sn_query_qp(H_PTR(q->h), &a);
+    if (err)
+        return err;
+    *state = a.qp_state;
+    *rq_psn = a.rq_psn;
+    *sq_psn = a.sq_psn;
+    return 0;
+}
+
+static int b_reset_qp(void *c, void *qp)
+{
+    (void)c;
+    return sn__reconnect(qp);
+}
+
+static int b_post_send(void *c, void *qp, struct shift_send_wr *wr)
+{
+    (void)c;
+    return sn__post_send(qp, wr, NULL);
+}
+
+static int b_post_recv(void *c, void *qp, struct shift_recv_wr *wr)
+{
+    (void)c;
+    return sn__post_recv(qp, wr, NULL);
+}
+
+static int b_ring(void *c, void *qp)
+{
+    (void)c;
+    return sn__ring(qp);
+}
+
+static int b_poll_cq(void *c, void *qp, int n, struct shift_wc *wc)
+{
+    (void)c;
+    return sn__poll_cq(((sn_qp_s *)qp)->scq, n, wc);
+}
+
+static int b_reg_mr(void *c, int path, uint64_t addr, size_t len, int access, uint32_t *lkey,
+                    uint32_t *rkey, void **mr)
+{
+    sim_ctx *x = c;
+    sn_mr m;
+    int err = sn_reg_mr(x->fh, x->host, path, addr, len, access, &m);
+    if (err)
+        return err;
+    sn_mr_keys(m, lkey, rkey);
+    *mr = m;
+    return 0;
+}
+
+static int b_dereg_mr(void *c, void *mr)
+{
+    (void)c;
+    return sn_dereg_mr(mr);
+}
+
+static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
+{
+    (void)c;
+    return sn__ctl_send(qp, msg, len);
+}
+
+static const struct shift_backend_ops sim_ops = {
+    b_create_qp, b_destroy_qp, b_modify_qp, b_query_qp, b_reset_qp, b_post_send,
+    b_post_recv, b_ring, b_poll_cq, b_reg_mr, b_dereg_mr, b_ctl_send,
+};
+
+static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
+{
+    sim_ctx *x = arg;
+    int p = x->qph[1] == qp ? 1 : 2;
+    shift_ctl_input(x->ep, p, msg, len);
+}
+
+static conn_s *conn_get(shift_conn c) { return h_get(c, H_CONN); }
+
+int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_conn *out)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return EBADF;
+    if (!attr || !out)
+        return EINVAL;
+    *out = NULL;
+    conn_s *c = calloc(1, sizeof *c);
+    if (!c)
+        return ENOMEM;
+    c->f = f;
+    int err = 0, made = 0;
+    for (int h = 0; h < 2; h++) {
+        c->ctx[h].f = f;
+        c->ctx[h].fh = fh;
+        c->ctx[h].host = h;
+        struct shift_ep_attr ea = {h == 0 ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
+                                   attr->design, attr->max_send_wr, attr->max_recv_wr,
+                                   attr->ctl_retries, attr->flags};
+        err = shift_ep_create(&sim_ops, &c->ctx[h], &ea, &c->ep[h]);
+        if (err)
+            goto fail;
+        c->ctx[h].ep = c->ep[h];
+        made++;
+    }
+    for (int p = 1; p <= 2; p++) {
+        err = sn_connect(c->ctx[0].qph[p], c->ctx[1].qph[p]);
+        if (err)
+            goto fail;
+        for (int h = 0; h < 2; h++)
+            sn_set_ctl_handler(c->ctx[h].qph[p], on_ctl, &c->ctx[h]);
+    }
+    c->h = h_new(c, H_CONN);
+    if (!c->h) {
+        err = ENOMEM;
+        goto fail;
+    }
+    f->users++;
+    *out = H_PTR(c->h);
+    return 0;
+fail:
+    for (int h = 0; h < made; h++)
+        shift_ep_destroy(c->ep[h]);
+    free(c);
+    return err;
+}
+
+int shift_sim_close(shift_conn ch)
+{
+    conn_s *c = conn_get(ch);
+    if (!c)
+        return EINVAL;
+    for (int h = 0; h < 2; h++)
+        shift_ep_destroy(c->ep[h]);
+    c->f->users--;
+    h_free(c->h);
+    free(c);
+    return 0;
+}
+
+int shift_sim_ep(shift_conn ch, int host, shift_ep *out)
+{
+    conn_s *c = conn_get(ch);
+    if (!c || !out || (host != 0 && host != 1))
+        return EINVAL;
+    *out = c->ep[host];
+    return 0;
+}
+
+int shift_sim_qp(shift_conn ch, int host, int path, sn_qp *out)
+{
+    conn_s *c = conn_get(ch);
+    if (!c || !out || (host != 0 && host != 1) || (path != 1 && path != 2))
+        return EINVAL;
+    *out = c->ctx[host].qph[path];
+    return 0;
+}
+
+int shift_sim_reg_mr(shift_conn ch, int host, uint64_t addr, size_t length, int access,
+                     struct shift_mr_keys *keys)
+{
+    conn_s *c = conn_get(ch);
+    if (!c || !keys || (host != 0 && host != 1))
+        return EINVAL;
+    int err = shift_reg_mr(c->ep[host], addr, length, access, keys);
+    if (err)
+        return err;
+    return shift_add_remote_keys(c->ep[1 - host], keys->rkey, keys->rkey_backup);
+}
+
+int shift_sim_timeout(shift_conn ch, int host, int path)
+{
+    conn_s *c = conn_get(ch);
+    if (!c)
+        return -EINVAL;
+    if ((host != 0 && host != 1) || (path != 1 && path != 2))
+        return -EINVAL;
+    if (sn__timeout(c->f, host, path) > 0)
+        return 1;
+    return shift_timer(c->ep[host], path);
+}
