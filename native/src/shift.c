@@ -51,6 +51,7 @@ typedef struct ep_s {
     struct shift_ep_attr attr;
     void *qp[3];
     int state;
+    int err_path;              /* in Error: the QP whose CQ the application drains */
     /* requester */
     pend_t *pq;
     uint32_t pcap;
@@ -113,6 +114,25 @@ static int wc_op(int op)
 
 /* errors a post returns for a bad WR or a full queue: the application's, not a path's */
 static int app_error(int err) { return err == EINVAL || err == ENOMEM; }
+
+/* Completion errors that say the path failed (the trigger). The others (protection,
+ * access, invalid request, length) are the application's: re-executing the WR on
+ * another path would fail the same way, so they reach the application as on plain RC. */
+static int path_error(int status)
+{
+    switch (status) {
+    case SHIFT_WC_WR_FLUSH_ERR:
+    case SHIFT_WC_RETRY_EXC_ERR:
+    case SHIFT_WC_RNR_RETRY_EXC_ERR:
+    case SHIFT_WC_FATAL_ERR:
+    case SHIFT_WC_RESP_TIMEOUT_ERR:
+    case SHIFT_WC_GENERAL_ERR:
+    case SHIFT_WC_REM_ABORT_ERR:
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 /* ----------------------------------------------------------- buffers ------- */
 
@@ -350,6 +370,7 @@ static void trigger(ep_s *e, int status)
             }
             pend_gc(e);
             e->state = SHIFT_STATE_ERROR;
+            e->err_path = 1;
             return;
         }
         for (uint64_t s = e->phead; s < e->ptail; s++)
@@ -389,6 +410,7 @@ static void give_up(ep_s *e, int status)
         rpend_gc(e);
     }
     e->state = SHIFT_STATE_ERROR;
+    e->err_path = 2;
 }
 
 /* ------------------------------------------------------- the steps --------- */
@@ -435,6 +457,7 @@ static void replay(ep_s *e)
             buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
             p->flags |= PF_DONE;
             e->state = SHIFT_STATE_ERROR;
+            e->err_path = 2;
             continue;
         }
         p->where = W_BACKUP;
@@ -649,14 +672,6 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
             return EINVAL;
         if ((e->ptail - e->phead) + (e->btail - e->bhead) >= e->pcap)
             return ENOMEM;
-        if (e->state == SHIFT_STATE_ERROR) {
-            struct shift_wc wc = {0};
-            wc.wr_id = wr->wr_id;
-            wc.status = SHIFT_WC_WR_FLUSH_ERR;
-            wc.opcode = wc_op(wr->opcode);
-            buf_push(e, &wc);
-            continue;
-        }
         uint64_t seq = e->ptail;
         pend_t *p = &e->pq[seq % e->pcap];
         p->wr = *wr;
@@ -687,14 +702,22 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
             fence = (wr->send_flags & SHIFT_SEND_SIGNALED) != 0;
             break;
         default:
+            /* Error: the WR goes to the dead QP, which flushes it after the older ones,
+             * as verbs does for a QP in ERR */
+            path = e->err_path;
             break;
         }
         p->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
         if (path) {
             err = post_pend(e, p, path, nodb);
-            if (err && (app_error(err) || !failover(e) || path != 1 ||
-                        e->state != SHIFT_STATE_DEFAULT))
+            if (err && e->state == SHIFT_STATE_ERROR && !app_error(err)) {
+                buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
+                p->flags |= PF_DONE;
+                err = 0;
+            } else if (err && (app_error(err) || !failover(e) || path != 1 ||
+                               e->state != SHIFT_STATE_DEFAULT)) {
                 return err;
+            }
         }
         /* accepted */
         e->ptail++;
@@ -707,7 +730,7 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
             e->has_fence = 1;
             e->state = SHIFT_STATE_WAIT_DRAINED;
         }
-        if (err) {
+        if (err && e->state == SHIFT_STATE_DEFAULT) {
             /* a failed post on the default QP: the path is gone */
             p->where = W_HELD;
             trigger(e, SHIFT_WC_WR_FLUSH_ERR);
@@ -734,10 +757,6 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
             return EINVAL;
         if ((e->rtail - e->rhead) + (e->btail - e->bhead) >= e->rcap)
             return ENOMEM;
-        if (e->state == SHIFT_STATE_ERROR) {
-            buf_recv(e, wr->wr_id, SHIFT_WC_WR_FLUSH_ERR);
-            continue;
-        }
         uint64_t seq = e->rtail;
         rpend_t *r = &e->rq[seq % e->rcap];
         r->wr = *wr;
@@ -745,12 +764,18 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
         r->wr.wr_id = seq;
         r->app_id = wr->wr_id;
         r->flags = 0;
-        int path = e->state == SHIFT_STATE_DEFAULT ? 1 : e->sent_ctr ? 2 : 0;
+        int path = e->state == SHIFT_STATE_DEFAULT ? 1
+                   : e->state == SHIFT_STATE_ERROR ? e->err_path
+                   : e->sent_ctr ? 2 : 0;
         r->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
         if (path) {
             int err = post_rpend(e, r, path);
-            if (err)
+            if (err && e->state == SHIFT_STATE_ERROR && !app_error(err)) {
+                buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
+                r->flags |= PF_DONE;
+            } else if (err) {
                 return err;
+            }
         }
         e->rtail++;
         e->st.recvs_posted++;
@@ -772,7 +797,8 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
         e->bhead++;
         return 1;
     }
-    int path = e->state == SHIFT_STATE_DEFAULT ? 1 : 2;
+    int path = e->state == SHIFT_STATE_DEFAULT ? 1
+               : e->state == SHIFT_STATE_ERROR && e->err_path ? e->err_path : 2;
     struct shift_wc wc;
     for (;;) {
         int n = e->ops->poll_cq(e->ctx, e->qp[path], 1, &wc);
@@ -785,7 +811,7 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
             if (!p || (p->flags & PF_DONE) || (wc.opcode & SHIFT_WC_RECV))
                 continue; /* stale: from before a reset */
             if (wc.status != SHIFT_WC_SUCCESS && failover(e) &&
-                e->state == SHIFT_STATE_DEFAULT) {
+                e->state == SHIFT_STATE_DEFAULT && path_error(wc.status)) {
                 trigger(e, wc.status);
                 return 2;
             }
@@ -796,15 +822,17 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
             } else {
                 p->flags |= PF_DONE;
                 pend_gc(e);
-                if (failover(e))
+                if (failover(e) && e->state != SHIFT_STATE_ERROR) {
+                    e->err_path = path;
                     e->state = SHIFT_STATE_ERROR;
+                }
             }
         } else {
             rpend_t *r = rpend_at(e, wc.wr_id);
             if (!r || (r->flags & PF_DONE))
                 continue;
             if (wc.status != SHIFT_WC_SUCCESS && failover(e) &&
-                e->state == SHIFT_STATE_DEFAULT) {
+                e->state == SHIFT_STATE_DEFAULT && path_error(wc.status)) {
                 trigger(e, wc.status);
                 return 2;
             }
@@ -813,6 +841,10 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
             rpend_gc(e);
             if (wc.status == SHIFT_WC_SUCCESS)
                 e->recv_done++;
+            else if (failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+                e->err_path = path;
+                e->state = SHIFT_STATE_ERROR;
+            }
         }
         *out = wc;
         return 1;

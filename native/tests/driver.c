@@ -1,0 +1,803 @@
+/*
+ * driver.c - exercises every public entry point of libshift, with good and bad
+ * inputs, and runs NCCL-style scenarios with faults. Built plain and under
+ * AddressSanitizer + UndefinedBehaviorSanitizer (make asan); exits non-zero on the
+ * first failed check. tests/impl/test_impl_sanitizers.py runs it.
+ */
+#include "shift.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int checks, failures;
+#define CHECK(c)                                                                        \
+    do {                                                                                \
+        checks++;                                                                       \
+        if (!(c)) {                                                                     \
+            failures++;                                                                 \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);        \
+        }                                                                               \
+    } while (0)
+
+/* ------------------------------------------------------------- raw simnic ------ */
+
+typedef struct {
+    sn_fabric f;
+    uint8_t *mem[2];
+    sn_cq cq[2];
+    sn_qp qp[2];
+    sn_mr mr[2];
+    uint32_t lkey[2], rkey[2];
+} raw_t;
+
+static void raw_open(raw_t *r, int retries)
+{
+    struct sn_fabric_attr a = {65536, (uint32_t)retries, 7, 0};
+    memset(r, 0, sizeof *r);
+    CHECK(sn_fabric_create(&a, &r->f) == 0);
+    for (int h = 0; h < 2; h++) {
+        size_t size;
+        CHECK(sn_host_mem(r->f, h, &r->mem[h], &size) == 0 && size == 65536);
+        CHECK(sn_create_cq(r->f, h, 256, &r->cq[h]) == 0);
+        struct sn_qp_init_attr qa = {r->cq[h], r->cq[h], 64, 64, 64};
+        CHECK(sn_create_qp(r->f, h, 1, &qa, &r->qp[h]) == 0);
+        CHECK(sn_reg_mr(r->f, h, 1, (uint64_t)(uintptr_t)r->mem[h], 4096, 15, &r->mr[h]) == 0);
+        CHECK(sn_mr_keys(r->mr[h], &r->lkey[h], &r->rkey[h]) == 0);
+    }
+    CHECK(sn_connect(r->qp[0], r->qp[1]) == 0);
+}
+
+static struct shift_send_wr mkwr(uint64_t id, int op, raw_t *r, uint64_t loff, uint32_t len,
+                                 uint64_t roff)
+{
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    w.wr_id = id;
+    w.opcode = op;
+    w.send_flags = SHIFT_SEND_SIGNALED;
+    w.num_sge = len ? 1 : 0;
+    w.sg.addr = (uint64_t)(uintptr_t)(r->mem[0] + loff);
+    w.sg.length = len;
+    w.sg.lkey = r->lkey[0];
+    w.remote_addr = (uint64_t)(uintptr_t)(r->mem[1] + roff);
+    w.rkey = r->rkey[1];
+    return w;
+}
+
+static int poll1(sn_cq cq, struct shift_wc *wc) { return sn_poll_cq(cq, 1, wc); }
+
+static void test_raw_basic(void)
+{
+    raw_t r;
+    raw_open(&r, 2);
+    struct shift_wc wc;
+    /* WRITE, READ, FADD, CAS, SEND into a receive */
+    memcpy(r.mem[0], "hello", 5);
+    struct shift_send_wr w = mkwr(1, SHIFT_WR_RDMA_WRITE, &r, 0, 5, 100);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_pump(r.f, 1000) > 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(memcmp(r.mem[1] + 100, "hello", 5) == 0);
+    w = mkwr(2, SHIFT_WR_RDMA_READ, &r, 200, 5, 100);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 1000);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.opcode == SHIFT_WC_RDMA_READ && wc.status == 0);
+    CHECK(memcmp(r.mem[0] + 200, "hello", 5) == 0);
+    uint64_t v = 40;
+    memcpy(r.mem[1] + 8, &v, 8);
+    w = mkwr(3, SHIFT_WR_ATOMIC_FETCH_AND_ADD, &r, 16, 8, 8);
+    w.compare_add = 2;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    w = mkwr(4, SHIFT_WR_ATOMIC_CMP_AND_SWP, &r, 24, 8, 8);
+    w.compare_add = 42;
+    w.swap = 7;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 1000);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 3 && wc.status == 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 4 && wc.status == 0);
+    memcpy(&v, r.mem[1] + 8, 8);
+    CHECK(v == 7);
+    memcpy(&v, r.mem[0] + 16, 8);
+    CHECK(v == 40);
+    memcpy(&v, r.mem[0] + 24, 8);
+    CHECK(v == 42);
+    struct shift_recv_wr rw = {9, NULL, {(uint64_t)(uintptr_t)(r.mem[1] + 512), 64, r.lkey[1]}, 1};
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    w = mkwr(5, SHIFT_WR_SEND_WITH_IMM, &r, 0, 5, 0);
+    w.imm_data = 77;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 1000);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 5 && wc.status == 0);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 9 && wc.imm_data == 77 &&
+          (wc.wc_flags & SHIFT_WC_WITH_IMM) && wc.byte_len == 5);
+    CHECK(memcmp(r.mem[1] + 512, "hello", 5) == 0);
+    /* inline: the payload is taken at post time */
+    char buf[8] = "inline!";
+    w = mkwr(6, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 300);
+    w.sg.addr = (uint64_t)(uintptr_t)buf;
+    w.sg.lkey = 0;
+    w.send_flags |= SHIFT_SEND_INLINE;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    memcpy(buf, "changed", 8);
+    sn_pump(r.f, 1000);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == 0);
+    CHECK(memcmp(r.mem[1] + 300, "inline!", 8) == 0);
+    /* a lost request, then go-back-N, then the duplicate rules */
+    w = mkwr(7, SHIFT_WR_RDMA_WRITE, &r, 0, 5, 400);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_transmit(r.f, 0, 1) == 1);
+    CHECK(sn_wire_head_kind(r.f, 1, SN_AtoB) == 1);
+    CHECK(sn_drop(r.f, 1, SN_AtoB) == 1);
+    CHECK(sn_timeout(r.f, 0, 1) == 1);
+    CHECK(sn_transmit(r.f, 0, 1) == 1);
+    CHECK(sn_deliver(r.f, 1, SN_AtoB) == 1);
+    CHECK(sn_drop(r.f, 1, SN_BtoA) == 1); /* the ACK is lost: executed, not known */
+    CHECK(sn_timeout(r.f, 0, 1) == 1);
+    CHECK(sn_transmit(r.f, 0, 1) == 1);
+    CHECK(sn_deliver(r.f, 1, SN_AtoB) == 1); /* duplicate: re-ACKed */
+    CHECK(sn_deliver(r.f, 1, SN_BtoA) == 1);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == 0);
+    struct sn_counters ctr;
+    CHECK(sn_counters_get(r.f, &ctr) == 0 && ctr.duplicates == 1 && ctr.dropped == 2);
+    struct sn_qp_attr qa;
+    CHECK(sn_query_qp(r.qp[0], &qa) == 0 && qa.qp_state == SHIFT_QPS_RTS && qa.nic == 1);
+    CHECK(sn_fabric_destroy(r.f) == 0);
+}
+
+static void test_raw_errors(void)
+{
+    raw_t r;
+    struct shift_wc wc;
+    struct shift_send_wr w, *bad = NULL;
+    /* retry exhaustion: RETRY_EXC_ERR, then flushes, and flushes for later posts */
+    raw_open(&r, 1);
+    w = mkwr(1, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    struct shift_send_wr w2 = mkwr(2, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    w2.send_flags = 0; /* unsignaled: errors complete it anyway */
+    w.next = &w2;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_link_down(r.f, 1) == 1);
+    CHECK(sn_link_down(r.f, 1) == 0);
+    CHECK(sn_transmit(r.f, 0, 1) == 1);
+    CHECK(sn_timeout(r.f, 0, 1) == 1);
+    CHECK(sn_transmit(r.f, 0, 1) == 1);
+    CHECK(sn_timeout(r.f, 0, 1) == 1);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_RETRY_EXC_ERR);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 2 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    w = mkwr(3, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 3 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(sn_link_up(r.f, 1) == 1);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    CHECK(sn_nic_fail(r.f, 1, 1) == 1);
+    CHECK(sn_reconnect(r.qp[0]) == ENETUNREACH);
+    CHECK(sn_nic_recover(r.f, 1, 1) == 1);
+    CHECK(sn_nic_recover(r.f, 1, 1) == 0);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    /* bad lkey -> LOC_PROT_ERR; bad rkey -> REM_ACCESS_ERR; out of bounds too */
+    w = mkwr(4, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    w.sg.lkey ^= 0x100;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_LOC_PROT_ERR);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    w = mkwr(5, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    w.rkey = 0xdeadbeef;
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_REM_ACCESS_ERR);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    w = mkwr(6, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 4092); /* past the MR's end */
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_REM_ACCESS_ERR);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    w = mkwr(7, SHIFT_WR_RDMA_WRITE, &r, 4090, 8, 0); /* local past the end */
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_LOC_PROT_ERR);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    w = mkwr(8, SHIFT_WR_ATOMIC_FETCH_AND_ADD, &r, 0, 8, 3); /* misaligned */
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_REM_INV_REQ_ERR);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    struct shift_recv_wr rw = {9, NULL, {(uint64_t)(uintptr_t)(r.mem[1] + 512), 2, r.lkey[1]}, 1};
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    w = mkwr(9, SHIFT_WR_SEND, &r, 0, 8, 0); /* longer than the receive buffer */
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_REM_INV_REQ_ERR);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.status == SHIFT_WC_LOC_LEN_ERR);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    /* synchronous errors: unknown opcode/flags, too many SGEs, too long inline, full SQ */
+    w = mkwr(10, 99, &r, 0, 8, 0);
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL && bad == &w);
+    w = mkwr(10, -1, &r, 0, 8, 0);
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    w = mkwr(10, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    w.send_flags = 0x8000;
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    w = mkwr(10, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    w.num_sge = 2;
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    w = mkwr(10, SHIFT_WR_RDMA_WRITE, &r, 0, 65, 0);
+    w.send_flags |= SHIFT_SEND_INLINE;
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    w = mkwr(10, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    w.send_flags |= SHIFT_SEND_INLINE;
+    w.sg.addr = 0;
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    w = mkwr(10, SHIFT_WR_RDMA_READ, &r, 0, 8, 0);
+    w.send_flags |= SHIFT_SEND_INLINE;
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    w = mkwr(10, SHIFT_WR_RDMA_WRITE, &r, 0, SHIFT_MAX_MSG + 1, 0);
+    CHECK(sn_post_send(r.qp[0], &w, &bad) == EINVAL);
+    CHECK(sn_post_send(r.qp[0], NULL, &bad) == EINVAL);
+    int posted = 0;
+    for (int i = 0; i < 100; i++) {
+        w = mkwr(100 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+        int e = sn_post_send(r.qp[0], &w, NULL);
+        if (e) {
+            CHECK(e == ENOMEM);
+            break;
+        }
+        posted++;
+    }
+    CHECK(posted == 64);
+    rw.num_sge = 3;
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == EINVAL);
+    rw.num_sge = 1;
+    posted = 0;
+    for (int i = 0; i < 100; i++) {
+        int e = sn_post_recv(r.qp[1], &rw, NULL);
+        if (e) {
+            CHECK(e == ENOMEM);
+            break;
+        }
+        posted++;
+    }
+    CHECK(posted == 64);
+    /* receiver not ready: discarded, then RETRY_EXC_ERR after the retries */
+    CHECK(sn_fabric_destroy(r.f) == 0);
+    raw_open(&r, 0);
+    w = mkwr(1, SHIFT_WR_SEND, &r, 0, 0, 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(r.f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 0);
+    CHECK(sn_timeout(r.f, 0, 1) == 1);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_RETRY_EXC_ERR);
+    CHECK(sn_fabric_destroy(r.f) == 0);
+    /* with RNR NAKs */
+    struct sn_fabric_attr a = {0, 7, 1, 1};
+    sn_fabric f;
+    CHECK(sn_fabric_create(&a, &f) == 0);
+    memset(&r, 0, sizeof r);
+    r.f = f;
+    for (int h = 0; h < 2; h++) {
+        size_t size;
+        sn_host_mem(f, h, &r.mem[h], &size);
+        sn_create_cq(f, h, 64, &r.cq[h]);
+        struct sn_qp_init_attr qa = {r.cq[h], r.cq[h], 8, 8, 0};
+        CHECK(sn_create_qp(f, h, 2, &qa, &r.qp[h]) == 0);
+    }
+    CHECK(sn_connect(r.qp[0], r.qp[1]) == 0);
+    w = mkwr(1, SHIFT_WR_SEND, &r, 0, 0, 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    sn_pump(f, 100);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_RNR_RETRY_EXC_ERR);
+    CHECK(sn_fabric_destroy(f) == 0);
+}
+
+static void test_raw_bad_handles(void)
+{
+    sn_fabric f;
+    struct shift_wc wc;
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    /* NULL handles */
+    CHECK(sn_fabric_destroy(NULL) == EBADF);
+    CHECK(sn_transmit(NULL, 0, 1) == -EBADF);
+    CHECK(sn_deliver(NULL, 1, 0) == -EBADF);
+    CHECK(sn_drop(NULL, 1, 0) == -EBADF);
+    CHECK(sn_timeout(NULL, 0, 1) == -EBADF);
+    CHECK(sn_link_down(NULL, 1) == -EBADF);
+    CHECK(sn_link_up(NULL, 1) == -EBADF);
+    CHECK(sn_nic_fail(NULL, 0, 1) == -EBADF);
+    CHECK(sn_nic_recover(NULL, 0, 1) == -EBADF);
+    CHECK(sn_pump(NULL, 10) == -EBADF);
+    CHECK(sn_post_send(NULL, &w, NULL) == EINVAL);
+    CHECK(sn_post_recv(NULL, NULL, NULL) == EINVAL);
+    CHECK(sn_poll_cq(NULL, 1, &wc) == -EINVAL);
+    CHECK(sn_modify_qp(NULL, NULL, 0) == EINVAL);
+    CHECK(sn_query_qp(NULL, NULL) == EINVAL);
+    CHECK(sn_connect(NULL, NULL) == EINVAL);
+    CHECK(sn_reconnect(NULL) == EINVAL);
+    CHECK(sn_ring(NULL) == EINVAL);
+    CHECK(sn_ctl_send(NULL, "x", 1) == EINVAL);
+    CHECK(sn_set_ctl_handler(NULL, NULL, NULL) == EINVAL);
+    CHECK(sn_destroy_qp(NULL) == EINVAL);
+    CHECK(sn_destroy_cq(NULL) == EINVAL);
+    CHECK(sn_dereg_mr(NULL) == EINVAL);
+    CHECK(sn_mr_keys(NULL, NULL, NULL) == EINVAL);
+    CHECK(sn_fabric_create(NULL, NULL) == EINVAL);
+    CHECK(sn_wire_len(NULL, 1, 0) == 0 && sn_path_healthy(NULL, 1) == 0);
+    CHECK(sn_nic_alive(NULL, 0, 1) == 0 && sn_link_is_up(NULL, 1) == 0);
+    CHECK(sn_wire_head_kind(NULL, 1, 0) == 0);
+    /* bad attributes and arguments */
+    struct sn_fabric_attr bad_attr = {0, 8, 7, 0};
+    CHECK(sn_fabric_create(&bad_attr, &f) == EINVAL);
+    bad_attr.retry_cnt = 7;
+    bad_attr.rnr_nak = 5;
+    CHECK(sn_fabric_create(&bad_attr, &f) == EINVAL);
+    CHECK(sn_fabric_create(NULL, &f) == 0);
+    uint8_t *base;
+    size_t size;
+    CHECK(sn_host_mem(f, 2, &base, &size) == EINVAL);
+    CHECK(sn_host_mem(f, 0, NULL, &size) == EINVAL);
+    CHECK(sn_host_mem(f, 0, &base, &size) == 0);
+    sn_mr mr;
+    CHECK(sn_reg_mr(f, 0, 3, (uint64_t)(uintptr_t)base, 8, 1, &mr) == EINVAL);
+    CHECK(sn_reg_mr(f, 0, 1, (uint64_t)(uintptr_t)base, 8, 0x10, &mr) == EINVAL);
+    CHECK(sn_reg_mr(f, 0, 1, (uint64_t)(uintptr_t)base, 8, SHIFT_ACCESS_REMOTE_WRITE, &mr) ==
+          EINVAL);
+    CHECK(sn_reg_mr(f, 0, 1, (uint64_t)(uintptr_t)base, 0, 1, &mr) == EINVAL);
+    CHECK(sn_reg_mr(f, 0, 1, (uint64_t)(uintptr_t)base + size - 4, 8, 1, &mr) == EFAULT);
+    CHECK(sn_reg_mr(f, 0, 1, 16, 8, 1, &mr) == EFAULT);
+    CHECK(sn_transmit(f, 5, 1) == -EINVAL && sn_transmit(f, 0, 0) == -EINVAL);
+    CHECK(sn_deliver(f, 3, 0) == -EINVAL && sn_deliver(f, 1, 2) == -EINVAL);
+    CHECK(sn_drop(f, 1, -1) == -EINVAL && sn_timeout(f, -1, 1) == -EINVAL);
+    CHECK(sn_link_down(f, 0) == -EINVAL && sn_nic_fail(f, 0, 3) == -EINVAL);
+    CHECK(sn_deliver(f, 1, 0) == 0 && sn_drop(f, 1, 0) == 0 && sn_transmit(f, 0, 1) == 0);
+    sn_cq cq;
+    CHECK(sn_create_cq(f, 0, 0, &cq) == EINVAL);
+    CHECK(sn_create_cq(f, 0, 8, &cq) == 0);
+    sn_qp qp;
+    struct sn_qp_init_attr qa = {cq, cq, 0, 4, 0};
+    CHECK(sn_create_qp(f, 0, 1, &qa, &qp) == EINVAL);
+    qa.max_send_wr = 4;
+    qa.max_inline_data = 65;
+    CHECK(sn_create_qp(f, 0, 1, &qa, &qp) == EINVAL);
+    qa.max_inline_data = 0;
+    CHECK(sn_create_qp(f, 1, 1, &qa, &qp) == EINVAL); /* CQ of another host */
+    CHECK(sn_create_qp(f, 0, 1, &qa, &qp) == 0);
+    CHECK(sn_poll_cq(cq, -1, &wc) == -EINVAL && sn_poll_cq(cq, 1, NULL) == -EINVAL);
+    CHECK(sn_post_send(qp, &w, NULL) == EINVAL); /* RESET: not ready */
+    struct sn_qp_attr at = {0};
+    at.qp_state = 9;
+    CHECK(sn_modify_qp(qp, &at, SN_QP_STATE) == EINVAL);
+    at.qp_state = SHIFT_QPS_RTS;
+    CHECK(sn_modify_qp(qp, &at, SN_QP_STATE) == EINVAL); /* RESET -> RTS */
+    CHECK(sn_modify_qp(qp, &at, 0x100) == EINVAL);
+    CHECK(sn_connect(qp, qp) == EINVAL);
+    CHECK(sn_reconnect(qp) == EINVAL); /* never connected */
+    CHECK(sn_ctl_send(qp, "x", 1) == EIO);
+    CHECK(sn_ctl_send(qp, NULL, 1) == EINVAL);
+    CHECK(sn_destroy_cq(cq) == EBUSY);
+    /* freed handles */
+    CHECK(sn_destroy_qp(qp) == 0);
+    CHECK(sn_destroy_qp(qp) == EINVAL);
+    CHECK(sn_post_send(qp, &w, NULL) == EINVAL);
+    CHECK(sn_query_qp(qp, &at) == EINVAL);
+    CHECK(sn_destroy_cq(cq) == 0);
+    CHECK(sn_poll_cq(cq, 1, &wc) == -EINVAL);
+    CHECK(sn_reg_mr(f, 0, 1, (uint64_t)(uintptr_t)base, 8, 1, &mr) == 0);
+    CHECK(sn_dereg_mr(mr) == 0);
+    CHECK(sn_dereg_mr(mr) == EINVAL);
+    CHECK(sn_fabric_destroy(f) == 0);
+    CHECK(sn_fabric_destroy(f) == EBADF);
+    CHECK(sn_transmit(f, 0, 1) == -EBADF);
+    CHECK(sn_reg_mr(f, 0, 1, 0, 8, 1, &mr) == EBADF);
+    /* forged handles */
+    CHECK(sn_fabric_destroy((sn_fabric)(uintptr_t)0x123456789abcULL) == EBADF);
+    CHECK(sn_post_send((sn_qp)(uintptr_t)0xffffffff00000001ULL, &w, NULL) == EINVAL);
+    /* the core's handles */
+    struct shift_wc wcs[2];
+    struct shift_ep_info info;
+    CHECK(shift_post_send(NULL, &w, NULL) == EINVAL);
+    CHECK(shift_post_recv(NULL, NULL, NULL) == EINVAL);
+    CHECK(shift_poll_cq(NULL, 2, wcs) == -EINVAL);
+    CHECK(shift_poll_step(NULL, wcs) == -EINVAL);
+    CHECK(shift_progress(NULL) == -EINVAL);
+    CHECK(shift_timer(NULL, 2) == -EINVAL);
+    CHECK(shift_ctl_input(NULL, 1, "x", 1) == EINVAL);
+    CHECK(shift_ep_query(NULL, &info) == EINVAL);
+    CHECK(shift_ep_destroy(NULL) == EINVAL);
+    CHECK(shift_reg_mr(NULL, 0, 8, 1, NULL) == EINVAL);
+    CHECK(shift_add_remote_keys(NULL, 1, 2) == EINVAL);
+    CHECK(shift_sim_connect(NULL, NULL, NULL) == EBADF);
+    CHECK(shift_sim_close(NULL) == EINVAL);
+    CHECK(shift_sim_ep(NULL, 0, NULL) == EINVAL);
+    CHECK(shift_sim_qp(NULL, 0, 1, NULL) == EINVAL);
+    CHECK(shift_sim_reg_mr(NULL, 0, 0, 8, 1, NULL) == EINVAL);
+    CHECK(shift_sim_timeout(NULL, 0, 1) == -EINVAL);
+    shift_ep ep;
+    struct shift_ep_attr ea = {0, 0, 8, 8, 3, 0};
+    CHECK(shift_ep_create(NULL, NULL, &ea, &ep) == EINVAL);
+    CHECK(shift_state_name(7) == NULL && shift_design_name(-1) == NULL);
+    CHECK(shift_wc_status_name(22) == NULL && strcmp(shift_wc_status_str(99), "unknown") == 0);
+    CHECK(strcmp(shift_wc_status_name(SHIFT_WC_RETRY_EXC_ERR), "RETRY_EXC_ERR") == 0);
+    CHECK(shift_qp_state_name(SHIFT_QPS_ERR) && !shift_qp_state_name(-1));
+    CHECK(shift_send_wr_check(NULL, 0) == EINVAL);
+    CHECK(shift_backup_state_bytes(64, 64) > 0);
+}
+
+/* ------------------------------------------------------------- the layer -------- */
+
+typedef struct {
+    sn_fabric f;
+    shift_conn c;
+    shift_ep ep[2];
+    uint8_t *mem[2];
+    struct shift_mr_keys k[2];
+    uint64_t a_src, b_dst;
+} lay_t;
+
+static void lay_open(lay_t *L, int design, int retries, unsigned flags)
+{
+    struct sn_fabric_attr a = {0, (uint32_t)retries, 7, 0};
+    memset(L, 0, sizeof *L);
+    CHECK(sn_fabric_create(&a, &L->f) == 0);
+    struct shift_conn_attr ca = {design, 32, 32, 2, flags};
+    CHECK(shift_sim_connect(L->f, &ca, &L->c) == 0);
+    for (int h = 0; h < 2; h++) {
+        size_t size;
+        CHECK(shift_sim_ep(L->c, h, &L->ep[h]) == 0);
+        CHECK(sn_host_mem(L->f, h, &L->mem[h], &size) == 0);
+        CHECK(shift_sim_reg_mr(L->c, h, (uint64_t)(uintptr_t)L->mem[h], 4096, 15, &L->k[h]) == 0);
+    }
+    L->a_src = (uint64_t)(uintptr_t)L->mem[0];
+    L->b_dst = (uint64_t)(uintptr_t)L->mem[1];
+}
+
+static void lay_close(lay_t *L)
+{
+    CHECK(sn_fabric_destroy(L->f) == EBUSY);
+    CHECK(shift_sim_close(L->c) == 0);
+    CHECK(shift_sim_close(L->c) == EINVAL);
+    CHECK(shift_progress(L->ep[0]) == -EINVAL); /* freed with the connection */
+    CHECK(sn_fabric_destroy(L->f) == 0);
+}
+
+/* NCCL Simple round k: WRITE the value into the region, then WRITE_WITH_IMM */
+static void lay_round(lay_t *L, uint64_t k, int atomic)
+{
+    struct shift_recv_wr r = {k, NULL, {0, 0, 0}, 0};
+    CHECK(shift_post_recv(L->ep[1], &r, NULL) == 0);
+    uint64_t v = 1000 + k;
+    struct shift_send_wr w[2];
+    memset(w, 0, sizeof w);
+    w[0].wr_id = 2 * k - 1;
+    w[0].opcode = atomic ? SHIFT_WR_ATOMIC_FETCH_AND_ADD : SHIFT_WR_RDMA_WRITE;
+    w[0].send_flags = atomic ? SHIFT_SEND_SIGNALED : SHIFT_SEND_INLINE;
+    w[0].num_sge = 1;
+    w[0].sg.addr = atomic ? L->a_src + 2048 : (uint64_t)(uintptr_t)&v;
+    w[0].sg.length = 8;
+    w[0].sg.lkey = L->k[0].lkey;
+    w[0].remote_addr = L->b_dst + 8 * (k % 16);
+    w[0].rkey = L->k[1].rkey;
+    w[0].compare_add = 1;
+    w[0].next = &w[1];
+    w[1].wr_id = 2 * k;
+    w[1].opcode = SHIFT_WR_RDMA_WRITE_WITH_IMM;
+    w[1].send_flags = SHIFT_SEND_SIGNALED;
+    w[1].imm_data = (uint32_t)k;
+    CHECK(shift_post_send(L->ep[0], w, NULL) == 0);
+}
+
+/* run wire, layers, timers until quiet; collect what the applications saw */
+static int settle(lay_t *L, struct shift_wc *sa, int *na, struct shift_wc *sb, int *nb,
+                  uint64_t *mem_at, int with_timeouts)
+{
+    int steps = 0;
+    for (int round = 0; round < 200; round++) {
+        int moved = sn_pump(L->f, 100000) > 0;
+        for (int h = 0; h < 2; h++)
+            while (shift_progress(L->ep[h]) > 0)
+                moved = 1;
+        struct shift_wc wc;
+        int r;
+        while ((r = shift_poll_step(L->ep[0], &wc)) > 0) {
+            moved = 1;
+            if (r == 1)
+                sa[(*na)++] = wc;
+        }
+        while ((r = shift_poll_step(L->ep[1], &wc)) > 0) {
+            moved = 1;
+            if (r == 1) {
+                if (mem_at)
+                    memcpy(&mem_at[*nb], L->mem[1] + 8 * (wc.imm_data % 16), 8);
+                sb[(*nb)++] = wc;
+            }
+        }
+        if (!moved && with_timeouts)
+            for (int p = 1; p <= 2; p++)
+                moved |= shift_sim_timeout(L->c, 0, p) > 0;
+        steps++;
+        if (!moved)
+            break;
+    }
+    return steps;
+}
+
+static void test_layer_nccl(int fail_host, int fault_step)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_WIRE_PROBE);
+    struct shift_wc sa[64], sb[64];
+    uint64_t mem_at[64];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 6; k++)
+        lay_round(&L, k, 0);
+    /* a few individual steps, then the NIC failure */
+    for (int s = 0; s < fault_step; s++) {
+        sn_transmit(L.f, 0, 1);
+        sn_deliver(L.f, 1, s % 2);
+    }
+    CHECK(sn_nic_fail(L.f, fail_host, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    /* every notification once, in order, each in its own receive, data right */
+    CHECK(nb == 6);
+    for (int i = 0; i < nb && i < 6; i++) {
+        CHECK(sb[i].status == SHIFT_WC_SUCCESS);
+        CHECK(sb[i].wr_id == (uint64_t)i + 1 && sb[i].imm_data == (uint32_t)i + 1);
+        CHECK(mem_at[i] == 1000 + (uint64_t)i + 1);
+    }
+    CHECK(na == 6);
+    for (int i = 0; i < na && i < 6; i++)
+        CHECK(sa[i].status == SHIFT_WC_SUCCESS && sa[i].wr_id == 2 * ((uint64_t)i + 1));
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 1);
+    /* the NIC comes back: fail-back through probe and fence */
+    CHECK(sn_nic_recover(L.f, fail_host, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    lay_round(&L, 7, 0);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_DEFAULT);
+    CHECK(ia.failbacks == 1);
+    struct shift_ep_info ib;
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_DEFAULT);
+    lay_round(&L, 8, 0);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    CHECK(nb == 8 && na == 8);
+    for (int i = 0; i < nb; i++)
+        CHECK(sb[i].wr_id == (uint64_t)i + 1 && mem_at[i] == 1000 + (uint64_t)i + 1);
+    lay_close(&L);
+}
+
+static void test_layer_atomic_refused(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, 0);
+    struct shift_wc sa[16], sb[16];
+    int na = 0, nb = 0;
+    lay_round(&L, 1, 1);
+    CHECK(sn_transmit(L.f, 0, 1) == 1);
+    CHECK(sn_deliver(L.f, 1, SN_AtoB) == 1); /* the FADD executes; its answer is lost */
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 2 && sa[0].status == SHIFT_WC_WR_FLUSH_ERR && sa[0].wr_id == 1);
+    CHECK(sa[1].status == SHIFT_WC_WR_FLUSH_ERR && sa[1].wr_id == 2);
+    uint64_t v;
+    memcpy(&v, L.mem[1] + 8, 8);
+    CHECK(v == 1); /* applied once */
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_ERROR);
+    CHECK(ia.refused_wrs == 2);
+    lay_round(&L, 2, 0); /* later posts are flushed, as on a QP in ERR */
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 4 && sa[2].status == SHIFT_WC_WR_FLUSH_ERR && sa[3].wr_id == 4);
+    lay_close(&L);
+}
+
+/* A fake backend (no simnic) that fails posts on the default QP on demand: the core
+ * runs over any table of verbs operations, and takes a failed post as a trigger. */
+typedef struct {
+    int qps[3];
+    int fail_default;
+    int posted[3];
+    int ctl_sent;
+    unsigned char last_ctl[64];
+} fake_t;
+
+static int f_create(void *c, int path, const struct shift_backend_qp_cap *cap, void **qp)
+{
+    fake_t *x = c;
+    (void)cap;
+    *qp = &x->qps[path];
+    return 0;
+}
+static int f_destroy(void *c, void *qp) { (void)c; (void)qp; return 0; }
+static int f_modify(void *c, void *qp, int st, uint32_t a, uint32_t b)
+{
+    (void)c; (void)qp; (void)st; (void)a; (void)b;
+    return 0;
+}
+static int f_query(void *c, void *qp, int *st, uint32_t *a, uint32_t *b)
+{
+    (void)c; (void)qp;
+    *st = SHIFT_QPS_RTS;
+    *a = *b = 0;
+    return 0;
+}
+static int f_reset(void *c, void *qp) { (void)c; (void)qp; return ENETUNREACH; }
+static int f_post_send(void *c, void *qp, struct shift_send_wr *wr)
+{
+    fake_t *x = c;
+    int path = qp == &x->qps[1] ? 1 : 2;
+    (void)wr;
+    if (path == 1 && x->fail_default)
+        return EIO;
+    x->posted[path]++;
+    return 0;
+}
+static int f_post_recv(void *c, void *qp, struct shift_recv_wr *wr)
+{
+    (void)c; (void)qp; (void)wr;
+    return 0;
+}
+static int f_ring(void *c, void *qp) { (void)c; (void)qp; return 0; }
+static int f_poll(void *c, void *qp, int n, struct shift_wc *wc)
+{
+    (void)c; (void)qp; (void)n; (void)wc;
+    return 0;
+}
+static int f_reg(void *c, int path, uint64_t addr, size_t len, int acc, uint32_t *l, uint32_t *r,
+                 void **mr)
+{
+    (void)c; (void)addr; (void)len; (void)acc;
+    *l = 0x100u * (uint32_t)path;
+    *r = 0x100u * (uint32_t)path + 1;
+    *mr = NULL;
+    return 0;
+}
+static int f_dereg(void *c, void *mr) { (void)c; (void)mr; return 0; }
+static int f_ctl(void *c, void *qp, const void *msg, uint32_t len)
+{
+    fake_t *x = c;
+    (void)qp;
+    x->ctl_sent++;
+    memcpy(x->last_ctl, msg, len < sizeof x->last_ctl ? len : sizeof x->last_ctl);
+    return 0;
+}
+
+static void test_fake_backend_failed_post(void)
+{
+    static const struct shift_backend_ops ops = {f_create, f_destroy, f_modify, f_query,
+                                                 f_reset, f_post_send, f_post_recv, f_ring,
+                                                 f_poll, f_reg, f_dereg, f_ctl};
+    struct shift_backend_ops broken = ops;
+    broken.poll_cq = NULL;
+    fake_t x;
+    memset(&x, 0, sizeof x);
+    shift_ep ep;
+    struct shift_ep_attr ea = {SHIFT_ROLE_REQUESTER, SHIFT_DESIGN_SHIFT, 8, 8, 2, 0};
+    CHECK(shift_ep_create(&broken, &x, &ea, &ep) == EINVAL);
+    ea.design = 7;
+    CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
+    ea.design = SHIFT_DESIGN_SHIFT;
+    ea.max_send_wr = 0;
+    CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
+    ea.max_send_wr = 8;
+    ea.flags = 0x80;
+    CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
+    ea.flags = 0;
+    CHECK(shift_ep_create(&ops, &x, &ea, &ep) == 0);
+    struct shift_mr_keys k;
+    CHECK(shift_reg_mr(ep, 0, 8, 15, &k) == 0 && k.lkey == 0x100 && k.lkey_backup == 0x200);
+    CHECK(shift_add_remote_keys(ep, 0x101, 0x201) == 0);
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    w.opcode = SHIFT_WR_RDMA_WRITE;
+    w.wr_id = 1;
+    CHECK(shift_post_send(ep, &w, NULL) == 0 && x.posted[1] == 1);
+    x.fail_default = 1;
+    w.wr_id = 2;
+    CHECK(shift_post_send(ep, &w, NULL) == 0); /* accepted: the layer failed over */
+    struct shift_ep_info info;
+    CHECK(shift_ep_query(ep, &info) == 0 && info.state == SHIFT_STATE_FALLBACK &&
+          info.failovers == 1 && info.held == 2);
+    CHECK(shift_progress(ep) == SHIFT_STEP_HANDSHAKE && x.ctl_sent == 1);
+    /* the peer's counter arrives: replay both WRs on the backup QP */
+    unsigned char msg[24];
+    memcpy(msg, x.last_ctl, sizeof msg);
+    uint32_t epoch = 1;
+    memcpy(msg + 8, &epoch, 4);
+    CHECK(shift_ctl_input(ep, 2, msg, sizeof msg) == 0);
+    CHECK(shift_progress(ep) == SHIFT_STEP_REPLAY && x.posted[2] == 2);
+    CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: path still down */
+    CHECK(shift_ep_query(ep, &info) == 0 && info.replayed_wrs == 2 && info.replayed);
+    CHECK(shift_ep_destroy(ep) == 0);
+    CHECK(shift_ep_destroy(ep) == EINVAL);
+}
+
+static void test_layer_bad_inputs(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_send_wr w, *bad = NULL;
+    memset(&w, 0, sizeof w);
+    w.opcode = 42;
+    CHECK(shift_post_send(L.ep[0], &w, &bad) == EINVAL && bad == &w);
+    w.opcode = SHIFT_WR_RDMA_WRITE;
+    w.send_flags = SHIFT_SEND_NO_DOORBELL;
+    CHECK(shift_post_send(L.ep[0], &w, &bad) == EINVAL);
+    w.send_flags = 0;
+    CHECK(shift_post_send(L.ep[1], &w, &bad) == EINVAL); /* B is the responder */
+    struct shift_recv_wr r = {1, NULL, {0, 0, 0}, 0};
+    CHECK(shift_post_recv(L.ep[0], &r, NULL) == EINVAL);
+    r.num_sge = 5;
+    CHECK(shift_post_recv(L.ep[1], &r, NULL) == EINVAL);
+    r.num_sge = 0;
+    int n = 0;
+    for (int i = 0; i < 40; i++) {
+        w.wr_id = (uint64_t)i;
+        int e = shift_post_send(L.ep[0], &w, NULL);
+        if (e) {
+            CHECK(e == ENOMEM);
+            break;
+        }
+        n++;
+    }
+    CHECK(n == 32);
+    n = 0;
+    for (int i = 0; i < 40; i++) {
+        int e = shift_post_recv(L.ep[1], &r, NULL);
+        if (e) {
+            CHECK(e == ENOMEM);
+            break;
+        }
+        n++;
+    }
+    CHECK(n == 32);
+    struct shift_wc wc[40];
+    CHECK(shift_poll_cq(L.ep[0], -1, wc) == -EINVAL);
+    CHECK(shift_poll_cq(L.ep[0], 1, NULL) == -EINVAL);
+    CHECK(shift_timer(L.ep[0], 3) == -EINVAL);
+    CHECK(shift_ctl_input(L.ep[0], 1, "junk", 4) == EINVAL);
+    char junk[32] = {0};
+    CHECK(shift_ctl_input(L.ep[0], 1, junk, sizeof junk) == EINVAL);
+    CHECK(shift_reg_mr(L.ep[0], 12, 8, 15, &L.k[0]) == EFAULT);
+    CHECK(shift_sim_ep(L.c, 2, &L.ep[0]) == EINVAL);
+    lay_close(&L);
+
+    /* a remote access error is the application's: no failover, the status reaches it */
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    memset(&w, 0, sizeof w);
+    w.wr_id = 5;
+    w.opcode = SHIFT_WR_RDMA_WRITE;
+    w.send_flags = SHIFT_SEND_SIGNALED;
+    w.num_sge = 1;
+    w.sg.addr = L.a_src;
+    w.sg.length = 8;
+    w.sg.lkey = L.k[0].lkey;
+    w.remote_addr = L.b_dst;
+    w.rkey = 0x12345678;
+    CHECK(shift_post_send(L.ep[0], &w, NULL) == 0);
+    sn_pump(L.f, 100);
+    CHECK(shift_poll_cq(L.ep[0], 4, wc) == 1 && wc[0].status == SHIFT_WC_REM_ACCESS_ERR);
+    struct shift_ep_info info;
+    CHECK(shift_ep_query(L.ep[0], &info) == 0 && info.state == SHIFT_STATE_ERROR &&
+          info.failovers == 0);
+    lay_close(&L);
+
+}
+
+int main(void)
+{
+    test_raw_basic();
+    test_raw_errors();
+    test_raw_bad_handles();
+    for (int host = 0; host < 2; host++)
+        for (int step = 0; step < 12; step++)
+            test_layer_nccl(host, step);
+    test_layer_atomic_refused();
+    test_layer_bad_inputs();
+    test_fake_backend_failed_post();
+    printf("%d checks, %d failed\n", checks, failures);
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
