@@ -277,8 +277,9 @@ int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
     }
     switch (to) {
     case SHIFT_QPS_RESET:
+        /* the queues are emptied without completions; the QP keeps its destination,
+         * so RTR may omit it (the connection manager remembers the pair) */
         qp_empty(qp);
-        qp->has_dest = 0;
         qp->state = SHIFT_QPS_RESET;
         return 0;
     case SHIFT_QPS_ERR:

@@ -1,0 +1,80 @@
+"""Helpers for the shift.impl tests: an NCCL Simple-protocol workload and a driver that
+runs wire, layers and applications until nothing moves (timers fire only when stuck)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shift.impl import Connection, Fabric, Wr
+
+# One step of a fixed round-robin scheduler: the order in which a test interleaves
+# events before it injects a fault.
+SCHEDULE = (
+    ("Transmit", "A", 1), ("Deliver", 1, "AtoB"), ("Deliver", 1, "BtoA"), ("PollCq", "A"),
+    ("PollCq", "B"), ("Progress", "A"), ("Progress", "B"), ("Transmit", "A", 2),
+    ("Deliver", 2, "AtoB"), ("Deliver", 2, "BtoA"),
+)
+
+
+def post_round(conn: Connection, k: int, value: int | None = None) -> None:
+    """NCCL Simple round k: B posts receive k; A WRITEs region r (unsignaled), then a
+    signaled WRITE_WITH_IMM (WR id 2k) telling B the data is there."""
+    conn.post_recv("B", k)
+    r = (k - 1) % conn.regions + 1
+    conn.post_send("A", Wr(2 * k - 1, "WRITE", region=r, value=100 + k if value is None
+                           else value, signaled=False))
+    conn.post_send("A", Wr(2 * k, "WRITE_IMM"))
+
+
+def drive(conn: Connection, *, timeouts: bool = True, limit: int = 400) -> None:
+    """Run until quiet: wire, layers' progress, both applications poll everything; when
+    stuck, the retransmission timers of A's NICs (and then the layers') fire."""
+    for _ in range(limit):
+        moved = conn.pump() > 0
+        for h in "AB":
+            before = conn.host_state(h)
+            moved |= bool(conn.poll(h)) or conn.host_state(h) != before
+        for h in "AB":
+            while conn.progress(h) != "none":
+                moved = True
+        if not moved and timeouts:
+            for h, p in (("A", 1), ("A", 2), ("B", 2)):
+                moved |= conn.timeout(h, p)
+        if not moved:
+            return
+    raise AssertionError("the run did not settle")
+
+
+def step(conn: Connection, i: int) -> None:
+    conn.apply(SCHEDULE[i % len(SCHEDULE)])
+
+
+def notes(conn: Connection) -> list:
+    return [r for r in conn.observe().rcv_seen if r.status == "SUCCESS"]
+
+
+def assert_nccl_delivered(conn: Connection, rounds: int) -> None:
+    """Every notification once, in order, each in its own receive WR, with the data of
+    its round in place when the receiver took it; the sender saw every WRITE_WITH_IMM
+    succeed, in order."""
+    got = notes(conn)
+    assert [n.wr for n in got] == [2 * k for k in range(1, rounds + 1)]
+    assert [n.recv for n in got] == list(range(1, rounds + 1))
+    for k, n in enumerate(got, start=1):
+        r = (k - 1) % conn.regions + 1
+        assert n.mem[r - 1] == 100 + k, f"notification {k}: region {r} holds {n.mem[r - 1]}"
+    snd = conn.observe().snd_seen
+    assert [s.wr for s in snd] == [2 * k for k in range(1, rounds + 1)]
+    assert all(s.status == "SUCCESS" for s in snd)
+
+
+@pytest.fixture
+def fabric():
+    fab = Fabric(retries=1)
+    yield fab
+    fab.close()
+
+
+@pytest.fixture
+def conn(fabric):
+    return fabric.connect("Shift", regions=8)

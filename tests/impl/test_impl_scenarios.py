@@ -1,0 +1,389 @@
+"""Scenario tests of the native core through shift.impl: the failures the SHIFT paper
+injects (sender NIC, receiver NIC, link, flapping) and those it does not describe (a
+second failure during the handshake, the replay or the fail-back; the backup path failing
+too), each asserting what each application sees."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_nccl_delivered, drive, notes, post_round, step
+
+from shift.impl import Fabric, Status, Wr
+
+FAULT_POSITIONS = range(0, 30, 3)
+
+
+def _run_with_fault(conn, fault, pos, recover=None, rounds=4, more=3):
+    for k in range(1, rounds + 1):
+        post_round(conn, k)
+    for i in range(pos):
+        step(conn, i)
+    conn.apply(fault)
+    drive(conn)
+    # traffic continues on the backup path
+    for k in range(rounds + 1, rounds + more + 1):
+        post_round(conn, k)
+        drive(conn)
+    total = rounds + more
+    if recover is not None:
+        conn.apply(recover)
+        drive(conn)
+        for k in range(total + 1, total + 3):
+            post_round(conn, k)
+            drive(conn)
+        total += 2
+    return total
+
+
+@pytest.mark.parametrize("pos", FAULT_POSITIONS)
+def test_sender_nic_failure(conn, pos):
+    total = _run_with_fault(conn, ("NicFail", "A", 1), pos, recover=("NicRecover", "A", 1))
+    assert_nccl_delivered(conn, total)
+    s = conn.stats()
+    assert s.failovers >= 2  # both sides failed over
+    assert s.failbacks == 1
+    assert conn.observe().layer == {"A": "Default", "B": "Default"}
+
+
+@pytest.mark.parametrize("pos", FAULT_POSITIONS)
+def test_receiver_nic_failure(conn, pos):
+    total = _run_with_fault(conn, ("NicFail", "B", 1), pos, recover=("NicRecover", "B", 1))
+    assert_nccl_delivered(conn, total)
+    assert conn.stats().failbacks == 1
+    assert conn.observe().layer == {"A": "Default", "B": "Default"}
+
+
+@pytest.mark.parametrize("pos", FAULT_POSITIONS)
+def test_link_down_then_up(conn, pos):
+    total = _run_with_fault(conn, ("LinkDown", 1), pos, recover=("LinkUp", 1))
+    assert_nccl_delivered(conn, total)
+    assert conn.observe().layer == {"A": "Default", "B": "Default"}
+
+
+@pytest.mark.parametrize("pos", FAULT_POSITIONS)
+def test_receiver_nic_failure_without_recovery_stays_on_backup(conn, pos):
+    total = _run_with_fault(conn, ("NicFail", "B", 1), pos)
+    assert_nccl_delivered(conn, total)
+    assert conn.observe().layer == {"A": "Fallback", "B": "Fallback"}
+
+
+def test_flapping_link(conn):
+    k = 0
+    for flap in range(4):
+        for _ in range(2):
+            k += 1
+            post_round(conn, k)
+        for i in range(3 + flap):
+            step(conn, i)
+        conn.link_down(1)
+        drive(conn)
+        k += 1
+        post_round(conn, k)
+        drive(conn)
+        conn.link_up(1)
+        drive(conn)
+        k += 1
+        post_round(conn, k)
+        drive(conn)
+    assert_nccl_delivered(conn, k)
+    s = conn.stats("A")
+    assert s.failovers == 4 and s.failbacks == 4
+    assert conn.observe().layer == {"A": "Default", "B": "Default"}
+
+
+def test_fast_flap_during_failback_probe(fabric):
+    conn = fabric.connect("Shift", regions=8, probe="wire")
+    post_round(conn, 1)
+    conn.link_down(1)
+    drive(conn)
+    conn.link_up(1)
+    # A reconnects and posts its probe; the link dies again before it answers
+    for _ in range(4):
+        conn.progress("A")
+    assert conn.transmit("A", 1)  # the probe
+    conn.link_down(1)
+    drive(conn)
+    assert conn.state("A") == "Fallback"  # the probe failed: still on the backup path
+    post_round(conn, 2)
+    drive(conn)
+    conn.link_up(1)
+    drive(conn)
+    post_round(conn, 3)
+    drive(conn)
+    assert_nccl_delivered(conn, 3)
+    assert conn.observe().layer == {"A": "Default", "B": "Default"}
+
+
+@pytest.mark.parametrize("op", ["FADD", "CAS"])
+def test_atomic_in_flight_gets_an_error(fabric, op):
+    conn = fabric.connect("Shift", regions=8)
+    conn.post_recv("B", 1)
+    conn.app_write("B", 2, 5)
+    conn.post_send("A", Wr(1, op, region=2, value=1 if op == "FADD" else 9, compare=5))
+    conn.post_send("A", Wr(2, "WRITE_IMM"))
+    assert conn.transmit("A", 1) and conn.deliver(1, "AtoB")  # the atomic executes
+    assert conn.drop(1, "BtoA")  # its answer is lost
+    conn.nic_fail("A", 1)
+    drive(conn)
+    snd = conn.observe().snd_seen
+    assert [(s.wr, s.status) for s in snd] == [(1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
+    assert conn.read("B", 2) == (6 if op == "FADD" else 9)  # applied exactly once
+    assert conn.state("A") == "Error"
+    assert conn.stats().refused == 2
+    assert conn.stats().replayed == 0
+    with pytest.raises(Exception) as e:
+        conn.completions[0].raise_for_status()
+    assert e.value.status_name == "WR_FLUSH_ERR"
+    # the connection is dead, as an RC QP in ERR: later WRs are flushed
+    conn.post_send("A", Wr(3, "WRITE", region=1, value=1))
+    drive(conn)
+    assert conn.observe().snd_seen[-1] == type(snd[0])(3, "WR_FLUSH_ERR")
+
+
+def test_atomic_timeout_reports_retry_exceeded(fabric):
+    conn = fabric.connect("Shift", regions=8)
+    conn.post_send("A", Wr(1, "FADD", region=1, value=3))
+    conn.link_down(1)
+    drive(conn)
+    assert [(s.wr, s.status) for s in conn.observe().snd_seen] == [(1, "RETRY_EXC_ERR")]
+    assert conn.read("B", 1) == 0
+
+
+def test_ineligible_wr_is_refused_like_an_atomic(conn):
+    conn.post_send("A", Wr(1, "WRITE", region=1, value=7, eligible=False))
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert [(s.wr, s.status) for s in conn.observe().snd_seen] == [(1, "WR_FLUSH_ERR")]
+    assert conn.stats().refused == 1
+
+
+def test_received_notification_is_not_replayed(conn):
+    """T2 for a notification: executed, ACK lost. The counter filter skips it; its
+    success is synthesised; the receiver sees it once. The WRITE before it runs again."""
+    post_round(conn, 1)
+    for ev in (("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+               ("Deliver", 1, "AtoB"), ("Drop", 1, "BtoA"), ("Drop", 1, "BtoA")):
+        assert conn.apply(ev)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert_nccl_delivered(conn, 1)
+    s = conn.stats("A")
+    assert s.skipped == 1 and s.replayed == 1
+    assert conn._fabric.counters()["executed"] == 3  # the WRITE ran twice: not exactly-once
+
+
+def test_second_failure_during_handshake_surfaces_the_error(conn):
+    post_round(conn, 1)
+    conn.pump()
+    conn.poll("A")
+    conn.poll("B")
+    post_round(conn, 2)
+    conn.nic_fail("A", 1)
+    assert conn.poll_cq("A") is None  # the flush on the default QP triggers instead
+    assert conn.state("A") == "Fallback"
+    assert conn.progress("A") == "handshake"  # the counter is on the backup wire
+    conn.link_down(2)  # ... and lost with the second path
+    drive(conn)
+    snd = conn.observe().snd_seen
+    assert (2, "SUCCESS") in [(s.wr, s.status) for s in snd]
+    assert [(s.wr, s.status) for s in snd][-2:] == [(3, "RETRY_EXC_ERR"), (4, "WR_FLUSH_ERR")]
+    assert conn.state("A") == "Error"
+    # B took notification 1 only, once; no duplicate, no data corruption
+    assert [n.wr for n in notes(conn)] == [2]
+
+
+def test_second_failure_during_handshake_recovers_if_backup_returns(conn):
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    conn.poll("A")
+    conn.progress("A")
+    conn.link_down(2)
+    conn.timeout("A", 2)  # the handshake timer resends the counter: lost again
+    conn.link_up(2)
+    drive(conn)  # the next resend gets through
+    assert_nccl_delivered(conn, 1)
+    assert conn.state("A") == "Fallback"
+
+
+def test_second_failure_during_replay(conn):
+    for k in (1, 2):
+        post_round(conn, k)
+    conn.nic_fail("A", 1)
+    conn.poll("A")
+    assert conn.progress("A") == "handshake"
+    conn.pump()  # A's counter reaches B
+    assert conn.progress("B") == "trigger"
+    assert conn.progress("B") == "handshake"
+    conn.pump()  # B's counter reaches A
+    assert conn.progress("A") == "replay"
+    assert conn.transmit("A", 2)  # the first replayed WR goes out
+    conn.nic_fail("A", 2)  # the backup NIC dies mid-replay
+    drive(conn)
+    snd = [(s.wr, s.status) for s in conn.observe().snd_seen]
+    assert snd and all(st == "WR_FLUSH_ERR" for _, st in snd)
+    assert conn.state("A") == "Error"
+    got = notes(conn)
+    assert [n.wr for n in got] in ([], [2])  # a prefix, no duplicate
+    assert len({n.recv for n in got}) == len(got)
+
+
+def test_second_failure_during_failback_missed_notice(conn):
+    """The default path dies again between the fence and the fail-back notice: B never
+    hears it, A's released WRs time out, and a second failover (B answers again from the
+    backup path) delivers everything once, in order."""
+    post_round(conn, 1)
+    conn.link_down(1)
+    drive(conn)
+    conn.link_up(1)
+    drive(conn)
+    assert conn.state("A") == "WaitSignaled"
+    post_round(conn, 2)  # WRITE (backup), WRITE_IMM: the fence
+    assert conn.state("A") == "WaitDrained"
+    post_round(conn, 3)  # held on the default QP, doorbell not rung
+    assert not conn.transmit("A", 1)
+    conn.pump()
+    conn.poll("A")
+    conn.poll("B")
+    conn.link_down(1)  # before the release: the notice will be lost
+    assert conn.progress("A") == "release"
+    drive(conn)
+    assert_nccl_delivered(conn, 3)
+    assert conn.stats("A").failovers == 2
+    post_round(conn, 4)
+    drive(conn)
+    conn.link_up(1)
+    drive(conn)
+    post_round(conn, 5)
+    drive(conn)
+    assert_nccl_delivered(conn, 5)
+
+
+def test_fence_holds_the_default_doorbell(conn):
+    post_round(conn, 1)
+    conn.nic_fail("B", 1)
+    drive(conn)
+    conn.nic_recover("B", 1)
+    drive(conn)
+    assert conn.state("A") == "WaitSignaled"
+    conn.post_recv("B", 2)
+    conn.post_send("A", Wr(3, "WRITE", region=2, value=102, signaled=False))
+    assert conn.state("A") == "WaitSignaled"  # unsignaled: not a fence
+    conn.post_send("A", Wr(4, "WRITE_IMM"))
+    assert conn.state("A") == "WaitDrained" and conn.observe().fence == 4
+    conn.post_recv("B", 3)
+    conn.post_send("A", Wr(5, "WRITE", region=3, value=103, signaled=False))
+    conn.post_send("A", Wr(6, "WRITE_IMM"))
+    assert not conn.transmit("A", 1)  # held
+    conn.pump()
+    assert conn.progress("A") == "none"  # fence not polled yet
+    conn.poll("A")
+    assert conn.progress("A") == "release"
+    assert conn.transmit("A", 1)
+    drive(conn)
+    assert_nccl_delivered(conn, 3)
+
+
+def test_backup_path_fails_too(conn):
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    post_round(conn, 2)
+    conn.nic_fail("B", 2)  # now both paths are dead
+    drive(conn)
+    obs = conn.observe()
+    # A: round 1 done; round 2's WRs, on the dead backup, time out and reach the app
+    assert [(s.wr, s.status) for s in obs.snd_seen] == [(2, "SUCCESS"), (3, "RETRY_EXC_ERR"),
+                                                         (4, "WR_FLUSH_ERR")]
+    assert conn.state("A") == "Error"
+    # B: notification 1 once; its receive for round 2 comes back flushed
+    assert [n.wr for n in notes(conn)] == [2]
+    assert [(r.recv, r.status) for r in obs.rcv_seen][-1] == (2, "WR_FLUSH_ERR")
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_naive_replay_slides_the_receive_queue(fabric, rounds):
+    conn = fabric.connect("NaiveReplay", regions=8)
+    for k in range(1, rounds + 1):
+        post_round(conn, k)
+    conn.post_recv("B", rounds + 1)
+    for _ in range(2 * rounds):
+        assert conn.transmit("A", 1)
+    for _ in range(2 * rounds):  # everything executes ...
+        assert conn.deliver(1, "AtoB")
+    while conn.drop(1, "BtoA"):  # ... and every ACK is lost
+        pass
+    conn.nic_fail("A", 1)
+    drive(conn)
+    got = notes(conn)
+    # the replayed notification 1 consumed the spare receive: one buffer off
+    assert [(n.wr, n.recv) for n in got][: rounds + 1] == \
+        [(2 * k, k) for k in range(1, rounds + 1)] + [(2, rounds + 1)]
+    assert conn.stats().skipped == 0
+
+
+def test_no_failover_propagates_the_error(fabric):
+    conn = fabric.connect("NoFailover", regions=8)
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    snd = [(s.wr, s.status) for s in conn.observe().snd_seen]
+    assert snd == [(1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
+    assert conn.stats().failovers == 0
+    assert conn.observe().layer == {"A": "Default", "B": "Default"}
+
+
+def test_buffer_reuse_during_replay_is_visible(conn):
+    """SHIFT's assumption (a): a zero-copy WRITE replayed after the application rewrote
+    its source buffer (AppWrite) carries the new value."""
+    conn.post_recv("B", 1)
+    conn.post_send("A", Wr(1, "WRITE", region=1, value=11, signaled=False, inline=False))
+    conn.post_send("A", Wr(2, "WRITE_IMM"))
+    conn.nic_fail("A", 1)
+    conn.poll("A")
+    conn.app_write("A", 1, 99)  # races the replay
+    drive(conn)
+    assert notes(conn)[0].mem[0] == 99
+
+
+def test_events_by_name_and_projection(fabric):
+    conn = fabric.connect("Shift", regions=2, probe="instant")
+    trace = [
+        ("PostRecv", "B", 1),
+        ("PostSend", "A", {"id": 1, "op": "WRITE", "region": 1, "value": 7, "signaled": False}),
+        ("PostSend", "A", Wr(2, "WRITE_IMM")),
+        ("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+        ("Deliver", 1, "AtoB"), ("Deliver", 1, "BtoA"), ("Deliver", 1, "BtoA"),
+        ("PollCq", "B"), ("PollCq", "A"), {"event": "NicFail", "args": ["A", 1]},
+        ("nic_recover", "A", 1), ("Progress", "A"),
+    ]
+    out = conn.run(trace)
+    assert out[9].wr == 1 and out[9].imm == 2 and out[10].wr == 2
+    d = conn.observe().as_dict()
+    assert d["sndSeen"] == [{"wr": 2, "status": "SUCCESS"}]
+    assert d["rcvSeen"] == [{"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 7, 2: 0}}]
+    assert d["layer"] == {"A": "Default", "B": "Default"} and d["recvDone"] == 1
+    assert conn.host_state("B").recvs_completed == 1
+
+
+def test_reads_and_atomics_return_values(conn):
+    conn.app_write("B", 3, 40)
+    conn.post_send("A", Wr(1, "READ", region=3))
+    conn.post_send("A", Wr(2, "FADD", region=3, value=2))
+    conn.post_send("A", Wr(3, "CAS", region=3, compare=42, value=7))
+    drive(conn)
+    assert [c.status for c in conn.completions] == [Status.SUCCESS] * 3
+    assert conn.read("B", 3) == 7 and conn.landing(3) == 42
+
+
+def test_deterministic_replay_of_a_trace():
+    def run():
+        with Fabric(retries=1) as fab:
+            c = fab.connect("Shift", regions=4)
+            for k in range(1, 4):
+                post_round(c, k)
+            for i in range(7):
+                step(c, i)
+            c.nic_fail("B", 1)
+            drive(c)
+            return c.observe().as_dict(), c.stats()
+    assert run() == run()
