@@ -1,0 +1,5 @@
+import sys
+
+from shift.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The subcommands of `shift`: each module has `register(subparsers)` and `run(args)`."""

@@ -1,0 +1,75 @@
+"""`shift check`: model-check the designs with TLC and print the trilemma table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from shift import report
+from shift.errors import UsageError
+from shift.tlc.check import Verdict, check_design
+from shift.tlc.designs import load_catalog
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("check", help="model-check designs and print the trilemma table",
+                       description=__doc__)
+    p.add_argument("--design", action="append", metavar="NAME",
+                   help="check only this design (repeatable; default: all)")
+    p.add_argument("--bound", default="small", help="small (CI), default or large")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
+    p.add_argument("--out", type=Path, default=Path("shift-out"), metavar="DIR",
+                   help="where counterexamples are saved as ITF JSON (default: shift-out)")
+    p.add_argument("--spec-dir", type=Path, metavar="DIR",
+                   help="check this copy of the specification instead of the packaged one")
+    p.add_argument("--jobs", type=int, default=2, help="TLC processes at once (default 2)")
+    p.add_argument("--heap", type=int, default=2048, metavar="MB",
+                   help="Java heap of each TLC process (default 2048)")
+    p.add_argument("--quiet", action="store_true", help="print no counterexamples or progress")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: must be at least 1")
+    catalog = load_catalog(args.spec_dir.resolve() if args.spec_dir else None)
+    bound = catalog.bound(args.bound)
+    designs = [catalog.design(name) for name in (args.design or catalog.designs)]
+    workers = max(1, (os.cpu_count() or 1) // min(args.jobs, len(designs)))
+    lock = threading.Lock()
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            with lock:
+                print(f"[check] {line}", file=sys.stderr, flush=True)
+
+    progress(f"{len(designs)} designs at bound {bound.name} ({bound.summary}); "
+             f"{args.jobs} TLC at a time, {workers} workers each")
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(check_design, catalog, d, bound, args.out, workers, args.heap,
+                               progress) for d in designs]
+        verdicts: list[Verdict] = [v for f in futures for v in f.result()]
+    if not args.quiet:
+        for v in verdicts:
+            if v.verdict == "violated":
+                print("\n".join(report.counterexample(catalog, v)) + "\n")
+    print(f"Trilemma table, bound {bound.name}:")
+    print(report.table(catalog, verdicts))
+    for v in verdicts:
+        if v.verdict == "error":
+            print(f"error: {v.design} {v.property}: {v.message}")
+    mismatches = [v for v in verdicts if not v.matches]
+    print(f"\n{len(verdicts) - len(mismatches)} of {len(verdicts)} verdicts as declared"
+          + (f"; {len(mismatches)} not" if mismatches else ""))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report.as_json(verdicts), indent=1) + "\n")
+    if args.junit:
+        report.write_junit(args.junit, verdicts)
+    return 1 if mismatches else 0

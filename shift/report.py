@@ -1,0 +1,150 @@
+"""What `shift check` prints and writes: the trilemma table, counterexamples, JSON, JUnit."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from shift.tlc.check import Verdict
+from shift.tlc.designs import HOLDS, Catalog
+from shift.tlc.output import Trace
+from shift.tlc.values import ModelValue, TlaFunction, TlaSet
+
+
+def cell(v: Verdict) -> str:
+    if v.verdict == "error":
+        return "error"
+    if v.verdict == v.expected:
+        return "holds" if v.verdict == HOLDS else "violated (expected)"
+    return "VIOLATED" if v.verdict != HOLDS else "HOLDS (expected violated)"
+
+
+def design_seconds(verdicts: list[Verdict]) -> float:
+    """TLC's time for a design: each run counted once, however many cells it decided."""
+    return sum({v.run: v.seconds for v in verdicts}.values())
+
+
+def table(catalog: Catalog, verdicts: list[Verdict]) -> str:
+    designs = list(dict.fromkeys(v.design for v in verdicts))
+    by = {(v.design, v.property): v for v in verdicts}
+    head = ["design", *catalog.properties, "states", "seconds"]
+    rows = []
+    for d in designs:
+        mine = [by[(d, p)] for p in catalog.properties]
+        rows.append([d, *(cell(v) for v in mine), f"{max(v.states for v in mine):,}",
+                     f"{design_seconds(mine):.1f}"])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def show(value: Any) -> str:
+    """A value in TLA+ notation, as a designer reads it."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "<<" + ", ".join(map(show, value)) + ">>"
+    if isinstance(value, dict):
+        return "[" + ", ".join(f"{k} |-> {show(v)}" for k, v in value.items()) + "]"
+    if isinstance(value, TlaSet):
+        return "{" + ", ".join(map(show, value.members)) + "}"
+    if isinstance(value, TlaFunction):
+        return "(" + " @@ ".join(f"{show(k)} :> {show(v)}" for k, v in value.pairs) + ")"
+    if isinstance(value, ModelValue):
+        return value.name
+    return str(value)
+
+
+def diff(path: str, old: Any, new: Any) -> list[str]:
+    """The changed leaves between two values, as `path: old -> new` lines."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
+        return [line for k in old for line in diff(f"{path}.{k}", old[k], new[k])]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new) and old:
+        return [line for i in range(len(old)) for line in diff(f"{path}[{i + 1}]", old[i], new[i])]
+    return [f"{path}: {show(old)} -> {show(new)}"]
+
+
+def event_text(state: dict[str, Any], fallback: str) -> str:
+    ev = state.get("event")
+    if isinstance(ev, list) and ev and isinstance(ev[0], str):
+        return f"{ev[0]}({', '.join(show(a) for a in ev[1:])})" if len(ev) > 1 else ev[0]
+    return fallback
+
+
+def render_trace(catalog: Catalog, trace: Trace, limit: int = 160) -> list[str]:
+    """Numbered steps: the event, what each application saw, then what else changed."""
+    out: list[str] = []
+    prev: dict[str, Any] | None = None
+    for step in trace.steps:
+        st = step.state
+        n = step.index + 1
+        if prev is None:
+            out.append(f"  {n:>2}. {event_text(st, 'Init')}")
+            if "program" in st:
+                out.append(f"      program = {show(st['program'])}")
+        else:
+            out.append(f"  {n:>2}. {event_text(st, step.action)}")
+            for var, caption in catalog.observations.items():
+                old, new = prev.get(var), st.get(var)
+                if isinstance(old, list) and isinstance(new, list) and new[:len(old)] == old:
+                    out += [f"      {caption}: {show(e)}" for e in new[len(old):]]
+                elif old != new:
+                    out.append(f"      {caption}: {show(old)} -> {show(new)}")
+            for var in st:
+                if var in catalog.observations or var == "event":
+                    continue
+                for line in diff(var, prev.get(var), st[var]):
+                    short = line if len(line) <= limit else line[:limit - 3] + "..."
+                    out.append("      " + short)
+        prev = st
+    if trace.loop is not None:
+        out.append(f"      ... and back to step {trace.loop + 1}, forever")
+    elif trace.stutters:
+        out.append("      ... and nothing more happens, forever")
+    return out
+
+
+def counterexample(catalog: Catalog, v: Verdict) -> list[str]:
+    kind = "as expected" if v.matches else "UNEXPECTED"
+    why = catalog.designs[v.design].violates.get(v.property, "")
+    head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
+    if v.counterexample is not None:
+        head.append(f"  trace: {v.counterexample}")
+    return head + (render_trace(catalog, v.trace) if v.trace else [])
+
+
+def as_json(verdicts: list[Verdict]) -> dict[str, Any]:
+    return {"results": [
+        {"design": v.design, "property": v.property, "engine": v.engine, "verdict": v.verdict,
+         "expected": v.expected, "states": v.states, "seconds": round(v.seconds, 3),
+         "counterexample": str(v.counterexample) if v.counterexample else None,
+         **({"message": v.message} if v.message else {})}
+        for v in verdicts]}
+
+
+def write_junit(path: Path, verdicts: list[Verdict]) -> None:
+    suites = ET.Element("testsuites", name="shift check")
+    for design in dict.fromkeys(v.design for v in verdicts):
+        mine = [v for v in verdicts if v.design == design]
+        suite = ET.SubElement(
+            suites, "testsuite", name=design, tests=str(len(mine)),
+            failures=str(sum(v.verdict != "error" and not v.matches for v in mine)),
+            errors=str(sum(v.verdict == "error" for v in mine)),
+            time=f"{design_seconds(mine):.3f}")
+        for v in mine:
+            case = ET.SubElement(suite, "testcase", classname=f"shift.{design}", name=v.property,
+                                 time=f"{v.seconds:.3f}")
+            if v.verdict == "error":
+                ET.SubElement(case, "error", message=v.message or "TLC error")
+            elif not v.matches:
+                failure = ET.SubElement(case, "failure",
+                                        message=f"{v.verdict}, expected {v.expected}")
+                failure.text = str(v.counterexample or "")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,1 @@
+"""Running TLC on the specification: discovery, configuration, output, traces."""

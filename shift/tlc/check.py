@@ -1,0 +1,85 @@
+"""A verdict per (design, property): as few TLC runs as the violations allow.
+
+One run checks every invariant; when TLC reports a violation of X, X is recorded with its
+trace and the run is repeated without X. TLC does not say which temporal property failed,
+so each temporal property gets a run of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from shift.tlc.designs import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.tlc.itf import write_itf
+from shift.tlc.output import Trace
+from shift.tlc.runner import INVARIANT, OK, TEMPORAL, RunConfig, RunResult, run_tlc
+
+ERROR_VERDICT = "error"
+
+
+@dataclass
+class Verdict:
+    design: str
+    property: str
+    verdict: str  # holds | violated | error
+    expected: str  # holds | violated
+    states: int
+    seconds: float
+    counterexample: Path | None = None
+    trace: Trace | None = None
+    message: str = ""
+    engine: str = "tlc"
+    run: int = 0  # which TLC run of its design decided it: cells of one run share its time
+
+    @property
+    def matches(self) -> bool:
+        return self.verdict == self.expected
+
+
+Report = Callable[[str], None]  # one line about a finished run
+
+
+def _verdict(design: Design, prop: str, verdict: str, run: RunResult, out_dir: Path,
+             bound: Bound, run_no: int) -> Verdict:
+    cex = None
+    if verdict == VIOLATED and run.trace is not None:
+        cex = write_itf(out_dir / f"{design.name}-{prop}.itf.json", run.trace, design.module,
+                        f"{design.name} violates {prop} at bound {bound.name}")
+    return Verdict(design.name, prop, verdict, design.expected(prop), run.distinct,
+                   run.seconds, cex, run.trace, run.message, run=run_no)
+
+
+def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
+                 workers: int, heap_mb: int, report: Report) -> list[Verdict]:
+    cfg = RunConfig(catalog.spec_dir, design.module, bound.constants, workers, heap_mb)
+    verdicts: dict[str, Verdict] = {}
+    remaining = list(catalog.invariants)
+    runs = 0
+    while remaining:
+        run, runs = run_tlc(cfg, remaining, []), runs + 1
+        if run.outcome == INVARIANT and run.violated in remaining:
+            verdicts[run.violated] = _verdict(design, run.violated, VIOLATED, run, out_dir, bound,
+                                              runs)
+            remaining.remove(run.violated)
+            report(f"{design.name}: {run.violated} violated after {run.distinct:,} states "
+                   f"({run.seconds:.1f} s)")
+            continue
+        verdict = HOLDS if run.outcome == OK else ERROR_VERDICT
+        if run.outcome != OK and not run.message:
+            run.message = f"unexpected TLC outcome {run.outcome}"
+        for prop in remaining:
+            verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
+        report(f"{design.name}: {len(remaining)} invariants {verdict} over {run.distinct:,} "
+               f"states ({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
+        break
+    for prop in catalog.temporal:
+        run, runs = run_tlc(cfg, [], [prop]), runs + 1
+        verdict = {OK: HOLDS, TEMPORAL: VIOLATED}.get(run.outcome, ERROR_VERDICT)
+        if run.outcome == INVARIANT:
+            run.message = "an invariant failed in a temporal-only run"
+        verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
+        report(f"{design.name}: {prop} {verdict} over {run.distinct:,} states "
+               f"({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
+    return [verdicts[p] for p in catalog.properties]

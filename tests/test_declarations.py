@@ -1,0 +1,108 @@
+"""`shift check` against edited copies of the specification (`--spec-dir`).
+
+A designer's own copy is checked the same way as the packaged one: a wrong declaration
+makes the exit status non-zero, and an extra property of theirs is checked like ours.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+
+def spec_copy(tmp_path: Path) -> Path:
+    dst = tmp_path / "spec"
+    src = resources.files("shift.spec")
+    dst.mkdir()
+    for entry in src.iterdir():
+        if entry.name.endswith((".tla", ".toml", ".cfg")):
+            shutil.copyfile(str(entry), dst / entry.name)
+    return dst
+
+
+def check(spec: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shift", "check", "--spec-dir", str(spec), "--quiet", *args],
+        cwd=spec.parent, capture_output=True, text=True, timeout=600,
+    )
+
+
+def test_a_wrong_declaration_fails_the_check(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    text = toml.read_text()
+    # Claim SHIFT keeps exactly-once: TLC must disagree.
+    text = text.replace(
+        'ExactlyOnceExecution = "by design: a WRITE executed before its ACK was lost is '
+        'executed again on the backup path"\n',
+        "",
+    )
+    assert "by design" not in text
+    toml.write_text(text)
+    proc = check(spec, "--design", "Shift", "--json", "out.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "VIOLATED" in proc.stdout
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    eo = next(r for r in results if r["property"] == "ExactlyOnceExecution")
+    assert (eo["verdict"], eo["expected"]) == ("violated", "holds")
+
+
+def test_a_property_wrongly_declared_violated_fails_the_check(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            "[designs.Staging.violates]\n",
+            '[designs.Staging.violates]\nNotificationIntegrity = "claimed, wrongly"\n',
+        )
+    )
+    proc = check(spec, "--design", "Staging")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_shift_refuses_rather_than_apply_an_atomic_twice(tmp_path: Path) -> None:
+    """A witness: TLC finds a run where SHIFT fails the FADD and applies it at most once."""
+    spec = spec_copy(tmp_path)
+    props = spec / "Properties.tla"
+    props.write_text(
+        props.read_text().replace(
+            "\\* No FADD or CAS is applied twice.",
+            "\\* A witness: the layer never refuses.\nNeverRefuses == refused = {}\n\n"
+            "\\* No FADD or CAS is applied twice.",
+        )
+    )
+    toml = spec / "designs.toml"
+    config: dict[str, Any] = tomllib.loads(toml.read_text())
+    toml.write_text(
+        toml.read_text().replace(
+            "invariants = [\n", 'invariants = [\n  "NeverRefuses",\n'
+        ).replace(
+            "[designs.Shift.violates]\n",
+            '[designs.Shift.violates]\nNeverRefuses = "refuses with an atomic in flight"\n',
+        )
+    )
+    assert "NeverRefuses" not in config["invariants"]
+    proc = check(spec, "--design", "Shift", "--json", "out.json", "--out", "cex")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    witness = next(r for r in results if r["property"] == "NeverRefuses")
+    assert witness["verdict"] == "violated"
+    atomic = next(r for r in results if r["property"] == "AtomicSafety")
+    assert atomic["verdict"] == "holds"
+    path = Path(witness["counterexample"])
+    trace = json.loads((path if path.is_absolute() else tmp_path / path).read_text())
+    last = trace["states"][-1]
+    fadd = next(i for i, w in enumerate(last["program"], start=1) if w["op"] == "FADD")
+    refused = last["refused"]["#set"]
+    assert fadd in refused
+    execs = last["execs"]
+    assert execs[fadd - 1] in (0, 1)
+    # The layer holds an error completion for the FADD, for the application to poll.
+    held = last["buffered"]["A"]
+    assert any(c["wr"] == fadd and c["status"] != "SUCCESS" for c in held)
