@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno as _errno
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 from ._native import ffi, lib
@@ -52,7 +52,7 @@ class Status(IntEnum):
     GENERAL_ERR = 21
 
 
-class Op(str, Enum):
+class Op(StrEnum):
     """Operations of the event vocabulary (DESIGN.md section 3)."""
 
     WRITE = "WRITE"
@@ -74,7 +74,7 @@ OP_CODES = {
 TWO_SIDED = (Op.WRITE_IMM, Op.SEND)
 
 
-class Design(str, Enum):
+class Design(StrEnum):
     """Failover designs selectable per connection (names as in spec/designs.toml)."""
 
     SHIFT = "Shift"
@@ -689,7 +689,7 @@ class Connection:
             raise ValueError("host B is the responder of this connection: it posts receives")
         c = ffi.new("struct shift_send_wr *")
         self._fill(c, wr)
-        _check(lib.shift_post_send(self._ep[0], c, ffi.NULL), "post_send")
+        _check(lib.shift_post_send(self._eph("A"), c, ffi.NULL), "post_send")
         return True
 
     def post_send_many(self, wrs: Sequence[Wr | RawSendWr]) -> int:
@@ -729,7 +729,7 @@ class Connection:
             c.num_sge = _int("num_sge", wr.num_sge, -(1 << 31), (1 << 31) - 1)
         else:
             c.wr_id = _int("id", wr)
-        _check(lib.shift_post_recv(self._ep[1], c, ffi.NULL), "post_recv")
+        _check(lib.shift_post_recv(self._eph("B"), c, ffi.NULL), "post_recv")
         return True
 
     # -- polling

@@ -3,9 +3,7 @@ runs wire, layers and applications until nothing moves (timers fire only when st
 
 from __future__ import annotations
 
-import pytest
-
-from shift.impl import Connection, Fabric, Wr
+from shift.impl import Connection, Wr
 
 # One step of a fixed round-robin scheduler: the order in which a test interleaves
 # events before it injects a fault.
@@ -66,15 +64,3 @@ def assert_nccl_delivered(conn: Connection, rounds: int) -> None:
     snd = conn.observe().snd_seen
     assert [s.wr for s in snd] == [2 * k for k in range(1, rounds + 1)]
     assert all(s.status == "SUCCESS" for s in snd)
-
-
-@pytest.fixture
-def fabric():
-    fab = Fabric(retries=1)
-    yield fab
-    fab.close()
-
-
-@pytest.fixture
-def conn(fabric):
-    return fabric.connect("Shift", regions=8)

@@ -6,8 +6,7 @@ too), each asserting what each application sees."""
 from __future__ import annotations
 
 import pytest
-from conftest import assert_nccl_delivered, drive, notes, post_round, step
-
+from impl_helpers import assert_nccl_delivered, drive, notes, post_round, step
 from shift.impl import Fabric, Status, Wr
 
 FAULT_POSITIONS = range(0, 30, 3)

@@ -1,0 +1,222 @@
+"""Bad input never crashes and never corrupts state: each gives the verbs status or the
+errno a real NIC would, or a TypeError/ValueError before any C call from Python."""
+
+from __future__ import annotations
+
+import pytest
+from impl_helpers import assert_nccl_delivered, drive, post_round
+from shift.impl import (
+    ClosedError,
+    CompletionError,
+    Fabric,
+    PostError,
+    RawRecvWr,
+    RawSendWr,
+    Status,
+    Wr,
+)
+
+WRITE, WRITE_IMM, SEND, READ, CAS, FADD = 0, 1, 2, 4, 5, 6
+SIGNALED = 2
+
+
+@pytest.fixture
+def conn():
+    with Fabric(retries=1) as fab:
+        yield fab.connect("Shift", regions=4)
+
+
+def _raw(conn, **kw):
+    base = {"wr_id": 1, "opcode": WRITE, "addr": conn._src.addr, "length": 8,
+            "lkey": conn._src.lkey, "remote_addr": conn._dst.addr, "rkey": conn._dst.rkey}
+    base.update(kw)
+    return RawSendWr(**base)
+
+
+def _status_after(conn, wr):
+    conn.post_send("A", wr)
+    drive(conn)
+    return [c for c in conn.completions if c.host == "A"][-1]
+
+
+@pytest.mark.parametrize("kw, status", [
+    ({"lkey": 0xBAD}, Status.LOC_PROT_ERR),                         # invalid lkey
+    ({"rkey": 0xBAD0}, Status.REM_ACCESS_ERR),                      # invalid rkey
+    ({"remote_addr_delta": 30}, Status.REM_ACCESS_ERR),             # remote out of bounds
+    ({"addr_delta": 1 << 20}, Status.LOC_PROT_ERR),                 # local out of bounds
+    ({"opcode": FADD, "remote_addr_delta": 4}, Status.REM_INV_REQ_ERR),  # misaligned atomic
+    ({"opcode": READ, "rkey": 0xBAD0}, Status.REM_ACCESS_ERR),
+])
+def test_bad_access_gives_the_verbs_status(conn, kw, status):
+    kw = dict(kw)
+    extra = {}
+    if "remote_addr_delta" in kw:
+        extra["remote_addr"] = conn._dst.addr + kw.pop("remote_addr_delta")
+    if "addr_delta" in kw:
+        extra["addr"] = conn._src.addr + kw.pop("addr_delta")
+    c = _status_after(conn, _raw(conn, **kw, **extra))
+    assert c.status == status
+    with pytest.raises(CompletionError) as e:
+        c.raise_for_status()
+    assert e.value.status_name == status.name
+    # the application's error is not a path failure: no failover, the QP is dead
+    assert conn.stats().failovers == 0
+    assert conn.state("A") == "Error"
+    assert conn.read("B", 1) == 0  # nothing was written
+    # a post to the dead QP completes with WR_FLUSH_ERR, as verbs does
+    assert _status_after(conn, Wr(9, "WRITE", region=1, value=5)).status == Status.WR_FLUSH_ERR
+    assert conn.read("B", 1) == 0
+
+
+def test_send_longer_than_the_receive_buffer(conn):
+    buf = conn.register("B", 16)
+    conn.post_recv("B", RawRecvWr(7, addr=buf.addr, length=4, lkey=buf.lkey, num_sge=1))
+    c = _status_after(conn, _raw(conn, opcode=SEND, remote_addr=0, rkey=0))
+    assert c.status == Status.REM_INV_REQ_ERR
+    r = [x for x in conn.completions if x.host == "B"]
+    assert [(x.wr, x.status) for x in r] == [(7, Status.LOC_LEN_ERR)]
+
+
+def test_receive_with_a_bad_lkey(conn):
+    buf = conn.register("B", 16)
+    conn.post_recv("B", RawRecvWr(7, addr=buf.addr, length=16, lkey=0xBAD, num_sge=1))
+    c = _status_after(conn, _raw(conn, opcode=SEND, remote_addr=0, rkey=0))
+    assert c.status == Status.REM_OP_ERR
+    assert [x.status for x in conn.completions if x.host == "B"] == [Status.LOC_PROT_ERR]
+
+
+def test_full_send_queue_is_enomem_and_harmless():
+    with Fabric() as fab:
+        conn = fab.connect("Shift", regions=2, max_wr=4)
+        for i in range(4):
+            conn.post_send("A", Wr(i, "WRITE", region=1, value=i))
+        with pytest.raises(PostError) as e:
+            conn.post_send("A", Wr(9, "WRITE", region=1, value=9))
+        assert e.value.errno_name == "ENOMEM"
+        for i in range(4):
+            conn.post_recv("B", i)
+        with pytest.raises(PostError) as e:
+            conn.post_recv("B", 9)
+        assert e.value.errno_name == "ENOMEM"
+        drive(conn)
+        assert [c.wr for c in conn.completions if c.host == "A"] == [0, 1, 2, 3]
+        assert conn.read("B", 1) == 3
+
+
+def test_batched_post_stops_at_the_bad_wr(conn):
+    with pytest.raises(PostError) as e:
+        conn.post_send_many([Wr(1, "WRITE", region=1, value=1), _raw(conn, opcode=99)])
+    assert e.value.errno_name == "EINVAL" and "#1" in str(e.value)
+    drive(conn)
+    assert [c.wr for c in conn.completions] == [1]  # the first was posted, not the second
+
+
+@pytest.mark.parametrize("kw", [
+    {"opcode": 99}, {"opcode": -1}, {"send_flags": 0x8000}, {"num_sge": 2},
+    {"num_sge": -1}, {"length": 5000}, {"send_flags": SIGNALED | 8, "length": 65},
+    {"send_flags": SIGNALED | 8, "opcode": READ}, {"send_flags": SIGNALED | 512},
+])
+def test_malformed_wr_is_einval_and_changes_nothing(conn, kw):
+    with pytest.raises(PostError) as e:
+        conn.post_send("A", _raw(conn, **kw))
+    assert e.value.errno_name == "EINVAL"
+    assert conn.host_state("A").outstanding == 0
+    post_round(conn, 1)
+    drive(conn)
+    assert_nccl_delivered(conn, 1)
+
+
+def test_malformed_recv_is_einval(conn):
+    with pytest.raises(PostError) as e:
+        conn.post_recv("B", RawRecvWr(1, num_sge=3))
+    assert e.value.errno_name == "EINVAL"
+
+
+@pytest.mark.parametrize("call, exc", [
+    (lambda c: c.post_send("A", Wr("1", "WRITE")), TypeError),
+    (lambda c: c.post_send("A", Wr(1, "WRITE", region=1, value=-1)), ValueError),
+    (lambda c: c.post_send("A", Wr(1, "WRITE", region=1, value=1 << 64)), ValueError),
+    (lambda c: c.post_send("A", Wr(1, "WRITE", region=9)), ValueError),
+    (lambda c: c.post_send("A", Wr(1, "FOO")), ValueError),
+    (lambda c: c.post_send("A", Wr(1, 3)), TypeError),
+    (lambda c: c.post_send("A", Wr(1, "WRITE", signaled=1)), TypeError),
+    (lambda c: c.post_send("A", Wr(1, "READ")), ValueError),
+    (lambda c: c.post_send("A", {"id": 1}), TypeError),
+    (lambda c: c.post_send("B", Wr(1, "WRITE")), ValueError),
+    (lambda c: c.post_send(1, Wr(1, "WRITE")), TypeError),
+    (lambda c: c.post_recv("B", "x"), TypeError),
+    (lambda c: c.post_recv("B", True), TypeError),
+    (lambda c: c.post_recv("A", 1), ValueError),
+    (lambda c: c.poll_cq("C"), ValueError),
+    (lambda c: c.poll("A", -1), ValueError),
+    (lambda c: c.transmit("A", "1"), TypeError),
+    (lambda c: c.transmit("A", 3), ValueError),
+    (lambda c: c.deliver(1, "AB"), ValueError),
+    (lambda c: c.deliver(1, 0), TypeError),
+    (lambda c: c.timeout("A", 1.0), TypeError),
+    (lambda c: c.nic_fail("A", 0), ValueError),
+    (lambda c: c.app_write("B", 1, "7"), TypeError),
+    (lambda c: c.apply(("Bogus", 1)), ValueError),
+    (lambda c: c.apply("NicFail"), TypeError),
+    (lambda c: c.apply(()), TypeError),
+    (lambda c: c.apply((3, 1)), TypeError),
+    (lambda c: c.register("A", 0), ValueError),
+    (lambda c: c.register("A", 1 << 40), ValueError),
+    (lambda c: c.post_send("A", RawSendWr(1, "WRITE")), TypeError),
+    (lambda c: c.post_send("A", RawSendWr(1, 0, rkey=1 << 33)), ValueError),
+])
+def test_wrong_python_types_and_values_raise_before_c(conn, call, exc):
+    with pytest.raises(exc):
+        call(conn)
+    post_round(conn, 1)
+    drive(conn)
+    assert_nccl_delivered(conn, 1)
+
+
+@pytest.mark.parametrize("kw, exc", [
+    ({"retries": 8}, ValueError), ({"retries": "1"}, TypeError), ({"mem_size": 1}, ValueError),
+    ({"rnr_nak": 1}, TypeError),
+])
+def test_bad_fabric_arguments(kw, exc):
+    with pytest.raises(exc):
+        Fabric(**kw)
+
+
+@pytest.mark.parametrize("kw, exc", [
+    ({"design": "Foo"}, ValueError), ({"design": 3}, TypeError), ({"regions": 0}, ValueError),
+    ({"max_wr": 0}, ValueError), ({"probe": "x"}, ValueError), ({"ctl_retries": -1}, ValueError),
+])
+def test_bad_connection_arguments(kw, exc):
+    with Fabric() as fab, pytest.raises(exc):
+        fab.connect(**kw)
+
+
+def test_closed_handles_raise():
+    fab = Fabric()
+    conn = fab.connect()
+    conn.close()
+    with pytest.raises(ClosedError):
+        conn.post_send("A", Wr(1, "WRITE", region=1, value=1))
+    with pytest.raises(ClosedError):
+        conn.progress("A")
+    conn.close()  # idempotent
+    fab.close()
+    with pytest.raises(ClosedError):
+        fab.transmit("A", 1)
+    fab.close()
+
+
+def test_fabric_close_closes_its_connections():
+    fab = Fabric()
+    conn = fab.connect()
+    fab.close()
+    with pytest.raises(ClosedError):
+        conn.poll_cq("A")
+
+
+def test_rnr_nak_gives_rnr_retry_exceeded():
+    with Fabric(rnr_nak=True, rnr_retry=1) as fab:
+        conn = fab.connect("NoFailover", regions=2)
+        conn.post_send("A", Wr(1, "SEND"))  # no receive posted
+        drive(conn)
+        assert [c.status for c in conn.completions] == [Status.RNR_RETRY_EXC_ERR]
