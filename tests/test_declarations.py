@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,10 @@ def test_a_wrong_declaration_fails_the_check(tmp_path: Path) -> None:
     )
     assert "by design" not in text
     toml.write_text(text)
-    proc = check(spec, "--design", "Shift", "--json", "out.json")
+    proc = check(spec, "--design", "Shift", "--json", "out.json", "--junit", "junit.xml")
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    failures = ET.parse(tmp_path / "junit.xml").getroot().findall(".//failure")
+    assert [f.get("message") for f in failures] == ["violated, expected holds"]
     assert "VIOLATED" in proc.stdout
     results = json.loads((tmp_path / "out.json").read_text())["results"]
     eo = next(r for r in results if r["property"] == "ExactlyOnceExecution")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ def run_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("check")
-    proc = run_check("--bound", "small", "--json", "out.json", "--out", "cex", cwd=work)
+    proc = run_check("--bound", "small", "--json", "out.json", "--junit", "junit.xml",
+                     "--out", "cex", cwd=work)
     results = json.loads((work / "out.json").read_text())["results"]
     cells = {(r["design"], r["property"]): r for r in results}
     return {"proc": proc, "cells": cells, "work": work}
@@ -111,3 +113,12 @@ def test_no_failover_surfaces_the_error(small: dict[str, Any]) -> None:
     state = last_state(small, "NoFailover", "Liveness")
     statuses = {e["status"] for e in state["sndSeen"]} | {e["status"] for e in state["rcvSeen"]}
     assert statuses - {"SUCCESS"}, "the application saw an error completion"
+
+
+def test_junit_has_a_case_per_cell_and_no_failure(small: dict[str, Any]) -> None:
+    root = ET.parse(small["work"] / "junit.xml").getroot()
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == DESIGNS
+    cases = root.findall("testsuite/testcase")
+    assert len(cases) == len(small["cells"])
+    assert not root.findall(".//failure") and not root.findall(".//error")

@@ -54,11 +54,14 @@ def _verdict(design: Design, prop: str, verdict: str, run: RunResult, out_dir: P
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                  workers: int, heap_mb: int, report: Report) -> list[Verdict]:
     cfg = RunConfig(catalog.spec_dir, design.module, bound.constants, workers, heap_mb)
+
+    def progress(distinct: int, queue: int) -> None:
+        report(f"{design.name}: {distinct:,} distinct states so far, {queue:,} on the queue")
     verdicts: dict[str, Verdict] = {}
     remaining = list(catalog.invariants)
     runs = 0
     while remaining:
-        run, runs = run_tlc(cfg, remaining, []), runs + 1
+        run, runs = run_tlc(cfg, remaining, [], progress), runs + 1
         if run.outcome == INVARIANT and run.violated in remaining:
             verdicts[run.violated] = _verdict(design, run.violated, VIOLATED, run, out_dir, bound,
                                               runs)
@@ -79,7 +82,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
             return [verdicts[p] for p in catalog.properties]
         break
     for prop in catalog.temporal:
-        run, runs = run_tlc(cfg, [], [prop]), runs + 1
+        run, runs = run_tlc(cfg, [], [prop], progress), runs + 1
         verdict = {OK: HOLDS, TEMPORAL: VIOLATED}.get(run.outcome, ERROR_VERDICT)
         if run.outcome == INVARIANT:
             run.message = "an invariant failed in a temporal-only run"
