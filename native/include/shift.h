@@ -93,7 +93,8 @@ struct shift_backend_ops {
     int (*query_qp)(void *ctx, void *qp, int *state, uint32_t *rq_psn, uint32_t *sq_psn);
     /* the connection manager re-establishes the QP pair of path; fails unless healthy */
     int (*reset_qp)(void *ctx, void *qp);
-    int (*post_send)(void *ctx, void *qp, struct shift_send_wr *wr);
+    /* post a chain of WRs (wr->next); on error *bad is the first not posted */
+    int (*post_send)(void *ctx, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
     int (*post_recv)(void *ctx, void *qp, struct shift_recv_wr *wr);
     int (*ring)(void *ctx, void *qp);
     int (*poll_cq)(void *ctx, void *qp, int n, struct shift_wc *wc);

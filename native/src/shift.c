@@ -19,10 +19,18 @@ enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2 };
 typedef struct {
     struct shift_send_wr wr;   /* as posted to the default QP: wr_id = layer sequence */
     uint64_t app_id;
-    uint64_t note;             /* 1-based number among two-sided sends, 0 if one-sided */
-    uint8_t where, flags;
+    uint64_t cum;              /* two-sided sends posted up to and including this one:
+                                * a two-sided WR's number (1-based) among them */
+    union {
+        struct {
+            uint8_t where, flags;
+        };
+        uint16_t wf;
+    };
     uint8_t inl[SHIFT_MAX_INLINE];
 } pend_t;
+
+#define NOTE(p) (two_sided((p)->wr.opcode) ? (p)->cum : 0)
 
 typedef struct {
     struct shift_recv_wr wr;   /* wr_id = layer sequence */
@@ -54,20 +62,25 @@ typedef struct ep_s {
     int err_path;              /* in Error: the QP whose CQ the application drains */
     /* requester */
     pend_t *pq;
-    uint32_t pcap;
+    uint32_t pcap;             /* WRs the layer accepts outstanding */
+    uint64_t pmask;            /* ring size - 1 (a power of two >= pcap) */
     uint64_t phead, ptail;
+    uint64_t cum_done;
     uint64_t notes_posted, sends_completed;
     uint64_t fence_seq;
     int has_fence;
     /* responder */
     rpend_t *rq;
     uint32_t rcap;
+    uint64_t rmask;
     uint64_t rhead, rtail;
     uint64_t recvs_posted, recv_done;
     /* completions held for the application */
     struct shift_wc *buf;
     uint32_t bcap;
+    uint64_t bmask;
     uint64_t bhead, btail;
+    uint64_t ndeferred;        /* skipped notifications whose success waits (replay) */
     /* failover */
     int sent_ctr, replayed, probing;
     int64_t peer_ctr;
@@ -141,7 +154,7 @@ static void buf_push(ep_s *e, const struct shift_wc *wc)
     /* the posts keep outstanding + buffered <= capacity, so this always fits */
     if (e->btail - e->bhead >= e->bcap)
         return;
-    e->buf[e->btail % e->bcap] = *wc;
+    e->buf[e->btail & e->bmask] = *wc;
     e->btail++;
 }
 
@@ -168,32 +181,32 @@ static pend_t *pend_at(ep_s *e, uint64_t seq)
 {
     if (seq < e->phead || seq >= e->ptail)
         return NULL;
-    return &e->pq[seq % e->pcap];
+    return &e->pq[seq & e->pmask];
 }
 
 static rpend_t *rpend_at(ep_s *e, uint64_t seq)
 {
     if (seq < e->rhead || seq >= e->rtail)
         return NULL;
-    return &e->rq[seq % e->rcap];
+    return &e->rq[seq & e->rmask];
 }
 
 static void pend_gc(ep_s *e)
 {
-    while (e->phead < e->ptail && (e->pq[e->phead % e->pcap].flags & PF_DONE))
+    while (e->phead < e->ptail && (e->pq[e->phead & e->pmask].flags & PF_DONE))
         e->phead++;
 }
 
 static void rpend_gc(ep_s *e)
 {
-    while (e->rhead < e->rtail && (e->rq[e->rhead % e->rcap].flags & PF_DONE))
+    while (e->rhead < e->rtail && (e->rq[e->rhead & e->rmask].flags & PF_DONE))
         e->rhead++;
 }
 
 static void pend_done(ep_s *e, pend_t *p)
 {
     p->flags |= PF_DONE;
-    if (two_sided(p->wr.opcode))
+    if (NOTE(p))
         e->st.sends_completed++;
 }
 
@@ -201,13 +214,16 @@ static void pend_done(ep_s *e, pend_t *p)
  * signaled WR before it has completed, so the application sees post order. */
 static void release_skipped(ep_s *e)
 {
+    if (!e->ndeferred)
+        return;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
-        pend_t *p = &e->pq[s % e->pcap];
+        pend_t *p = &e->pq[s & e->pmask];
         if (p->flags & PF_DONE)
             continue;
         if (p->flags & PF_SKIPPED) {
             buf_send(e, p, SHIFT_WC_SUCCESS);
             pend_done(e, p);
+            e->ndeferred--;
             continue;
         }
         if (p->wr.send_flags & SHIFT_SEND_SIGNALED)
@@ -219,12 +235,18 @@ static void release_skipped(ep_s *e)
 /* a successful completion of seq: every WR up to it is complete (RC order) */
 static void complete_upto(ep_s *e, uint64_t seq)
 {
+    pend_t *last = pend_at(e, seq);
+    if (last && last->cum > e->cum_done)
+        e->cum_done = last->cum;
     for (uint64_t s = e->phead; s <= seq && s < e->ptail; s++) {
-        pend_t *p = &e->pq[s % e->pcap];
+        pend_t *p = &e->pq[s & e->pmask];
         if (p->flags & PF_DONE)
             continue;
-        if ((p->flags & PF_SKIPPED) && (p->wr.send_flags & SHIFT_SEND_SIGNALED) && s != seq)
-            buf_send(e, p, SHIFT_WC_SUCCESS);
+        if (p->flags & PF_SKIPPED) {
+            e->ndeferred--;
+            if (s != seq)
+                buf_send(e, p, SHIFT_WC_SUCCESS);
+        }
         pend_done(e, p);
     }
     pend_gc(e);
@@ -265,8 +287,9 @@ static int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
 
 static int post_pend(ep_s *e, pend_t *p, int path, int nodb)
 {
+    p->wr.next = NULL;
     if (path == 1 && !nodb)
-        return e->ops->post_send(e->ctx, e->qp[1], &p->wr);
+        return e->ops->post_send(e->ctx, e->qp[1], &p->wr, NULL);
     struct shift_send_wr w = p->wr;
     if (path == 2) {
         if (w.num_sge && !(w.send_flags & SHIFT_SEND_INLINE))
@@ -275,7 +298,7 @@ static int post_pend(ep_s *e, pend_t *p, int path, int nodb)
     }
     if (nodb)
         w.send_flags |= SHIFT_SEND_NO_DOORBELL;
-    return e->ops->post_send(e->ctx, e->qp[path], &w);
+    return e->ops->post_send(e->ctx, e->qp[path], &w, NULL);
 }
 
 static int post_rpend(ep_s *e, rpend_t *r, int path)
@@ -352,7 +375,7 @@ static void trigger(ep_s *e, int status)
         int refuse = 0;
         if (is_shift(e))
             for (uint64_t s = e->phead; s < e->ptail; s++) {
-                pend_t *p = &e->pq[s % e->pcap];
+                pend_t *p = &e->pq[s & e->pmask];
                 if (!(p->flags & PF_DONE) &&
                     (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
                     refuse = 1;
@@ -360,7 +383,7 @@ static void trigger(ep_s *e, int status)
         if (refuse) {
             int first = 1;
             for (uint64_t s = e->phead; s < e->ptail; s++) {
-                pend_t *p = &e->pq[s % e->pcap];
+                pend_t *p = &e->pq[s & e->pmask];
                 if (p->flags & PF_DONE)
                     continue;
                 buf_send(e, p, first ? status : SHIFT_WC_WR_FLUSH_ERR);
@@ -374,10 +397,10 @@ static void trigger(ep_s *e, int status)
             return;
         }
         for (uint64_t s = e->phead; s < e->ptail; s++)
-            e->pq[s % e->pcap].where = W_HELD;
+            e->pq[s & e->pmask].where = W_HELD;
     } else {
         for (uint64_t s = e->rhead; s < e->rtail; s++)
-            e->rq[s % e->rcap].where = W_HELD;
+            e->rq[s & e->rmask].where = W_HELD;
     }
     e->st.failovers++;
     e->state = SHIFT_STATE_FALLBACK;
@@ -391,17 +414,18 @@ static void give_up(ep_s *e, int status)
     int first = 1;
     if (is_req(e)) {
         for (uint64_t s = e->phead; s < e->ptail; s++) {
-            pend_t *p = &e->pq[s % e->pcap];
+            pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)
                 continue;
             buf_send(e, p, first ? status : SHIFT_WC_WR_FLUSH_ERR);
             p->flags |= PF_DONE;
             first = 0;
         }
+        e->ndeferred = 0;
         pend_gc(e);
     } else {
         for (uint64_t s = e->rhead; s < e->rtail; s++) {
-            rpend_t *r = &e->rq[s % e->rcap];
+            rpend_t *r = &e->rq[s & e->rmask];
             if (r->flags & PF_DONE)
                 continue;
             buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
@@ -421,7 +445,7 @@ static void handshake(ep_s *e)
 {
     if (!is_req(e))
         for (uint64_t s = e->rhead; s < e->rtail; s++) {
-            rpend_t *r = &e->rq[s % e->rcap];
+            rpend_t *r = &e->rq[s & e->rmask];
             if ((r->flags & PF_DONE) || r->where != W_HELD)
                 continue;
             post_rpend(e, r, 2);
@@ -437,13 +461,14 @@ static void replay(ep_s *e)
 {
     int blocked = 0;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
-        pend_t *p = &e->pq[s % e->pcap];
+        pend_t *p = &e->pq[s & e->pmask];
         if (p->flags & PF_DONE)
             continue;
-        if (is_shift(e) && p->note && (int64_t)p->note <= e->peer_ctr) {
+        if (is_shift(e) && NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr) {
             e->st.skipped_wrs++;
             if ((p->wr.send_flags & SHIFT_SEND_SIGNALED) && blocked) {
                 p->flags |= PF_SKIPPED;
+                e->ndeferred++;
             } else {
                 if (p->wr.send_flags & SHIFT_SEND_SIGNALED)
                     buf_send(e, p, SHIFT_WC_SUCCESS);
@@ -483,7 +508,7 @@ static int reconnect(ep_s *e)
         probe.wr_id = PROBE_ID;
         probe.opcode = SHIFT_WR_RDMA_WRITE;
         probe.send_flags = SHIFT_SEND_SIGNALED;
-        if (e->ops->post_send(e->ctx, e->qp[1], &probe) != 0)
+        if (e->ops->post_send(e->ctx, e->qp[1], &probe, NULL) != 0)
             return SHIFT_STEP_NONE;
         e->probing = 1;
     } else {
@@ -543,7 +568,7 @@ static void move_receives_back(ep_s *e)
     e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0);
     drain(e, 2);
     for (uint64_t s = e->rhead; s < e->rtail; s++) {
-        rpend_t *r = &e->rq[s % e->rcap];
+        rpend_t *r = &e->rq[s & e->rmask];
         if (r->flags & PF_DONE)
             continue;
         post_rpend(e, r, 1);
@@ -653,6 +678,97 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
 
 /* ------------------------------------------------------------ posting API --- */
 
+/* The failure-free path (state Default): copy the application's chain into the
+ * pending ring, chained, and hand it to the backend in one call; the backend checks
+ * the WRs as a NIC driver does, and only what it accepted is committed. */
+static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    const unsigned rare = SHIFT_SEND_NO_DOORBELL | SHIFT_SEND_INLINE | SHIFT_SEND_INELIGIBLE;
+    uint64_t start = e->ptail, seq = start;
+    uint64_t end = start + (e->pcap - ((e->ptail - e->phead) + (e->btail - e->bhead)));
+    uint64_t notes = e->notes_posted;
+    pend_t *ring = e->pq, *ring_end = e->pq + e->pmask + 1;
+    pend_t *p = &ring[start & e->pmask];
+    pend_t *first = p;
+    struct shift_send_wr dummy, *link = &dummy;
+    struct shift_send_wr *w = wr;
+    int err = 0;
+    for (; w; w = w->next, seq++) {
+        if (seq == end) {
+            err = ENOMEM;
+            break;
+        }
+        unsigned fl = w->send_flags;
+        p->wr = *w;
+        p->wr.wr_id = seq;
+        p->app_id = w->wr_id;
+        p->wf = W_DEFAULT; /* where = Default, flags = 0 */
+        if (fl & rare) {
+            if ((fl & SHIFT_SEND_NO_DOORBELL) ||
+                ((fl & SHIFT_SEND_INLINE) && shift_send_wr_check(w, SHIFT_MAX_INLINE))) {
+                err = EINVAL;
+                break;
+            }
+            if (fl & SHIFT_SEND_INELIGIBLE) {
+                p->wr.send_flags &= ~(unsigned)SHIFT_SEND_INELIGIBLE;
+                p->flags = PF_INELIGIBLE;
+            }
+            if ((fl & SHIFT_SEND_INLINE) && w->num_sge && w->sg.length) {
+                memcpy(p->inl, (const void *)(uintptr_t)w->sg.addr, w->sg.length);
+                p->wr.sg.addr = (uint64_t)(uintptr_t)p->inl;
+            }
+        }
+        notes += (unsigned)(w->opcode - 1) < 3u; /* WRITE_WITH_IMM, SEND, SEND_WITH_IMM */
+        p->cum = notes;
+        link->next = &p->wr;
+        link = &p->wr;
+        if (++p == ring_end)
+            p = ring;
+    }
+    link->next = NULL;
+    uint64_t n = seq - start, ok = n;
+    int berr = 0;
+    if (n) {
+        struct shift_send_wr *bw = NULL;
+        berr = e->ops->post_send(e->ctx, e->qp[1], &first->wr, &bw);
+        (void)dummy;
+        if (berr) {
+            /* which pending entry the backend stopped at */
+            ok = 0;
+            for (uint64_t s2 = start; s2 < seq; s2++, ok++)
+                if (&e->pq[s2 & e->pmask].wr == bw)
+                    break;
+            if (!app_error(berr) && failover(e))
+                ok = n; /* the path failed: keep them all, held for the replay */
+        }
+        /* (the chain's next pointers stay: post_pend resets them before any re-post) */
+        uint64_t cum = ok ? e->pq[(start + ok - 1) & e->pmask].cum : e->notes_posted;
+        e->st.sends_posted += cum - e->notes_posted;
+        e->notes_posted = cum;
+        e->ptail = start + ok;
+    }
+    if (berr && !app_error(berr) && failover(e)) {
+        for (uint64_t s2 = start; s2 < start + ok; s2++)
+            e->pq[s2 & e->pmask].where = W_HELD;
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        berr = 0;
+        if (!err && bad)
+            *bad = NULL;
+    }
+    if (berr || err) {
+        /* report the application's WR at which the post stopped */
+        struct shift_send_wr *a = wr;
+        for (uint64_t i = 0; i < ok && a; i++)
+            a = a->next;
+        if (bad)
+            *bad = a;
+        return berr ? berr : err;
+    }
+    if (bad)
+        *bad = NULL;
+    return 0;
+}
+
 int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     ep_s *e = ep_get(h);
@@ -662,6 +778,8 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
         return EINVAL;
     if (!is_req(e))
         return EINVAL;
+    if (e->state == SHIFT_STATE_DEFAULT)
+        return post_fast(e, wr, bad);
     for (; wr; wr = wr->next) {
         if (bad)
             *bad = wr;
@@ -673,14 +791,13 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
         if ((e->ptail - e->phead) + (e->btail - e->bhead) >= e->pcap)
             return ENOMEM;
         uint64_t seq = e->ptail;
-        pend_t *p = &e->pq[seq % e->pcap];
+        pend_t *p = &e->pq[seq & e->pmask];
         p->wr = *wr;
         p->wr.next = NULL;
         p->wr.wr_id = seq;
         p->wr.send_flags &= ~(unsigned)SHIFT_SEND_INELIGIBLE;
         p->app_id = wr->wr_id;
         p->flags = (wr->send_flags & SHIFT_SEND_INELIGIBLE) ? PF_INELIGIBLE : 0;
-        p->note = 0;
         if ((wr->send_flags & SHIFT_SEND_INLINE) && wr->num_sge && wr->sg.length) {
             memcpy(p->inl, (const void *)(uintptr_t)wr->sg.addr, wr->sg.length);
             p->wr.sg.addr = (uint64_t)(uintptr_t)p->inl;
@@ -722,9 +839,10 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
         /* accepted */
         e->ptail++;
         if (two_sided(wr->opcode)) {
-            p->note = ++e->notes_posted;
+            e->notes_posted++;
             e->st.sends_posted++;
         }
+        p->cum = e->notes_posted;
         if (fence) {
             e->fence_seq = seq;
             e->has_fence = 1;
@@ -758,7 +876,7 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
         if ((e->rtail - e->rhead) + (e->btail - e->bhead) >= e->rcap)
             return ENOMEM;
         uint64_t seq = e->rtail;
-        rpend_t *r = &e->rq[seq % e->rcap];
+        rpend_t *r = &e->rq[seq & e->rmask];
         r->wr = *wr;
         r->wr.next = NULL;
         r->wr.wr_id = seq;
@@ -787,13 +905,10 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
 
 /* ------------------------------------------------------------ polling ------- */
 
-int shift_poll_step(shift_ep h, struct shift_wc *out)
+static int poll_step(ep_s *e, struct shift_wc *out)
 {
-    ep_s *e = ep_get(h);
-    if (!e || !out)
-        return -EINVAL;
     if (e->bhead < e->btail) {
-        *out = e->buf[e->bhead % e->bcap];
+        *out = e->buf[e->bhead & e->bmask];
         e->bhead++;
         return 1;
     }
@@ -816,7 +931,14 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
                 return 2;
             }
             wc.wr_id = p->app_id;
-            if (wc.status == SHIFT_WC_SUCCESS) {
+            if (wc.status == SHIFT_WC_SUCCESS && e->state == SHIFT_STATE_DEFAULT &&
+                !e->ndeferred) {
+                /* failure-free: every WR up to this one completed, in order */
+                e->st.sends_completed += p->cum - e->cum_done;
+                e->cum_done = p->cum;
+                e->phead = p->wr.wr_id + 1;
+                pend_gc(e);
+            } else if (wc.status == SHIFT_WC_SUCCESS) {
                 complete_upto(e, p->wr.wr_id);
                 release_skipped(e);
             } else {
@@ -851,6 +973,14 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
     }
 }
 
+int shift_poll_step(shift_ep h, struct shift_wc *out)
+{
+    ep_s *e = ep_get(h);
+    if (!e || !out)
+        return -EINVAL;
+    return poll_step(e, out);
+}
+
 int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
 {
     ep_s *e = ep_get(h);
@@ -858,7 +988,7 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
         return -EINVAL;
     int k = 0;
     while (k < n) {
-        int r = shift_poll_step(h, &wc[k]);
+        int r = poll_step(e, &wc[k]);
         if (r < 0)
             return k ? k : r;
         if (r == 0)
@@ -871,11 +1001,19 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
 
 /* ------------------------------------------------------------ lifecycle ----- */
 
+static uint64_t pow2(uint64_t n)
+{
+    uint64_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
 uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr)
 {
     uint32_t bcap = (max_send_wr > max_recv_wr ? max_send_wr : max_recv_wr) + 1;
-    return sizeof(ep_s) + (uint64_t)max_send_wr * sizeof(pend_t) +
-           (uint64_t)max_recv_wr * sizeof(rpend_t) + (uint64_t)bcap * sizeof(struct shift_wc);
+    return sizeof(ep_s) + pow2(max_send_wr) * sizeof(pend_t) +
+           pow2(max_recv_wr) * sizeof(rpend_t) + pow2(bcap) * sizeof(struct shift_wc);
 }
 
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
@@ -903,9 +1041,12 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->pcap = attr->max_send_wr;
     e->rcap = attr->max_recv_wr;
     e->bcap = (e->pcap > e->rcap ? e->pcap : e->rcap) + 1;
-    e->pq = calloc(e->pcap, sizeof *e->pq);
-    e->rq = calloc(e->rcap, sizeof *e->rq);
-    e->buf = calloc(e->bcap, sizeof *e->buf);
+    e->pmask = pow2(e->pcap) - 1;
+    e->rmask = pow2(e->rcap) - 1;
+    e->bmask = pow2(e->bcap) - 1;
+    e->pq = calloc(e->pmask + 1, sizeof *e->pq);
+    e->rq = calloc(e->rmask + 1, sizeof *e->rq);
+    e->buf = calloc(e->bmask + 1, sizeof *e->buf);
     e->peer_ctr = -1;
     int err = ENOMEM;
     if (!e->pq || !e->rq || !e->buf)
@@ -1017,12 +1158,12 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->replayed = e->replayed;
     info->probing = e->probing;
     info->has_fence = e->has_fence && e->state == SHIFT_STATE_WAIT_DRAINED;
-    info->fence = info->has_fence ? e->pq[e->fence_seq % e->pcap].app_id : 0;
+    info->fence = info->has_fence ? e->pq[e->fence_seq & e->pmask].app_id : 0;
     info->epoch = e->epoch;
     uint64_t out = 0, held = 0;
     if (is_req(e))
         for (uint64_t s = e->phead; s < e->ptail; s++) {
-            pend_t *p = &e->pq[s % e->pcap];
+            pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)
                 continue;
             out++;
@@ -1030,7 +1171,7 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
         }
     else
         for (uint64_t s = e->rhead; s < e->rtail; s++)
-            out += !(e->rq[s % e->rcap].flags & PF_DONE);
+            out += !(e->rq[s & e->rmask].flags & PF_DONE);
     info->outstanding = out;
     info->held = held;
     info->buffered = e->btail - e->bhead;

@@ -97,10 +97,10 @@ static int b_reset_qp(void *c, void *qp)
     return sn__reconnect(qp);
 }
 
-static int b_post_send(void *c, void *qp, struct shift_send_wr *wr)
+static int b_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     (void)c;
-    return sn__post_send(qp, wr, NULL);
+    return sn__post_send(qp, wr, bad);
 }
 
 static int b_post_recv(void *c, void *qp, struct shift_recv_wr *wr)

@@ -624,14 +624,18 @@ static int f_query(void *c, void *qp, int *st, uint32_t *a, uint32_t *b)
     return 0;
 }
 static int f_reset(void *c, void *qp) { (void)c; (void)qp; return ENETUNREACH; }
-static int f_post_send(void *c, void *qp, struct shift_send_wr *wr)
+static int f_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     fake_t *x = c;
     int path = qp == &x->qps[1] ? 1 : 2;
-    (void)wr;
-    if (path == 1 && x->fail_default)
-        return EIO;
-    x->posted[path]++;
+    for (; wr; wr = wr->next) {
+        if (path == 1 && x->fail_default) {
+            if (bad)
+                *bad = wr;
+            return EIO;
+        }
+        x->posted[path]++;
+    }
     return 0;
 }
 static int f_post_recv(void *c, void *qp, struct shift_recv_wr *wr)
