@@ -28,6 +28,7 @@ from .api import (
     Observation,
     Op,
     PostError,
+    PreparedChain,
     RawRecvWr,
     RawSendWr,
     ReceiverSeen,
@@ -41,6 +42,7 @@ from .api import (
 __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
     "Design", "Fabric", "HostState", "MemoryRegion", "Observation", "Op", "PostError",
+    "PreparedChain", "PreparedChain",
     "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen", "ShiftError", "Stats", "Status",
     "Wr",
 ]

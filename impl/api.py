@@ -505,6 +505,17 @@ class Fabric:
 
 # ---------------------------------------------------------------- connection --
 
+class PreparedChain:
+    """A chain of send WRs encoded once (see :meth:`Connection.prepare`)."""
+
+    def __init__(self, conn: Connection, arr: Any, n: int, keep: list[Any]):
+        self.conn = conn
+        self.arr = arr
+        self.n = n
+        self.bad = ffi.new("struct shift_send_wr **")
+        self._keep = keep
+
+
 _EVENT_ALIASES = {
     "postsend": "post_send", "postrecv": "post_recv", "pollcq": "poll_cq",
     "transmit": "transmit", "deliver": "deliver", "drop": "drop", "timeout": "timeout",
@@ -696,24 +707,36 @@ class Connection:
         """Post a list of WRs with one call into the core (chained, as ibv_post_send)."""
         if not isinstance(wrs, Sequence):
             raise TypeError("wrs must be a sequence of Wr")
-        n = len(wrs)
-        if n == 0:
+        if not wrs:
             return 0
+        return self.post_prepared(self.prepare(wrs))
+
+    def prepare(self, wrs: Sequence[Wr | RawSendWr]) -> PreparedChain:
+        """Check and encode a chain of WRs once, to post it many times with
+        :meth:`post_prepared` (one C call per chain: the fast way to drive the core)."""
+        if not isinstance(wrs, Sequence) or not wrs:
+            raise TypeError("wrs must be a non-empty sequence of Wr")
+        n = len(wrs)
         arr = ffi.new("struct shift_send_wr[]", n)
-        keep = []
+        values = ffi.new("uint64_t[]", n)  # each inline WR's own source
         for i, wr in enumerate(wrs):
             self._fill(arr[i], wr)
-            if isinstance(wr, Wr) and arr[i].send_flags & lib.SHIFT_SEND_INLINE:
-                v = ffi.new("uint64_t *", wr.value)  # each inline WR needs its own source
-                keep.append(v)
-                arr[i].sg.addr = int(ffi.cast("uintptr_t", v))
+            if arr[i].send_flags & lib.SHIFT_SEND_INLINE and isinstance(wr, Wr):
+                values[i] = wr.value
+                arr[i].sg.addr = int(ffi.cast("uintptr_t", values + i))
             if i + 1 < n:
                 arr[i].next = arr + i + 1
-        bad = ffi.new("struct shift_send_wr **")
-        err = lib.shift_post_send(self._eph("A"), arr, bad)
+        keep = [values]
+        return PreparedChain(self, arr, n, keep)
+
+    def post_prepared(self, chain: PreparedChain) -> int:
+        """Post a chain made by :meth:`prepare`; returns how many WRs were posted."""
+        if not isinstance(chain, PreparedChain) or chain.conn is not self:
+            raise TypeError("chain must come from this connection's prepare()")
+        err = lib.shift_post_send(self._eph("A"), chain.arr, chain.bad)
         if err:
-            raise PostError(err, f"post_send (WR #{int(bad[0] - arr) if bad[0] else '?'})")
-        return n
+            raise PostError(err, f"post_send (WR #{int(chain.bad[0] - chain.arr)})")
+        return chain.n
 
     def post_recv(self, *args: Any) -> bool:
         """PostRecv(host, id) — or post_recv(id): B posts a receive WR."""

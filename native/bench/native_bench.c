@@ -223,34 +223,45 @@ static int bench_failover(int reps)
         }
         sn_nic_fail(L.f, 0, 1);
         struct shift_wc wc;
-        struct sn_counters c0, c1;
         double t0 = now_s();
         int r = shift_poll_step(L.ep[0], &wc); /* the error completion: trigger */
         if (r != 2)
             return 1;
-        sn_counters_get(L.f, &c0);
-        int got = 0;
-        while (!got) {
-            sn_pump(L.f, 1L << 20);
+        int got = 0, hops = 0;
+        while (!got && hops < 1000) {
+            /* the hosts act on what arrived: layers, applications, NICs */
             for (int h = 0; h < 2; h++)
                 while (shift_progress(L.ep[h]) > 0)
                     ;
             while (shift_poll_step(L.ep[1], &wc) > 0)
                 ;
-            if (shift_poll_step(L.ep[0], &wc) == 1 && wc.status == SHIFT_WC_SUCCESS)
-                got = 1;
+            while ((r = shift_poll_step(L.ep[0], &wc)) > 0)
+                if (r == 1 && wc.status == SHIFT_WC_SUCCESS)
+                    got = 1;
+            if (got)
+                break;
+            for (int h = 0; h < 2; h++)
+                for (int p = 1; p <= 2; p++)
+                    while (sn_transmit(L.f, h, p) > 0)
+                        ;
+            /* the wire: everything in flight arrives (one one-way latency) */
+            int inflight[3][2];
+            for (int p = 1; p <= 2; p++)
+                for (int d = 0; d < 2; d++)
+                    inflight[p][d] = sn_wire_len(L.f, p, d);
+            for (int p = 1; p <= 2; p++)
+                for (int d = 0; d < 2; d++)
+                    for (int n = inflight[p][d]; n > 0; n--)
+                        sn_deliver(L.f, p, d);
+            hops++;
         }
         double t1 = now_s();
-        sn_counters_get(L.f, &c1);
         us[i] = (t1 - t0) * 1e6;
-        /* deliveries before the first backup ACK: counter out, counter back, the
-         * replayed WRITE and WRITE_WITH_IMM out, their ACKs back; a round trip is a
-         * request and its answer */
-        rtts = (double)(c1.delivered - c0.delivered) / 2.0;
+        rtts = hops / 2.0;
         lay_close(&L);
     }
     printf("{\"kind\": \"failover\", \"reps\": %d, \"median_us\": %.2f, "
-           "\"one_way_deliveries\": %.0f, \"round_trips\": %.1f}\n",
+           "\"one_way_latencies\": %.0f, \"round_trips\": %.1f}\n",
            reps, median(us, reps), rtts * 2, rtts);
     return 0;
 }
