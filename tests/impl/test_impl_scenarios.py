@@ -386,3 +386,31 @@ def test_deterministic_replay_of_a_trace():
             drive(c)
             return c.observe().as_dict(), c.stats()
     assert run() == run()
+
+
+def test_prepared_and_batched_posts(conn):
+    wrs = [Wr(i, "WRITE", region=1 + i % 4, value=10 + i, signaled=i == 7) for i in range(8)]
+    chain = conn.prepare(wrs)
+    for _ in range(3):
+        assert conn.post_prepared(chain) == 8
+        conn.pump()
+    assert conn.post_send_many(wrs) == 8
+    drive(conn)
+    assert [c.wr for c in conn.completions] == [7, 7, 7, 7]
+    assert [conn.read("B", r) for r in (1, 2, 3, 4)] == [14, 15, 16, 17]
+    with pytest.raises(TypeError):
+        conn.post_prepared(wrs)
+
+
+def test_every_event_of_the_vocabulary_by_name(conn):
+    results = conn.run([
+        ("PostRecv", "B", 1), ("PostSend", "A", Wr(1, "WRITE_IMM")), ("Transmit", "A", 1),
+        ("Drop", 1, "AtoB"), ("Timeout", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+        ("Deliver", 1, "BtoA"), ("PollCq", "A"), ("PollCq", "B"), ("AppWrite", "B", 2, 9),
+        ("LinkDown", 2), ("LinkUp", 2), ("NicFail", "B", 2), ("NicRecover", "B", 2),
+        ("Progress", "A"), ("poll_cq", "A"),
+    ])
+    assert results[:8] == [True] * 8
+    assert results[8].wr == 1 and results[9].imm == 1
+    assert conn.read("B", 2) == 9
+    assert results[-2] == "none" and results[-1] is None
