@@ -77,8 +77,10 @@ def event_text(state: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
-def render_trace(catalog: Catalog, trace: Trace, limit: int = 160) -> list[str]:
-    """Numbered steps: the event, what each application saw, then what else changed."""
+def render_trace(catalog: Catalog, trace: Trace, limit: int = 160,
+                 detail: bool = True) -> list[str]:
+    """Numbered steps: the event, what each application saw, then (with detail) what else
+    changed."""
     out: list[str] = []
     prev: dict[str, Any] | None = None
     for step in trace.steps:
@@ -96,7 +98,8 @@ def render_trace(catalog: Catalog, trace: Trace, limit: int = 160) -> list[str]:
                     out += [f"      {caption}: {show(e)}" for e in new[len(old):]]
                 elif old != new:
                     out.append(f"      {caption}: {show(old)} -> {show(new)}")
-            for var in st:
+            last = step is trace.steps[-1]  # the step that breaks the property: always shown
+            for var in st if detail or last else ():
                 if var in catalog.observations or var == "event":
                     continue
                 for line in diff(var, prev.get(var), st[var]):
@@ -110,13 +113,13 @@ def render_trace(catalog: Catalog, trace: Trace, limit: int = 160) -> list[str]:
     return out
 
 
-def counterexample(catalog: Catalog, v: Verdict) -> list[str]:
+def counterexample(catalog: Catalog, v: Verdict, detail: bool) -> list[str]:
     kind = "as expected" if v.matches else "UNEXPECTED"
     why = catalog.designs[v.design].violates.get(v.property, "")
     head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
     if v.counterexample is not None:
         head.append(f"  trace: {v.counterexample}")
-    return head + (render_trace(catalog, v.trace) if v.trace else [])
+    return head + (render_trace(catalog, v.trace, detail=detail) if v.trace else [])
 
 
 def as_json(verdicts: list[Verdict]) -> dict[str, Any]:

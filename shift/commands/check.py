@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--heap", type=int, default=2048, metavar="MB",
                    help="Java heap of each TLC process (default 2048)")
     p.add_argument("--quiet", action="store_true", help="print no counterexamples or progress")
+    p.add_argument("--verbose", action="store_true",
+                   help="print every state change of expected counterexamples too")
     p.set_defaults(run=run)
 
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             with lock:
                 print(f"[check] {line}", file=sys.stderr, flush=True)
 
-    progress(f"{len(designs)} designs at bound {bound.name} ({bound.summary}); "
+    progress(f"{len(designs)} design(s) at bound {bound.name} ({bound.summary}); "
              f"{args.jobs} TLC at a time, {workers} workers each")
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(check_design, catalog, d, bound, args.out, workers, args.heap,
@@ -58,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for v in verdicts:
             if v.verdict == "violated":
-                print("\n".join(report.counterexample(catalog, v)) + "\n")
+                detail = args.verbose or not v.matches
+                print("\n".join(report.counterexample(catalog, v, detail)) + "\n")
     print(f"Trilemma table, bound {bound.name}:")
     print(report.table(catalog, verdicts))
     for v in verdicts:
