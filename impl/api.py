@@ -769,10 +769,12 @@ class Connection:
         else:
             self._rcv_seen.append(ReceiverSeen(c.imm or 0, c.wr, c.status.name, self.memory()))
 
-    def poll_cq(self, host: str) -> Completion | None:
+    def poll_cq(self, host: str, *, check: bool = False) -> Completion | None:
         """PollCq(host): the application takes one completion (None if there is none, or
-        if an error on the default QP started a failover instead)."""
+        if an error on the default QP started a failover instead). With ``check``, an
+        error completion raises :class:`CompletionError` (after being recorded)."""
         h = _host(host)
+        _bool("check", check)
         r = lib.shift_poll_step(self._eph(host), self._wc)
         if r < 0:
             raise PostError(-r, "poll_cq")
@@ -780,12 +782,14 @@ class Connection:
             return None
         c = self._completion(HOST_NAMES[h], self._wc)
         self._record(c)
-        return c
+        return c.raise_for_status() if check else c
 
-    def poll(self, host: str, n: int = 256) -> list[Completion]:
-        """Up to n completions for host's application in one call."""
+    def poll(self, host: str, n: int = 256, *, check: bool = False) -> list[Completion]:
+        """Up to n completions for host's application in one call; with ``check``, the
+        first error completion raises :class:`CompletionError` (all are recorded)."""
         h = _host(host)
         _int("n", n, 0, 1 << 20)
+        _bool("check", check)
         out: list[Completion] = []
         while len(out) < n:
             k = min(n - len(out), 256)
@@ -798,6 +802,9 @@ class Connection:
                 out.append(c)
             if got < k:
                 break
+        if check:
+            for c in out:
+                c.raise_for_status()
         return out
 
     # -- the layer and the wire

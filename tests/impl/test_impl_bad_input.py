@@ -220,3 +220,15 @@ def test_rnr_nak_gives_rnr_retry_exceeded():
         conn.post_send("A", Wr(1, "SEND"))  # no receive posted
         drive(conn)
         assert [c.status for c in conn.completions] == [Status.RNR_RETRY_EXC_ERR]
+
+
+def test_checked_poll_raises_the_verbs_status(conn):
+    conn.post_send("A", _raw(conn, rkey=0xBAD0))
+    conn.pump()
+    with pytest.raises(CompletionError) as e:
+        conn.poll("A", check=True)
+    assert e.value.status_name == "REM_ACCESS_ERR" and e.value.completion.wr == 1
+    conn.post_send("A", Wr(2, "WRITE", region=1, value=1))
+    with pytest.raises(CompletionError) as e:
+        conn.poll_cq("A", check=True)
+    assert e.value.status == Status.WR_FLUSH_ERR
