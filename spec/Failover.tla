@@ -280,7 +280,10 @@ Reconnect(D) ==
 \* notify B on the default path alone and release the held WRs.
 Release ==
     /\ layer["A"] = "WaitDrained" /\ fence \notin Range(pending)
-    /\ wire' = Send(1, "AtoB", [kind |-> "ctl", what |-> "failback", count |-> 0])
+    \* A dead NIC sends nothing: the notice is lost with it.
+    /\ wire' = IF nic["A"][1] /\ qp["A"][1] = "RTS"
+               THEN Send(1, "AtoB", [kind |-> "ctl", what |-> "failback", count |-> 0])
+               ELSE wire
     /\ layer' = [layer EXCEPT !["A"] = "Default"]
     /\ fence' = 0
     /\ sentCtr' = [sentCtr EXCEPT !["A"] = FALSE]
