@@ -89,7 +89,8 @@ def main() -> None:
         "## TLC: states and seconds per design and bound",
         "",
         f"`python bench/tlc_check.py` on {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}. Each design alone (TLC with all cores as workers); "
+        f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}. "
+        "Each design alone (TLC with all cores as workers); "
         "seconds are the median wall time of the whole check of that design, JVM start-ups "
         "included (one TLC run for its invariants, one more per violated invariant, one for "
         "Liveness). The machine is shared: read the medians, not single runs.",
