@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
+OUT = ROOT / "bench" / "out"
 BEGIN, END = "<!-- tlc:begin -->", "<!-- tlc:end -->"
 DESIGNS = ["Shift", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging", "NcclResiliency"]
 
@@ -36,7 +37,11 @@ def check_once(design: str, bound: str) -> tuple[int, int, float]:
                         bound, "--jobs", "1", "--quiet", "--json", "r.json", "--out", "cex"],
                        cwd=tmp, check=False, capture_output=True)
         seconds = time.monotonic() - started
-        results = json.loads((Path(tmp) / "r.json").read_text())["results"]
+        report = (Path(tmp) / "r.json").read_text()
+    # The verdicts of the latest timed run, for whoever wants to read them.
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{design}-{bound}.json").write_text(report)
+    results = json.loads(report)["results"]
     states = max(r["states"] for r in results)
     # One run per violated invariant, one clean run if any invariant holds, one for Liveness.
     invariants = [r for r in results if r["property"] != "Liveness"]
