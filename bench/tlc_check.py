@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
 OUT = ROOT / "bench" / "out"
 BEGIN, END = "<!-- tlc:begin -->", "<!-- tlc:end -->"
-DESIGNS = ["Shift", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging", "NcclResiliency"]
+DESIGNS = ["Shift", "ShiftPrefix", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging",
+           "NcclResiliency"]
 
 
 def check_once(design: str, bound: str) -> tuple[int, int, float]:

@@ -221,6 +221,10 @@ Handshake(h) ==
 (*  "counter" - SHIFT: a notification numbered within the peer's count *)
 (*              of completed receives was received; re-posting it would *)
 (*              consume the next receive WR.                            *)
+(*  "prefix"  - SHIFT with the prefix skipped (docs/findings.md, F3): RC   *)
+(*              executes in order, so every WR up to the last notification *)
+(*              the peer counted has executed; replaying an earlier WRITE *)
+(*              would put stale data under a received notification.      *)
 (*  "psn"     - ReceiverQuery: w's PSN on the default QP is below the   *)
 (*              responder NIC's expected PSN (hidden transport state). *)
 (*  "flag"    - NCCL: the receiver set the completion flag of w's       *)
@@ -235,6 +239,10 @@ MessageOf(w) ==
 Skip(D, w) ==
     CASE D.skip = "none"    -> FALSE
       [] D.skip = "counter" -> program[w].note > 0 /\ program[w].note <= peerCtr["A"]
+      [] D.skip = "prefix"  -> \E i \in DOMAIN pending :
+                                  /\ pending[i] >= w
+                                  /\ program[pending[i]].note > 0
+                                  /\ program[pending[i]].note <= peerCtr["A"]
       [] D.skip = "psn"     -> \E i \in DOMAIN sq[1] : sq[1][i] = w /\ i < epsn[1]
       [] D.skip = "flag"    -> /\ MessageOf(w) > 0
                                /\ \E i \in DOMAIN NotesTaken :

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-DESIGNS = ["Shift", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging", "NcclResiliency"]
+DESIGNS = ["Shift", "ShiftPrefix", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging",
+           "NcclResiliency"]
 
 
 def run_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -71,6 +72,9 @@ def test_the_table_is_printed(small: dict[str, Any]) -> None:
         ("Shift", "DataAtNotification", "holds"),
         ("Shift", "AtomicSafety", "holds"),
         ("Shift", "Liveness", "holds"),
+        ("ShiftPrefix", "ExactlyOnceExecution", "violated"),
+        ("ShiftPrefix", "DataAtNotification", "holds"),
+        ("ShiftPrefix", "Liveness", "holds"),
         ("NaiveReplay", "NotificationIntegrity", "violated"),
         ("NaiveReplay", "AtomicSafety", "violated"),
         ("NoFailover", "Liveness", "violated"),
