@@ -63,9 +63,9 @@ PostSend ==
            mode == layer["A"]
        IN  /\ posted' = w
            /\ IF mode = "Error"
-              THEN /\ buffered' = [buffered EXCEPT !["A"] =
-                                     Append(@, Cqe(w, 0, "WR_FLUSH_ERR", 0))]
-                   /\ UNCHANGED << sq, cq, pending, layer, fence >>
+              \* Failed at once, behind every completion still to be polled.
+              THEN /\ cq' = [cq EXCEPT !["A"][2] = Append(@, Cqe(w, 0, "WR_FLUSH_ERR", 0))]
+                   /\ UNCHANGED << sq, buffered, pending, layer, fence >>
               ELSE /\ pending' = Append(pending, w)
                    /\ UNCHANGED buffered
                    /\ CASE mode \in {"Default", "WaitDrained"} ->

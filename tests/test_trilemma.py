@@ -69,7 +69,7 @@ def test_the_table_is_printed(small: dict[str, Any]) -> None:
     [
         ("Shift", "ExactlyOnceExecution", "violated"),
         ("Shift", "NotificationIntegrity", "holds"),
-        ("Shift", "DataAtNotification", "holds"),
+        ("Shift", "DataAtNotification", "violated"),
         ("Shift", "AtomicSafety", "holds"),
         ("Shift", "Liveness", "holds"),
         ("ShiftPrefix", "ExactlyOnceExecution", "violated"),
