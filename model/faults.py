@@ -1,0 +1,50 @@
+"""spec/Faults.tla: link and NIC faults, at most MaxFaults of them on FaultPaths; with
+Recover, a failed link or NIC comes back (its QPs stay in the error state)."""
+
+from __future__ import annotations
+
+from shift.model.config import Bound, Design
+from shift.model.state import ERR, FLUSH, HOST, Cqe, State, set_at, set_in
+
+NO_WIRE: tuple[tuple[()], tuple[()]] = ((), ())
+
+
+def link_down(s: State, d: Design, b: Bound, p: int) -> State | None:
+    """The packets in flight on a failing path are lost."""
+    i = p - 1
+    if p not in b.fault_paths or s.faults >= b.max_faults or not s.link[i]:
+        return None
+    return s._replace(link=set_at(s.link, i, False), wire=set_at(s.wire, i, NO_WIRE),
+                      faults=s.faults + 1)
+
+
+def link_up(s: State, d: Design, b: Bound, p: int) -> State | None:
+    i = p - 1
+    if not b.recover or s.link[i]:
+        return None
+    return s._replace(link=set_at(s.link, i, True))
+
+
+def nic_fail(s: State, d: Design, b: Bound, host: str, p: int) -> State | None:
+    """NIC p of host dies: its QP goes to the error state and its driver flushes the
+    outstanding WRs (A's send WRs from the oldest unacknowledged, B's receive WRs); CQEs
+    already in host memory survive."""
+    h, i = HOST[host], p - 1
+    if p not in b.fault_paths or s.faults >= b.max_faults or not s.nic[h][i]:
+        return None
+    s2 = s._replace(nic=set_in(s.nic, h, i, False), wire=set_at(s.wire, i, NO_WIRE),
+                    faults=s.faults + 1, qp=set_in(s.qp, h, i, ERR))
+    if s.qp[h][i] == ERR:  # already flushed when it went to the error state
+        return s2
+    if h == 0:
+        flushed = tuple(Cqe(w, 0, FLUSH, 0) for w in s.sq[i][s.una[i] - 1:])
+        return s2._replace(cq=set_in(s.cq, 0, i, s.cq[0][i] + flushed))
+    flushed = tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[i])
+    return s2._replace(cq=set_in(s.cq, 1, i, s.cq[1][i] + flushed), rq=set_at(s.rq, i, ()))
+
+
+def nic_recover(s: State, d: Design, b: Bound, host: str, p: int) -> State | None:
+    h, i = HOST[host], p - 1
+    if not b.recover or s.nic[h][i]:
+        return None
+    return s._replace(nic=set_in(s.nic, h, i, True))

@@ -1,0 +1,203 @@
+"""Failover.tla's Next as events: one function per event, `step`, `successors`, `enabled`.
+
+Every transition carries the event (the vocabulary, `shift.model.events`) and the TLA+
+action that took it: the same except for Deliver, which is DeliverPacket for a request or
+an ACK and DeliverControl for a control message. TLC labels its state graph's edges with
+the action, and weak fairness is per action instance (`fairness_class`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, NamedTuple
+
+from shift.model import apps, faults, layer, transport
+from shift.model.config import Bound, Design
+from shift.model.config import bound as load_bound
+from shift.model.config import design as load_design
+from shift.model.events import Event, TraceError, make
+from shift.model.state import State, initial
+
+Action = Callable[..., State | None]
+
+
+class Transition(NamedTuple):
+    event: Event
+    action: str  # the TLA+ action: the event's name, or DeliverPacket / DeliverControl
+    target: State
+
+
+def deliver(s: State, d: Design, b: Bound, p: int, direction: str) -> State | None:
+    """Deliver(p, d): the head packet of the channel arrives, whatever its kind."""
+    ch = s.wire[p - 1][0 if direction == "AtoB" else 1]
+    if not ch:
+        return None
+    if ch[0].kind == "ctl":
+        return layer.deliver_control(s, d, b, p, direction)
+    return transport.deliver_packet(s, d, b, p, direction)
+
+
+# One function per event of the vocabulary (Init aside): (state, design, bound, *args).
+EVENT_FUNCTIONS: dict[str, Action] = {
+    "PostSend": apps.post_send,
+    "PostRecv": apps.post_recv,
+    "PollCq": apps.poll_cq,
+    "Transmit": transport.transmit,
+    "Deliver": deliver,
+    "Drop": transport.drop,
+    "Timeout": transport.timeout,
+    "LinkDown": faults.link_down,
+    "LinkUp": faults.link_up,
+    "NicFail": faults.nic_fail,
+    "NicRecover": faults.nic_recover,
+    "Progress": layer.progress,
+}
+
+
+def action_of(s: State, ev: Event) -> str:
+    """The TLA+ action an enabled event of state s is an instance of."""
+    if ev.name == "Deliver":
+        p, direction = ev.args
+        head = s.wire[p - 1][0 if direction == "AtoB" else 1][0]
+        return "DeliverControl" if head.kind == "ctl" else "DeliverPacket"
+    return ev.name
+
+
+# The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
+FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "Transmit", "Timeout", "DeliverPacket",
+                          "DeliverControl", "PollCq", "Progress"})
+
+
+def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
+    """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
+    Transmit(p), Timeout(p), PollCq(h), Progress(h), DeliverPacket(p, d) and
+    DeliverControl(p, d) are one conjunct per argument; PostSend and PostRecv have none
+    (their event argument, the WR id, is not a parameter of the action)."""
+    if action not in FAIR_ACTIONS:
+        return None
+    if action in ("PostSend", "PostRecv"):
+        return (action,)
+    if action in ("Transmit", "Timeout"):
+        return (action, ev.args[1])
+    return (action, *ev.args)
+
+
+@cache
+def _ev(name: str, *args: Any) -> Event:
+    return Event(name, args)
+
+
+# The events whose arguments do not depend on the state, in a fixed order.
+_FIXED: list[tuple[Event, Action]] = (
+    [(_ev("Transmit", "A", p), transport.transmit) for p in (1, 2)]
+    + [(_ev("Timeout", "A", p), transport.timeout) for p in (1, 2)]
+    + [(_ev("Drop", p, dr), transport.drop) for p in (1, 2) for dr in ("AtoB", "BtoA")]
+    + [(_ev("LinkDown", p), faults.link_down) for p in (1, 2)]
+    + [(_ev("LinkUp", p), faults.link_up) for p in (1, 2)]
+    + [(_ev("NicFail", h, p), faults.nic_fail) for h in ("A", "B") for p in (1, 2)]
+    + [(_ev("NicRecover", h, p), faults.nic_recover) for h in ("A", "B") for p in (1, 2)]
+    + [(_ev("PollCq", h), apps.poll_cq) for h in ("A", "B")]
+)
+_DELIVER = [(_ev("Deliver", p, dr), p, dr) for p in (1, 2) for dr in ("AtoB", "BtoA")]
+_PROGRESS = [(_ev("Progress", h), h) for h in ("A", "B")]
+
+
+def successors(s: State, d: Design, b: Bound) -> list[Transition]:
+    """Every (event, action, successor) of state s: TLC's successors, one per enabled
+    action instance (a Progress with two enabled steps would give two)."""
+    out: list[Transition] = []
+    w = s.posted + 1
+    t = apps.post_send(s, d, b, "A", w)
+    if t is not None:
+        out.append(Transition(_ev("PostSend", "A", w), "PostSend", t))
+    r = s.recvPosted + 1
+    t = apps.post_recv(s, d, b, "B", r)
+    if t is not None:
+        out.append(Transition(_ev("PostRecv", "B", r), "PostRecv", t))
+    for ev, fn in _FIXED:
+        t = fn(s, d, b, *ev.args)
+        if t is not None:
+            out.append(Transition(ev, ev.name, t))
+    wire = s.wire
+    for ev, p, dr in _DELIVER:
+        ch = wire[p - 1][0 if dr == "AtoB" else 1]
+        if ch:
+            if ch[0].kind == "ctl":
+                t, action = layer.deliver_control(s, d, b, p, dr), "DeliverControl"
+            else:
+                t, action = transport.deliver_packet(s, d, b, p, dr), "DeliverPacket"
+            if t is not None:
+                out.append(Transition(ev, action, t))
+    for ev, h in _PROGRESS:
+        for t in layer.progress_all(s, d, b, h):
+            out.append(Transition(ev, "Progress", t))
+    return out
+
+
+def enabled(s: State, d: Design, b: Bound) -> list[Event]:
+    """The events that can happen in state s (each once)."""
+    return list(dict.fromkeys(t.event for t in successors(s, d, b)))
+
+
+def step(s: State, ev: Event, d: Design, b: Bound) -> State | None:
+    """The successor of s by event ev, or None when ev is not enabled in s."""
+    if ev.name == "Init":
+        raise ValueError("Init starts a trace; it is not a step (see Model.init)")
+    return EVENT_FUNCTIONS[ev.name](s, d, b, *ev.args)
+
+
+class NotEnabled(TraceError):
+    """A trace's event cannot happen in the state the previous events reached."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A design at a bound: the executable counterpart of `Spec` in one design module."""
+
+    design: Design
+    bound: Bound
+
+    @classmethod
+    def load(cls, design: str, bound: str = "small") -> Model:
+        """The design and bound of spec/designs.toml by name."""
+        return cls(load_design(design), load_bound(bound))
+
+    def initial_states(self) -> list[tuple[Event, State]]:
+        """Init: one state per workload of the bound, with the Init event that picks it."""
+        return [(make("Init", k), initial(k, self.bound.max_retries))
+                for k in self.bound.workloads]
+
+    def init(self, ev: Event) -> State:
+        if ev.name != "Init":
+            raise NotEnabled(f"a trace starts with Init, not {ev}")
+        if ev.args[0] not in self.bound.workloads:
+            raise NotEnabled(f"{ev}: workload {ev.args[0]} is not in bound "
+                             f"{self.bound.name} (Workloads = {set(self.bound.workloads)})")
+        return initial(ev.args[0], self.bound.max_retries)
+
+    def step(self, s: State, ev: Event) -> State | None:
+        return step(s, ev, self.design, self.bound)
+
+    def successors(self, s: State) -> list[Transition]:
+        return successors(s, self.design, self.bound)
+
+    def enabled(self, s: State) -> list[Event]:
+        return enabled(s, self.design, self.bound)
+
+    def run(self, events: Iterable[Event]) -> list[State]:
+        """The states an event trace (Init first) goes through; NotEnabled names the
+        first event that cannot happen."""
+        it = iter(events)
+        first = next(it, None)
+        if first is None:
+            raise NotEnabled("an empty trace (it starts with Init)")
+        states = [self.init(first)]
+        for n, ev in enumerate(it, 2):
+            t = self.step(states[-1], ev)
+            if t is None:
+                raise NotEnabled(f"event {n}, {ev}, is not enabled "
+                                 f"(enabled: {', '.join(map(str, self.enabled(states[-1])))})")
+            states.append(t)
+        return states
