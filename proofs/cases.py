@@ -1,0 +1,147 @@
+"""The authors' cases (taooceros/shift-verification, Lemma 2 and the variants of
+Theorem 1), with memory: why replaying is unsafe for each operation, and why a read-only
+probe of the responder's memory (consensus number 1) cannot tell T1 from T2 either.
+
+Each probe theorem gives the rule one more observation than `trilemma.*`: the value the
+failover layer reads back from the target region over the backup path after the failure.
+The rule is an uninterpreted function of that value; Z3 shows no such function is right
+in both worlds, for every initial value and every operand.
+"""
+
+from __future__ import annotations
+
+import z3
+from shift.proofs.core import Theorem, Verdict, solver, valid
+from shift.proofs.decisions import FAIL, REPLAY
+
+INT = z3.IntSort()
+
+
+def _fadd_not_idempotent() -> Verdict:
+    m, delta = z3.Ints("m delta")
+    once_mem, once_ret = m + delta, m
+    twice_mem, twice_ret = once_mem + delta, once_mem
+    return valid(z3.And(twice_mem != once_mem, twice_ret != once_ret),
+                 assumptions=[delta != 0])
+
+
+def _cas(m: z3.ArithRef, e: z3.ArithRef, n: z3.ArithRef) -> tuple[z3.ArithRef, z3.BoolRef]:
+    """exec_cas of the Rocq development: the new memory and the success flag."""
+    return z3.If(m == e, n, m), m == e
+
+
+def _cas_idempotent_iff() -> Verdict:
+    m, e, n = z3.Ints("m e n")
+    m1, ok1 = _cas(m, e, n)
+    m2, ok2 = _cas(m1, e, n)
+    idempotent = z3.And(m1 == m2, ok1 == ok2, m == m1)  # same memory, same (ok, old)
+    return valid(idempotent == z3.Or(m != e, e == n))
+
+
+def _probe_unsat(*constraints: z3.BoolRef) -> Verdict:
+    s = solver()
+    s.add(*constraints)
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict("proved", "unsat: no function of the probed value is right in both")
+    if r == z3.sat:
+        return Verdict("refuted", "a probe-based rule exists", [str(s.model())])
+    return Verdict("unknown", s.reason_unknown())
+
+
+def _fadd_probe() -> Verdict:
+    """T1(x): FADD lost, probe reads x. T2(x): FADD applied, ACK lost, probe reads x+d.
+    Safety: the region ends at x + d (applied exactly once); liveness: no FAIL."""
+    rule = z3.Function("rule", INT, INT)
+    x, delta = z3.Ints("x delta")
+
+    def ok(initial: z3.ArithRef, applied: bool) -> z3.BoolRef:
+        probe = initial + delta if applied else initial
+        dec = rule(probe)
+        final = probe + z3.If(dec == REPLAY, delta, 0)
+        return z3.And(dec != FAIL, final == initial + delta)
+    return _probe_unsat(delta != 0, z3.ForAll([x], z3.And(ok(x, False), ok(x, True))))
+
+
+def _cas_aba_probe() -> Verdict:
+    """T1: CAS(e->n) lost, probe reads e. T2: CAS applied (e->n), a third party's
+    CAS(n->e) restores e (ABA), ACK lost, probe reads e. Safety: the sender's CAS
+    succeeds exactly once; liveness: no FAIL."""
+    rule = z3.Function("rule", INT, INT)
+    e, n = z3.Ints("e n")
+
+    def ok(applied: bool) -> z3.BoolRef:
+        mem = e  # T1: untouched; T2: e -> n by the sender, n -> e by the third party
+        succeeded = 1 if applied else 0
+        dec = rule(mem)
+        _, again = _cas(mem, e, n)
+        total = succeeded + z3.If(z3.And(dec == REPLAY, again), 1, 0)
+        return z3.And(dec != FAIL, total == 1)
+    return _probe_unsat(e != n, ok(False), ok(True))
+
+
+def _write_reuse_probe() -> Verdict:
+    """T1(x): WRITE v lost, probe reads the old x. T2(u): WRITE v applied, then the
+    receiver reuses the buffer (writes u != v), ACK lost, probe reads u. Safety: the
+    region ends with its newest value (v in T1, u in T2: no stale overwrite)."""
+    rule = z3.Function("rule", INT, INT)
+    x, u, v = z3.Ints("x u v")
+
+    def t1(old: z3.ArithRef) -> z3.BoolRef:
+        dec = rule(old)
+        return z3.And(dec != FAIL, z3.If(dec == REPLAY, v, old) == v)
+
+    def t2(reused: z3.ArithRef) -> z3.BoolRef:
+        dec = rule(reused)
+        return z3.Implies(reused != v,
+                          z3.And(dec != FAIL, z3.If(dec == REPLAY, v, reused) == reused))
+    return _probe_unsat(z3.ForAll([x], t1(x)), z3.ForAll([u], t2(u)))
+
+
+THEOREMS = [
+    Theorem(
+        name="lemma2.fadd_not_idempotent",
+        group="cases",
+        statement="An FADD with a nonzero delta applied twice leaves different memory and "
+                  "returns a different old value than applied once.",
+        formula="forall m, d != 0. m + d + d != m + d /\\ m + d != m",
+        check=_fadd_not_idempotent,
+    ),
+    Theorem(
+        name="lemma2.cas_idempotent_iff",
+        group="cases",
+        statement="A CAS applied twice has the effect and result of one exactly when it "
+                  "fails or swaps a value for itself, so a succeeding CAS is not idempotent.",
+        formula="forall m e n. (cas(cas(m)) = cas(m) /\\ ok2 = ok1) <=> (m != e \\/ e = n)",
+        check=_cas_idempotent_iff,
+    ),
+    Theorem(
+        name="cases.fadd_probe",
+        group="cases",
+        statement="Even reading the target region back after the failure, no rule replays "
+                  "an FADD with delta != 0 exactly when it was lost, whatever the region "
+                  "held before.",
+        formula="forall d != 0. not exists rule. forall x. ok(T1(x), rule(x)) /\\ "
+                "ok(T2(x), rule(x + d))",
+        check=_fadd_probe,
+    ),
+    Theorem(
+        name="cases.cas_aba_probe",
+        group="cases",
+        statement="With a third party's CAS restoring the old value (ABA), reading the "
+                  "region cannot tell a lost CAS from an applied one, so no rule makes the "
+                  "sender's CAS succeed exactly once and stay live.",
+        formula="forall e != n. not exists rule. ok(T1, rule(e)) /\\ ok(T2_ABA, rule(e))",
+        check=_cas_aba_probe,
+    ),
+    Theorem(
+        name="cases.write_reuse_probe",
+        group="cases",
+        statement="When the receiver reuses the buffer after a WRITE landed, reading it "
+                  "cannot tell that WRITE from a lost one, so no rule both delivers lost "
+                  "WRITEs and never puts a stale WRITE over the newer data.",
+        formula="not exists rule. (forall x. rule(x) = REPLAY) /\\ "
+                "(forall u != v. rule(u) != REPLAY /\\ rule(u) != FAIL)",
+        check=_write_reuse_probe,
+    ),
+]

@@ -1,0 +1,105 @@
+"""Theorems, their verdicts, and the few Z3 idioms every proof module uses.
+
+A theorem is a claim Z3 decides with one or more solver calls. Its `check` function
+returns a `Verdict`: `proved` (the negation is unsat, or the refutation we expect is
+found), `refuted` (a counterexample or witness exists where the claim says none does),
+or `unknown`. Each theorem declares the status it is expected to reach; `shift prove`
+fails on any other. Some theorems are *expected* refutations: the claim is the
+counterexample (e.g. "SHIFT's replay can put stale data under a notification").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import z3
+
+Status = Literal["proved", "refuted", "unknown"]
+
+
+@dataclass
+class Verdict:
+    """What one theorem came to: the status, and a witness or counterexample if any."""
+
+    status: Status
+    detail: str = ""
+    witness: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Theorem:
+    """A named claim: `statement` in one plain-English sentence, `formula` in symbols."""
+
+    name: str
+    group: str
+    statement: str
+    formula: str
+    check: Callable[[], Verdict]
+    expected: Status = "proved"
+
+
+@dataclass
+class Result:
+    """A theorem's verdict and how long Z3 took."""
+
+    theorem: Theorem
+    verdict: Verdict
+    seconds: float
+
+    @property
+    def as_expected(self) -> bool:
+        return self.verdict.status == self.theorem.expected
+
+
+def run(theorem: Theorem) -> Result:
+    """Check one theorem, timing it."""
+    start = time.perf_counter()
+    try:
+        verdict = theorem.check()
+    except z3.Z3Exception as e:  # a solver failure is "unknown", not a crash
+        verdict = Verdict("unknown", f"z3: {e}")
+    return Result(theorem, verdict, time.perf_counter() - start)
+
+
+def solver(timeout_ms: int = 30_000) -> z3.Solver:
+    """A fresh solver with a timeout, so that no theorem can hang `shift prove`."""
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    return s
+
+
+def valid(claim: z3.BoolRef, *, assumptions: Sequence[z3.BoolRef] = (),
+          timeout_ms: int = 30_000) -> Verdict:
+    """Prove `assumptions => claim` by showing its negation unsat; a model refutes it."""
+    s = solver(timeout_ms)
+    s.add(*assumptions)
+    s.add(z3.Not(claim))
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict("proved")
+    if r == z3.sat:
+        return Verdict("refuted", "counterexample", [str(s.model())])
+    return Verdict("unknown", s.reason_unknown())
+
+
+def unsat(*constraints: z3.BoolRef, timeout_ms: int = 30_000) -> Verdict:
+    """Prove that the constraints have no solution (e.g. no decision rule exists)."""
+    s = solver(timeout_ms)
+    s.add(*constraints)
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict("proved")
+    if r == z3.sat:
+        return Verdict("refuted", "a solution exists", [str(s.model())])
+    return Verdict("unknown", s.reason_unknown())
+
+
+def conj(xs: Sequence[z3.BoolRef]) -> z3.BoolRef:
+    return z3.And(*xs) if xs else z3.BoolVal(True)
+
+
+def disj(xs: Sequence[z3.BoolRef]) -> z3.BoolRef:
+    return z3.Or(*xs) if xs else z3.BoolVal(False)
