@@ -1,0 +1,635 @@
+"""SHIFT's failover layer (spec/Failover.tla) as a Z3 transition relation over an
+abstract state, for a symbolic program of N WRs.
+
+Abstraction (docs/proofs.md, "The protocol encoding", says it in full):
+- *Transport.* Each path's wire is replaced by what `transport.rc_prefix` proves about it:
+  the responder executed a prefix of the path's send queue, each WR once, and the
+  requester's acknowledged prefix lies within it. Transmit/Deliver/Drop/Timeout collapse
+  into `Exec` (the next request executes), `Ack` (the acknowledged prefix grows to any
+  executed point) and `ErrA1` (A's default QP goes to the error state at any moment: a
+  timeout with no retries left, or A's NIC failing). A request executes only while both
+  ends of its QP are in RTS: at the moment A's default QP enters the error state its
+  path's wire is empty (Timeout fires only on an empty wire, NicFail clears it) or B's
+  QP is already in the error state (a failover the peer started).
+- *Queues as thresholds.* Path 1's send queue is WRs 1..sq1 (A posts in order); B's
+  receive WRs are consumed in order, so each queue is a range; the send queue of path 2
+  is the set `sq2` (increasing by construction, checked by the history flag `qbad`), A's
+  completion queues are what is left above the last polled WR. A completion appended
+  below a WR already in a queue would make this encoding inexact: `qbad` records it, and
+  every invariant proves `not qbad`.
+- *Properties as history flags.* Each property of Properties.tla is about the sequences
+  the applications polled; the encoding keeps the last WR A's application saw and the
+  number of notifications B's took, and sets `cbad` / `nbad` / `dbad` at the poll that
+  breaks CompletionIntegrity / NotificationIntegrity / DataAtNotification. Since `posted`
+  and `execs` only grow, "the flag is never set" is exactly the spec's invariant.
+- *Bound.* One failover: faults on the default path (either NIC, the link, lost
+  packets, at any time, any number of retries), the backup path healthy, no fail-back
+  (designs.toml's `small` bound, without its limits on drops and retries). One region,
+  as Workloads.tla. Any program of N WRs: ops, signaled flags, regions and values are
+  symbolic. B sends no application traffic (as in the spec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+import z3
+from shift.proofs.core import conj
+from shift.proofs.decisions import CAS, FADD, OPS, READ, SEND, WRITE, WRITE_IMM
+
+DEFAULT, FALLBACK, ERROR = 0, 1, 2
+LAYERS = {DEFAULT: "Default", FALLBACK: "Fallback", ERROR: "Error"}
+
+
+@dataclass(frozen=True)
+class Design:
+    """Failover.tla's record D, the fields that matter in this bound."""
+
+    name: str
+    skip: str            # "counter" (SHIFT), "prefix" (ShiftPrefix), "none" (NaiveReplay)
+    refuse_atomics: bool
+
+
+SHIFT = Design("Shift", "counter", True)
+SHIFT_PREFIX = Design("ShiftPrefix", "prefix", True)
+NAIVE = Design("NaiveReplay", "none", False)
+
+
+@dataclass(frozen=True)
+class Program:
+    """N symbolic WRs, indexed 1..N (Workloads.tla's WR records)."""
+
+    n: int
+    op: list[z3.ArithRef]
+    sig: list[z3.BoolRef]
+    region: list[z3.ArithRef]
+    value: list[z3.ArithRef]
+
+    def two_sided(self, w: int) -> z3.BoolRef:
+        return z3.Or(self.op[w] == WRITE_IMM, self.op[w] == SEND)
+
+    def atomic(self, w: int) -> z3.BoolRef:
+        return z3.Or(self.op[w] == FADD, self.op[w] == CAS)
+
+    def writer(self, w: int) -> z3.BoolRef:
+        return z3.And(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM,
+                            self.op[w] == FADD, self.op[w] == CAS), self.region[w] != 0)
+
+    def nb(self, k: int) -> z3.ArithRef:
+        """NotesBefore(program, k)."""
+        return z3.Sum([z3.IntVal(0)] + [z3.If(self.two_sided(w), 1, 0)
+                                        for w in range(1, min(k, self.n) + 1)])
+
+    def note(self, w: int) -> z3.ArithRef:
+        """The WR's `note` field: its number among the notifications, 0 if one-sided."""
+        return z3.If(self.two_sided(w), self.nb(w), 0)
+
+    def at(self, table: Callable[[int], z3.ExprRef], k: z3.ArithRef, lo: int = 0,
+           default: z3.ExprRef | None = None) -> z3.ExprRef:
+        """table(k) for a symbolic k in lo..n (an ITE chain)."""
+        out = default if default is not None else table(self.n)
+        for i in range(self.n, lo - 1, -1):
+            out = z3.If(k == i, table(i), out)
+        return out
+
+    def note_wr(self, j: z3.ArithRef) -> z3.ArithRef:
+        """NoteWr(program, j): the WR carrying notification j (0 if none)."""
+        out: z3.ArithRef = z3.IntVal(0)
+        for w in range(self.n, 0, -1):
+            out = z3.If(z3.And(self.two_sided(w), self.nb(w) == j), z3.IntVal(w), out)
+        return out
+
+    def apply(self, w: int, old: z3.ArithRef) -> z3.ArithRef:
+        """Execute's memory update of region 1 by WR w."""
+        new = z3.If(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM), self.value[w],
+                    z3.If(self.op[w] == FADD, old + self.value[w], old))
+        return z3.If(z3.And(self.writer(w), self.region[w] == 1), new, old)
+
+    def value_after(self, k: int) -> z3.ArithRef:
+        """ValueAfter(program, 1, k)."""
+        v: z3.ArithRef = z3.IntVal(0)
+        for w in range(1, k + 1):
+            v = self.apply(w, v)
+        return v
+
+    def wellformed(self) -> z3.BoolRef:
+        return conj([z3.And(z3.Or(*[self.op[w] == o for o in OPS.values()]),
+                            z3.Or(self.region[w] == 0, self.region[w] == 1))
+                     for w in range(1, self.n + 1)])
+
+    def num_notes(self) -> z3.ArithRef:
+        return self.nb(self.n)
+
+
+def program(n: int) -> Program:
+    return Program(n, [z3.IntVal(-1)] + [z3.Int(f"op{w}") for w in range(1, n + 1)],
+                   [z3.BoolVal(False)] + [z3.Bool(f"sig{w}") for w in range(1, n + 1)],
+                   [z3.IntVal(0)] + [z3.Int(f"region{w}") for w in range(1, n + 1)],
+                   [z3.IntVal(0)] + [z3.Int(f"value{w}") for w in range(1, n + 1)])
+
+
+def fixed(prog: list[tuple[str, int, int, bool]]) -> Program:
+    """A concrete program: (op, region, value, signaled) per WR, as Workloads.tla."""
+    return Program(len(prog), [z3.IntVal(-1)] + [z3.IntVal(OPS[o]) for o, _, _, _ in prog],
+                   [z3.BoolVal(False)] + [z3.BoolVal(s) for _, _, _, s in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(r) for _, r, _, _ in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(v) for _, _, v, _ in prog])
+
+
+WORKLOADS: dict[int, list[tuple[str, int, int, bool]]] = {
+    1: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True)],
+    2: [("SEND", 0, 0, True), ("SEND", 0, 0, True)],
+    3: [("FADD", 1, 1, True), ("WRITE_IMM", 0, 0, True)],
+    4: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True), ("WRITE", 1, 2, False),
+        ("WRITE_IMM", 0, 0, True)],
+}
+
+
+@dataclass(frozen=True)
+class State:
+    """The abstract state. Scalars are Z3 terms; per-WR fields are lists indexed 1..N."""
+
+    # A's application and layer
+    posted: z3.ArithRef
+    layerA: z3.ArithRef
+    pend: list[z3.BoolRef]     # pending
+    buf: list[z3.BoolRef]      # buffered["A"] holds a completion of w ...
+    bok: list[z3.BoolRef]      # ... with status SUCCESS
+    sentA: z3.BoolRef          # sentCtr["A"]
+    peerA: z3.ArithRef         # peerCtr["A"]
+    replayed: z3.BoolRef       # replayed["A"]
+    eflush: list[z3.BoolRef]   # w was posted in Error: a flush CQE on A's CQ of path 2
+    # path 1 (default)
+    qpA1: z3.BoolRef           # qp["A"][1] = "RTS"
+    qpB1: z3.BoolRef           # qp["B"][1] = "RTS"
+    sq1: z3.ArithRef           # sq[1] = <<1, ..., sq1>>
+    ex1: z3.ArithRef           # epsn[1] - 1
+    una1: z3.ArithRef          # una[1] - 1
+    pol1: z3.ArithRef          # the last WR whose completion A took from cq["A"][1]
+    c1: z3.ArithRef            # receive WRs 1..c1 consumed on path 1
+    polB1: z3.ArithRef         # B's application took receive completions 1..polB1
+    # path 2 (backup)
+    qpA2: z3.BoolRef
+    sq2: list[z3.BoolRef]      # w is in sq[2]
+    x2: z3.ArithRef            # every w in sq[2] up to x2 executed
+    a2: z3.ArithRef            # every w in sq[2] up to a2 acknowledged
+    p2: z3.ArithRef            # A polled cq["A"][2] up to WR p2
+    pB2: z3.ArithRef           # B polled cq["B"][2] up to WR pB2
+    # B's application and layer
+    rposted: z3.ArithRef       # recvPosted
+    layerB: z3.ArithRef
+    bh: z3.ArithRef            # buffered["B"] = receive completions bh+1..bt
+    bt: z3.ArithRef
+    recvDone: z3.ArithRef
+    sentB: z3.BoolRef
+    peerB: z3.ArithRef
+    base2: z3.ArithRef         # recvDone when B reposted: rq[2] = base2+1, base2+2, ...
+    ctlAB: z3.BoolRef          # A's counter in flight on path 2
+    ctlBA: z3.BoolRef          # B's counter (= base2) in flight on path 2
+    # responder memory and history
+    mem: z3.ArithRef           # mem[1]
+    execs: list[z3.ArithRef]
+    sndLast: z3.ArithRef       # the last WR A's application saw complete
+    taken: z3.ArithRef         # Len(NotesTaken)
+    cbad: z3.BoolRef
+    nbad: z3.BoolRef
+    dbad: z3.BoolRef
+    qbad: z3.BoolRef
+
+
+LISTS = {"pend", "buf", "bok", "eflush", "sq2", "execs"}
+BOOLS = {"sentA", "replayed", "qpA1", "qpB1", "qpA2", "sentB", "ctlAB", "ctlBA", "cbad",
+         "nbad", "dbad", "qbad", "pend", "buf", "bok", "eflush", "sq2"}
+
+
+def fresh(n: int, tag: str) -> State:
+    kw: dict[str, object] = {}
+    for f in fields(State):
+        mk = z3.Bool if f.name in BOOLS else z3.Int
+        if f.name in LISTS:
+            dummy = z3.BoolVal(False) if f.name in BOOLS else z3.IntVal(0)
+            kw[f.name] = [dummy] + [mk(f"{f.name}{w}_{tag}") for w in range(1, n + 1)]
+        else:
+            kw[f.name] = mk(f"{f.name}_{tag}")
+    return State(**kw)  # type: ignore[arg-type]
+
+
+def flat(s: State) -> list[tuple[str, z3.ExprRef]]:
+    out: list[tuple[str, z3.ExprRef]] = []
+    for f in fields(State):
+        v = getattr(s, f.name)
+        if f.name in LISTS:
+            out += [(f"{f.name}[{w}]", x) for w, x in enumerate(v) if w > 0]
+        else:
+            out.append((f.name, v))
+    return out
+
+
+def init(p: Program, s: State) -> z3.BoolRef:
+    """Failover.tla's Init, projected."""
+    zero = ["posted", "sq1", "ex1", "una1", "pol1", "c1", "polB1", "x2", "a2", "p2", "pB2",
+            "rposted", "bh", "bt", "recvDone", "base2", "mem", "sndLast", "taken"]
+    cs = [getattr(s, f) == 0 for f in zero]
+    cs += [s.layerA == DEFAULT, s.layerB == DEFAULT, s.peerA == -1, s.peerB == -1]
+    cs += [s.qpA1, s.qpB1, s.qpA2]
+    cs += [z3.Not(getattr(s, f)) for f in ("sentA", "replayed", "sentB", "ctlAB", "ctlBA",
+                                           "cbad", "nbad", "dbad", "qbad")]
+    for w in range(1, p.n + 1):
+        cs += [z3.Not(s.pend[w]), z3.Not(s.buf[w]), z3.Not(s.bok[w]), z3.Not(s.eflush[w]),
+               z3.Not(s.sq2[w]), s.execs[w] == 0]
+    return conj(cs)
+
+
+# --------------------------------------------------------------------------------------
+# Derived views of the state (the queues the thresholds stand for)
+# --------------------------------------------------------------------------------------
+
+def first(n: int, cond: Callable[[int], z3.BoolRef]) -> z3.ArithRef:
+    """The least w in 1..n with cond(w), 0 if none."""
+    out: z3.ArithRef = z3.IntVal(0)
+    for w in range(n, 0, -1):
+        out = z3.If(cond(w), z3.IntVal(w), out)
+    return out
+
+
+def is_first(n: int, cond: Callable[[int], z3.BoolRef], w: int) -> z3.BoolRef:
+    return z3.And(cond(w), *[z3.Not(cond(v)) for v in range(1, w)])
+
+
+class Derived:
+    """The abstract state's queues, read off its thresholds."""
+
+    def __init__(self, p: Program, s: State) -> None:
+        self.p, self.s = p, s
+
+    def cq1_ok(self, w: int) -> z3.BoolRef:
+        """cq["A"][1] holds a SUCCESS for w (Acknowledge appended it, A has not taken it)."""
+        s = self.s
+        return z3.And(s.layerA == DEFAULT, self.p.sig[w], s.pol1 < w, w <= s.una1)
+
+    def cq1_err(self) -> z3.BoolRef:
+        """cq["A"][1] holds error CQEs (after every SUCCESS): the QP is in ERR with WRs
+        unacknowledged (Timeout, NicFail, or a post to the ERR QP)."""
+        s = self.s
+        return z3.And(s.layerA == DEFAULT, z3.Not(s.qpA1), s.una1 < s.sq1)
+
+    def cq2_ok(self, w: int) -> z3.BoolRef:
+        s = self.s
+        return z3.And(self.p.sig[w], s.sq2[w], s.p2 < w, w <= s.a2)
+
+    def cq2_err(self, w: int) -> z3.BoolRef:
+        s = self.s
+        return z3.And(s.p2 < w, z3.Or(z3.And(z3.Not(s.qpA2), s.sq2[w], w > s.a2),
+                                      s.eflush[w]))
+
+    def cq2_any(self, w: int) -> z3.BoolRef:
+        return z3.Or(self.cq2_ok(w), self.cq2_err(w))
+
+    def in_sq2_after(self, w: int) -> z3.BoolRef:
+        return z3.And(self.s.sq2[w], w > self.s.x2)
+
+    def c2(self) -> z3.ArithRef:
+        """Receive WRs consumed on path 2."""
+        s, p = self.s, self.p
+        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(p.two_sided(w), s.sq2[w], w <= s.x2), 1, 0)
+                                        for w in range(1, p.n + 1)])
+
+    def rank2(self, w: int) -> z3.ArithRef:
+        """Which receive WR of path 2 the two-sided w consumes (1 = the first)."""
+        s, p = self.s, self.p
+        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(p.two_sided(v), s.sq2[v]), 1, 0)
+                                        for v in range(1, w + 1)])
+
+    def k2(self) -> z3.ArithRef:
+        """Receive completions of path 2 B's application took."""
+        s, p = self.s, self.p
+        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(p.two_sided(v), s.sq2[v], v <= s.pB2), 1, 0)
+                                        for v in range(1, p.n + 1)])
+
+    def cqB2(self, w: int) -> z3.BoolRef:
+        """cq["B"][2] holds the receive completion of two-sided w, not yet taken."""
+        s, p = self.s, self.p
+        return z3.And(p.two_sided(w), s.sq2[w], s.pB2 < w, w <= s.x2)
+
+    def rq2_has(self) -> z3.BoolRef:
+        """rq[2] is not empty: B reposted, and fewer receives consumed than posted."""
+        s = self.s
+        return z3.And(s.sentB, s.base2 + self.c2() < s.rposted)
+
+    def execs_of(self, w: z3.ArithRef) -> z3.ArithRef:
+        return self.p.at(lambda i: self.s.execs[i] if i > 0 else z3.IntVal(0), w,
+                         default=z3.IntVal(0))
+
+    def can_post(self, w: int) -> z3.BoolRef:
+        """Failover.tla's CanPost(w): NCCL's flow control."""
+        s, p = self.s, self.p
+        return z3.And(z3.Implies(p.two_sided(w), s.rposted >= p.nb(w)),
+                      z3.Implies(p.writer(w), s.taken >= p.nb(w - 1)))
+
+
+# --------------------------------------------------------------------------------------
+# Transitions
+# --------------------------------------------------------------------------------------
+
+Updates = dict[str, object]
+
+
+def frame(s: State, t: State, upd: Updates) -> z3.BoolRef:
+    cs = []
+    for f in fields(State):
+        new = upd.get(f.name, getattr(s, f.name))
+        old_t = getattr(t, f.name)
+        if f.name in LISTS:
+            cs += [old_t[w] == new[w] for w in range(1, len(old_t))]  # type: ignore[index]
+        else:
+            cs.append(old_t == new)
+    return conj(cs)
+
+
+def _set(xs: list[z3.ExprRef], w: int, v: z3.ExprRef) -> list[z3.ExprRef]:
+    return [v if i == w else x for i, x in enumerate(xs)]
+
+
+class Actions:
+    """Every action of the abstract SHIFT system, each as (name, guard, updates)."""
+
+    def __init__(self, p: Program, d: Design, s: State, t: State) -> None:
+        self.p, self.d, self.s, self.t = p, d, s, t
+        self.q = Derived(p, s)
+
+    # -- application observations -------------------------------------------------------
+    def see_a(self, w: z3.ArithRef, ok: z3.BoolRef) -> Updates:
+        s = self.s
+        bad = z3.Or(w <= s.sndLast, z3.And(ok, self.q.execs_of(w) == 0))
+        return {"sndLast": w, "cbad": z3.Or(s.cbad, bad)}
+
+    def take_b(self, wr: z3.ArithRef, recv: z3.ArithRef) -> Updates:
+        s, p = self.s, self.p
+        i = s.taken + 1
+        nbad = z3.Or(wr != p.note_wr(i), recv != i, i > p.at(p.nb, s.posted))
+        expected = p.at(lambda k: p.value_after(max(k - 1, 0)), wr, default=z3.IntVal(0))
+        return {"taken": i, "nbad": z3.Or(s.nbad, nbad), "dbad": z3.Or(s.dbad, s.mem != expected)}
+
+    # -- A's application ----------------------------------------------------------------
+    def post_send(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p, q = self.s, self.p, self.q
+        out = []
+        for w in range(1, p.n + 1):
+            g = z3.And(s.posted == w - 1, q.can_post(w))
+            err = {"posted": w, "eflush": _set(s.eflush, w, z3.BoolVal(True))}
+            held = {"posted": w, "pend": _set(s.pend, w, z3.BoolVal(True))}
+            on1 = {**held, "sq1": w}
+            on2 = {**held, "sq2": _set(s.sq2, w, z3.BoolVal(True))}
+            out += [(f"PostSend({w}) Error", z3.And(g, s.layerA == ERROR), err),
+                    (f"PostSend({w}) default QP", z3.And(g, s.layerA == DEFAULT), on1),
+                    (f"PostSend({w}) backup QP",
+                     z3.And(g, s.layerA == FALLBACK, s.replayed), on2),
+                    (f"PostSend({w}) held", z3.And(g, s.layerA == FALLBACK,
+                                                   z3.Not(s.replayed)), held)]
+        return out
+
+    def post_recv(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p = self.s, self.p
+        return [("PostRecv", s.rposted < p.num_notes(), {"rposted": s.rposted + 1})]
+
+    # -- path 1 -------------------------------------------------------------------------
+    def path1(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p, t = self.s, self.p, self.t
+        out = []
+        for w in range(1, p.n + 1):
+            g = z3.And(s.qpA1, s.qpB1, s.ex1 == w - 1, w <= s.sq1,
+                       z3.Implies(p.two_sided(w), s.c1 < s.rposted))
+            upd: Updates = {"ex1": w, "execs": _set(s.execs, w, s.execs[w] + 1),
+                            "mem": p.apply(w, s.mem),
+                            "c1": z3.If(p.two_sided(w), s.c1 + 1, s.c1)}
+            out.append((f"Deliver(1, AtoB) executes {w}", g, upd))
+        out.append(("Deliver(1, BtoA) ACK", z3.And(s.qpA1, s.una1 < t.una1, t.una1 <= s.ex1),
+                    {"una1": t.una1}))
+        out.append(("Timeout/NicFail(A, 1): A's default QP in ERR", s.qpA1,
+                    {"qpA1": z3.BoolVal(False)}))
+        out.append(("NicFail(B, 1)", z3.And(s.qpB1, s.layerB == DEFAULT),
+                    {"qpB1": z3.BoolVal(False)}))
+        return out
+
+    # -- the layer: trigger ---------------------------------------------------------------
+    def trigger_a(self) -> Updates:
+        s, p, q = self.s, self.p, self.q
+        good = [q.cq1_ok(w) for w in range(p.n + 1)]
+        gmax: z3.ArithRef = z3.IntVal(0)
+        for w in range(1, p.n + 1):
+            gmax = z3.If(good[w], z3.IntVal(w), gmax)
+        rest = [z3.BoolVal(False)] + [z3.And(s.pend[w], w > gmax) for w in range(1, p.n + 1)]
+        refuse = z3.And(z3.BoolVal(self.d.refuse_atomics),
+                        z3.Or(*[z3.And(rest[w], p.atomic(w)) for w in range(1, p.n + 1)]))
+        appended = [z3.Or(good[w], z3.And(refuse, rest[w])) for w in range(p.n + 1)]
+        qbad = z3.Or(s.qbad, *[z3.And(s.buf[v], appended[w], v >= w)
+                               for v in range(1, p.n + 1) for w in range(1, p.n + 1)])
+        return {
+            "qpA1": z3.BoolVal(False),
+            "buf": [z3.Or(s.buf[w], appended[w]) for w in range(p.n + 1)],
+            "bok": [z3.If(appended[w], good[w], s.bok[w]) for w in range(p.n + 1)],
+            "pend": [z3.And(z3.Not(refuse), rest[w]) for w in range(p.n + 1)],
+            "layerA": z3.If(refuse, ERROR, FALLBACK),
+            "qbad": qbad,
+        }
+
+    def trigger_b(self) -> Updates:
+        s = self.s
+        return {"qpB1": z3.BoolVal(False), "bh": s.polB1, "bt": s.c1,
+                "recvDone": s.recvDone + (s.c1 - s.polB1), "layerB": FALLBACK,
+                "qbad": z3.Or(s.qbad, s.bh < s.bt)}
+
+    # -- polls ------------------------------------------------------------------------------
+    def poll_a(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p, q = self.s, self.p, self.q
+        n = p.n
+        out = []
+        has_buf = z3.Or(*[s.buf[w] for w in range(1, n + 1)])
+        for w in range(1, n + 1):
+            g = is_first(n, lambda v: s.buf[v], w)
+            out.append((f"PollCq(A) buffered {w}", g,
+                        {**self.see_a(z3.IntVal(w), s.bok[w]),
+                         "buf": _set(s.buf, w, z3.BoolVal(False))}))
+        for w in range(1, n + 1):
+            g = z3.And(z3.Not(has_buf), is_first(n, q.cq1_ok, w))
+            out.append((f"PollCq(A) default CQ {w} SUCCESS", g,
+                        {**self.see_a(z3.IntVal(w), z3.BoolVal(True)), "pol1": w,
+                         "pend": [z3.And(s.pend[v], v > w) for v in range(n + 1)]}))
+        no_ok1 = z3.And(*[z3.Not(q.cq1_ok(w)) for w in range(1, n + 1)])
+        out.append(("PollCq(A) default CQ error: Trigger(A)",
+                    z3.And(z3.Not(has_buf), no_ok1, q.cq1_err()), self.trigger_a()))
+        for w in range(1, n + 1):
+            g = z3.And(z3.Not(has_buf), s.layerA != DEFAULT, is_first(n, q.cq2_any, w))
+            ok = q.cq2_ok(w)
+            upd: Updates = {**self.see_a(z3.IntVal(w), ok), "p2": w,
+                            "pend": [z3.If(ok, z3.And(s.pend[v], v > w),
+                                           z3.And(s.pend[v], v != w)) for v in range(n + 1)],
+                            "layerA": z3.If(ok, s.layerA, ERROR)}
+            out.append((f"PollCq(A) backup CQ {w}", g, upd))
+        return out
+
+    def poll_b(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p, q = self.s, self.p, self.q
+        n = p.n
+        out = []
+        has_buf = s.bh < s.bt
+        out.append(("PollCq(B) buffered", has_buf,
+                    {**self.take_b(p.note_wr(s.bh + 1), s.bh + 1), "bh": s.bh + 1}))
+        d1 = z3.And(z3.Not(has_buf), s.layerB == DEFAULT)
+        out.append(("PollCq(B) default CQ SUCCESS", z3.And(d1, s.polB1 < s.c1),
+                    {**self.take_b(p.note_wr(s.polB1 + 1), s.polB1 + 1),
+                     "polB1": s.polB1 + 1, "recvDone": s.recvDone + 1}))
+        out.append(("PollCq(B) default CQ flush error: Trigger(B)",
+                    z3.And(d1, s.polB1 == s.c1, z3.Not(s.qpB1), s.c1 < s.rposted),
+                    self.trigger_b()))
+        for w in range(1, n + 1):
+            g = z3.And(z3.Not(has_buf), s.layerB == FALLBACK, is_first(n, q.cqB2, w))
+            recv = s.base2 + q.rank2(w)
+            out.append((f"PollCq(B) backup CQ {w}", g,
+                        {**self.take_b(z3.IntVal(w), recv), "pB2": w,
+                         "recvDone": s.recvDone + 1}))
+        return out
+
+    # -- the layer's progress and control messages -----------------------------------------
+    def progress(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p = self.s, self.p
+        n = p.n
+        out = [
+            ("Progress(A): peer's counter, Trigger(A)",
+             z3.And(s.layerA == DEFAULT, s.peerA >= 0), self.trigger_a()),
+            ("Progress(B): peer's counter, Trigger(B)",
+             z3.And(s.layerB == DEFAULT, s.peerB >= 0), self.trigger_b()),
+            ("Progress(A): Handshake", z3.And(s.layerA == FALLBACK, z3.Not(s.sentA)),
+             {"sentA": z3.BoolVal(True), "ctlAB": s.qpA2}),
+            ("Progress(B): Handshake (repost receives, send counter)",
+             z3.And(s.layerB == FALLBACK, z3.Not(s.sentB)),
+             {"sentB": z3.BoolVal(True), "base2": s.recvDone, "ctlBA": z3.BoolVal(True)}),
+            ("Deliver(2, AtoB) A's counter", s.ctlAB,
+             {"ctlAB": z3.BoolVal(False), "peerB": 0}),
+            ("Deliver(2, BtoA) B's counter", s.ctlBA,
+             {"ctlBA": z3.BoolVal(False), "peerA": z3.If(s.qpA2, s.base2, s.peerA)}),
+        ]
+        skip = [self.skip(w) for w in range(n + 1)]
+        keep = [z3.And(s.pend[w], z3.Not(skip[w])) for w in range(n + 1)]
+        skipped = [z3.And(s.pend[w], skip[w], p.sig[w]) for w in range(n + 1)]
+        qbad = z3.Or(s.qbad, *[z3.Or(z3.And(s.sq2[v], keep[w], v >= w),
+                                     z3.And(s.buf[v], skipped[w], v >= w))
+                               for v in range(1, n + 1) for w in range(1, n + 1)])
+        out.append(("Progress(A): Replay",
+                    z3.And(s.layerA == FALLBACK, s.sentA, s.peerA >= 0, z3.Not(s.replayed)),
+                    {"sq2": [z3.Or(s.sq2[w], keep[w]) for w in range(n + 1)],
+                     "buf": [z3.Or(s.buf[w], skipped[w]) for w in range(n + 1)],
+                     "bok": [z3.Or(z3.And(s.bok[w], z3.Not(skipped[w])), skipped[w])
+                             for w in range(n + 1)],
+                     "pend": keep, "replayed": z3.BoolVal(True), "qbad": qbad}))
+        return out
+
+    def skip(self, w: int) -> z3.BoolRef:
+        """Failover.tla's Skip(D, w)."""
+        s, p = self.s, self.p
+        if w == 0 or self.d.skip == "none":
+            return z3.BoolVal(False)
+        if self.d.skip == "counter":
+            return z3.And(p.two_sided(w), p.nb(w) <= s.peerA)
+        assert self.d.skip == "prefix"
+        return z3.Or(*[z3.And(s.pend[v], p.two_sided(v), p.nb(v) <= s.peerA)
+                       for v in range(w, p.n + 1)])
+
+    # -- path 2 -------------------------------------------------------------------------
+    def path2(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        s, p, q, t = self.s, self.p, self.q, self.t
+        n = p.n
+        out = []
+        for w in range(1, n + 1):
+            nxt = is_first(n, q.in_sq2_after, w)
+            g = z3.And(s.qpA2, nxt, z3.Implies(p.two_sided(w), q.rq2_has()))
+            out.append((f"Deliver(2, AtoB) executes {w}", g,
+                        {"x2": w, "execs": _set(s.execs, w, s.execs[w] + 1),
+                         "mem": p.apply(w, s.mem)}))
+            rnr = z3.And(s.qpA2, nxt, p.two_sided(w), z3.Not(q.rq2_has()))
+            out.append((f"Timeout(A, 2) after receiver-not-ready for {w}", rnr,
+                        {"qpA2": z3.BoolVal(False)}))
+        acked = z3.Or(*[z3.And(t.a2 == w, s.sq2[w]) for w in range(1, n + 1)])
+        out.append(("Deliver(2, BtoA) ACK", z3.And(s.qpA2, s.a2 < t.a2, t.a2 <= s.x2, acked),
+                    {"a2": t.a2}))
+        return out
+
+    def all(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        return (self.post_send() + self.post_recv() + self.path1() + self.poll_a()
+                + self.poll_b() + self.progress() + self.path2())
+
+
+def transitions(p: Program, d: Design, s: State, t: State) -> list[tuple[str, z3.BoolRef]]:
+    """Each action as one formula over (s, t), with its frame."""
+    return [(name, z3.And(g, frame(s, t, upd))) for name, g, upd in Actions(p, d, s, t).all()]
+
+
+def next_(p: Program, d: Design, s: State, t: State, act: z3.ArithRef | None = None,
+          stutter: bool = False) -> z3.BoolRef:
+    """The transition relation: act = i names the action taken (the i-th of
+    `action_names`; with `stutter`, act = len(actions) leaves the state unchanged).
+
+    Encoded per variable rather than per action (t.f = the update of the chosen action,
+    else s.f), which is the same relation as the disjunction of `transitions` and much
+    smaller."""
+    acts = Actions(p, d, s, t).all()
+    a = act if act is not None else z3.FreshInt("act")
+    top = len(acts) + (1 if stutter else 0)
+    cs: list[z3.BoolRef] = [a >= 0, a < top]
+    cs += [z3.Implies(a == i, g) for i, (_, g, _) in enumerate(acts)]
+    for f in fields(State):
+        old_v, new_v = getattr(s, f.name), getattr(t, f.name)
+        writers = [(i, u[f.name]) for i, (_, _, u) in enumerate(acts) if f.name in u]
+        if f.name in LISTS:
+            for w in range(1, len(old_v)):
+                val = old_v[w]
+                for i, u in writers:
+                    val = z3.If(a == i, u[w], val)  # type: ignore[index]
+                cs.append(new_v[w] == val)
+        else:
+            val = old_v
+            for i, u in writers:
+                val = z3.If(a == i, u, val)
+            cs.append(new_v == val)
+    return conj(cs)
+
+
+def action_names(p: Program, d: Design) -> list[str]:
+    s, t = fresh(p.n, "s"), fresh(p.n, "t")
+    return [name for name, _ in transitions(p, d, s, t)]
+
+
+# --------------------------------------------------------------------------------------
+# Properties (Properties.tla), as state predicates over the history flags
+# --------------------------------------------------------------------------------------
+
+def notification_integrity(p: Program, s: State) -> z3.BoolRef:
+    return z3.Not(s.nbad)
+
+
+def data_at_notification(p: Program, s: State) -> z3.BoolRef:
+    return z3.Not(s.dbad)
+
+
+def completion_integrity(p: Program, s: State) -> z3.BoolRef:
+    return z3.Not(s.cbad)
+
+
+def atomic_safety(p: Program, s: State) -> z3.BoolRef:
+    return conj([z3.Implies(p.atomic(w), s.execs[w] <= 1) for w in range(1, p.n + 1)])
+
+
+def exactly_once(p: Program, s: State) -> z3.BoolRef:
+    return conj([s.execs[w] <= 1 for w in range(1, p.n + 1)])
+
+
+PROPERTIES: dict[str, Callable[[Program, State], z3.BoolRef]] = {
+    "NotificationIntegrity": notification_integrity,
+    "DataAtNotification": data_at_notification,
+    "CompletionIntegrity": completion_integrity,
+    "AtomicSafety": atomic_safety,
+    "ExactlyOnceExecution": exactly_once,
+}
+
+_ = READ  # every op of Workloads.tla is in OPS; READ changes nothing here
