@@ -11,10 +11,11 @@ sorted item tuples, sets to frozensets); `canonical_itf` does the same from ITF 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from shift.model.events import Event
-from shift.model.state import Cqe, Packet, State
+from shift.model.state import VARIABLES, Cqe, Packet, State
 
 from shift.tlc.values import ModelValue, TlaFunction, TlaSet
 
@@ -35,39 +36,43 @@ def _tset(members: Any) -> TlaSet:
     return TlaSet(tuple(sorted(members)))
 
 
+# One converter per variable: the state's field -> the value TLC prints.
+FIELDS: dict[str, Callable[[Any], Any]] = {
+    "program": lambda prog: [{"op": w.op, "region": w.region, "value": w.value,
+                              "signaled": w.signaled, "note": w.note} for w in prog],
+    "posted": int,
+    "recvPosted": int,
+    "sndSeen": lambda seen: [{"wr": e.wr, "status": e.status} for e in seen],
+    "rcvSeen": lambda seen: [{"wr": e.wr, "recv": e.recv, "status": e.status,
+                              "mem": list(e.mem)} for e in seen],
+    "sq": lambda v: [list(q) for q in v],
+    "una": list, "nxt": list, "retry": list, "epsn": list,
+    "saved": lambda v: [TlaSet(tuple([p, x] for p, x in sorted(s))) for s in v],
+    "rq": lambda v: [list(q) for q in v],
+    "qp": lambda v: _hosts(v, list),
+    "cq": lambda v: _hosts(v, lambda per: [[_cqe(c) for c in q] for q in per]),
+    "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
+                        "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
+    "link": list,
+    "nic": lambda v: _hosts(v, list),
+    "faults": int, "drops": int,
+    "mem": list, "execs": list,
+    "copies": int, "queried": bool,
+    "layer": _hosts,
+    "pending": list,
+    "buffered": lambda v: _hosts(v, lambda q: [_cqe(c) for c in q]),
+    "rpend": list,
+    "recvDone": int,
+    "sentCtr": _hosts, "peerCtr": _hosts, "replayed": _hosts,
+    "fence": int,
+    "refused": _tset,
+}
+assert tuple(FIELDS) == VARIABLES, "one converter per variable, in View order"
+
+
 def to_tla(s: State, event: Event | None = None) -> dict[str, Any]:
     """The state's variables as TLC prints them (with `event` when one is given)."""
-    out: dict[str, Any] = {
-        "program": [{"op": w.op, "region": w.region, "value": w.value,
-                     "signaled": w.signaled, "note": w.note} for w in s.program],
-        "posted": s.posted,
-        "recvPosted": s.recvPosted,
-        "sndSeen": [{"wr": e.wr, "status": e.status} for e in s.sndSeen],
-        "rcvSeen": [{"wr": e.wr, "recv": e.recv, "status": e.status, "mem": list(e.mem)}
-                    for e in s.rcvSeen],
-        "sq": [list(q) for q in s.sq],
-        "una": list(s.una), "nxt": list(s.nxt), "retry": list(s.retry), "epsn": list(s.epsn),
-        "saved": [TlaSet(tuple([p, v] for p, v in sorted(x))) for x in s.saved],
-        "rq": [list(q) for q in s.rq],
-        "qp": _hosts(s.qp, list),
-        "cq": _hosts(s.cq, lambda per: [[_cqe(c) for c in q] for q in per]),
-        "wire": [{"AtoB": [_packet(m) for m in pw[0]], "BtoA": [_packet(m) for m in pw[1]]}
-                 for pw in s.wire],
-        "link": list(s.link),
-        "nic": _hosts(s.nic, list),
-        "faults": s.faults, "drops": s.drops,
-        "mem": list(s.mem), "execs": list(s.execs),
-        "copies": s.copies, "queried": s.queried,
-        "layer": _hosts(s.layer),
-        "pending": list(s.pending),
-        "buffered": _hosts(s.buffered, lambda q: [_cqe(c) for c in q]),
-        "rpend": list(s.rpend),
-        "recvDone": s.recvDone,
-        "sentCtr": _hosts(s.sentCtr), "peerCtr": _hosts(s.peerCtr),
-        "replayed": _hosts(s.replayed),
-        "fence": s.fence,
-        "refused": _tset(s.refused),
-    }
+    out = {k: f(v) for (k, f), v in zip(FIELDS.items(), s, strict=True)}
     if event is not None:
         out["event"] = event.to_tla()
     return out
@@ -114,3 +119,21 @@ def canonical_itf(v: Any) -> Any:
             return ("#mv", v["#unserializable"])
         return tuple(sorted((k, canonical_itf(x)) for k, x in v.items()))
     raise TypeError(f"not an ITF value: {v!r}")
+
+
+class ViewCanon:
+    """canonical(to_tla(state)) over the View, fast: each variable's value is converted once
+    and remembered (values repeat across states far more than states do)."""
+
+    def __init__(self) -> None:
+        self._memo: list[dict[Any, Any]] = [{} for _ in VARIABLES]
+        self._conv = list(FIELDS.values())
+
+    def __call__(self, s: State) -> tuple[Any, ...]:
+        out = []
+        for memo, conv, v in zip(self._memo, self._conv, s, strict=True):
+            c = memo.get(v)
+            if c is None:
+                c = memo[v] = canonical(conv(v))
+            out.append(c)
+        return tuple(out)

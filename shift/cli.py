@@ -10,7 +10,7 @@ from shift import __version__
 from shift.errors import ShiftError
 
 # One module per subcommand, each with register(subparsers).
-COMMANDS = ["shift.commands.check"]
+COMMANDS = ["shift.commands.check", "shift.commands.replay"]
 
 
 def parser() -> argparse.ArgumentParser:

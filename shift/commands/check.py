@@ -11,9 +11,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shift import report
-from shift.errors import UsageError
+from shift.errors import ShiftError, UsageError
+from shift.model import check as explorer
 from shift.tlc.check import Verdict, check_design
 from shift.tlc.designs import load_catalog
+from shift.tlc.java import find_jar, find_java
+
+ENGINES = ("tlc", "explorer", "all")
+
+
+def default_engine() -> str:
+    """TLC where it can run; else the explorer, which needs no Java."""
+    try:
+        find_java()
+        find_jar()
+    except ShiftError:
+        return "explorer"
+    return "tlc"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--jobs", type=int, default=2, help="TLC processes at once (default 2)")
     p.add_argument("--heap", type=int, default=2048, metavar="MB",
                    help="Java heap of each TLC process (default 2048)")
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="tlc, explorer (the Python model, no Java) or all (both; any "
+                        "disagreement is an error); default: tlc where Java is available")
     p.add_argument("--quiet", action="store_true", help="print no counterexamples or progress")
     p.add_argument("--verbose", action="store_true",
                    help="print every state change of expected counterexamples too")
@@ -51,12 +68,20 @@ def run(args: argparse.Namespace) -> int:
             with lock:
                 print(f"[check] {line}", file=sys.stderr, flush=True)
 
-    progress(f"{len(designs)} design(s) at bound {bound.name} ({bound.summary}); "
-             f"{args.jobs} TLC at a time, {workers} workers each")
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    engine = args.engine or default_engine()
+    progress(f"{len(designs)} design(s) at bound {bound.name} ({bound.summary}); engine "
+             f"{engine}" + (f"; {args.jobs} TLC at a time, {workers} workers each"
+                            if engine != "explorer" else ""))
+    # The explorer runs in a thread of its own, beside the TLC processes.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool, \
+            ThreadPoolExecutor(max_workers=1) as mine:
         futures = [pool.submit(check_design, catalog, d, bound, args.out, workers, args.heap,
-                               progress) for d in designs]
-        verdicts: list[Verdict] = [v for f in futures for v in f.result()]
+                               progress) for d in designs] if engine != "explorer" else []
+        explored = [mine.submit(explorer.check_design, catalog, d, bound, args.out, progress)
+                    for d in designs] if engine != "tlc" else []
+        tlc: list[Verdict] = [v for f in futures for v in f.result()]
+        model: list[Verdict] = [v for f in explored for v in f.result()]
+    verdicts = explorer.merge(tlc, model) if engine == "all" else tlc or model
     if not args.quiet:
         for v in verdicts:
             if v.verdict == "violated":

@@ -1,0 +1,99 @@
+"""The explorer as an engine of `shift check`: verdicts in the TLC harness's own terms.
+
+One exploration per design decides every invariant (each violated one with its shortest
+counterexample) and, on the same graph, Liveness. Counterexamples are written twice: as
+ITF JSON with the harness's writer (`DESIGN-PROP.explorer.itf.json`, the same format TLC's
+traces get) and as an event trace (`DESIGN-PROP.trace.jsonl`) that `shift replay` runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from shift.model.config import bound_from_constants
+from shift.model.config import design as load_design
+from shift.model.events import save_trace
+from shift.model.explore import Counterexample, explore
+from shift.model.liveness import check_liveness
+from shift.model.next import Model
+from shift.model.properties import INVARIANTS, TEMPORAL
+from shift.model.tla import to_tla
+
+from shift.tlc.check import Verdict
+from shift.tlc.designs import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.tlc.itf import write_itf
+from shift.tlc.output import Trace, TraceStep
+
+ENGINE = "explorer"
+Report = Callable[[str], None]
+
+
+def to_trace(cx: Counterexample) -> Trace:
+    """A counterexample as the TLC harness's Trace (states as TLC prints them)."""
+    steps = [TraceStep(k, action, to_tla(s, ev))
+             for k, (ev, action, s) in enumerate(zip(cx.events, cx.actions, cx.states,
+                                                     strict=True))]
+    return Trace(steps, loop=cx.loop, stutters=cx.stutters)
+
+
+def save_counterexample(cx: Counterexample, out_dir: Path, design: str, bound: str,
+                        module: str) -> tuple[Path, Path]:
+    """Write the ITF JSON and the JSON Lines event trace of a counterexample."""
+    itf = write_itf(out_dir / f"{design}-{cx.property}.explorer.itf.json", to_trace(cx),
+                    module, f"{design} violates {cx.property} at bound {bound} (explorer)")
+    jsonl = save_trace(out_dir / f"{design}-{cx.property}.trace.jsonl", cx.events)
+    return itf, jsonl
+
+
+def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
+                 report: Report | None = None) -> list[Verdict]:
+    """Every property of the catalog for one design, decided by one exploration."""
+    unknown = [p for p in catalog.properties if p not in INVARIANTS and p not in TEMPORAL]
+    if unknown:
+        msg = f"the model has no property {', '.join(unknown)}"
+        return [Verdict(design.name, p, "error", design.expected(p), 0, 0.0, message=msg,
+                        engine=ENGINE) for p in catalog.properties]
+    model = Model(load_design(design.name, catalog), bound_from_constants(bound.name,
+                                                                          bound.constants))
+    live = [p for p in catalog.temporal if p in TEMPORAL]
+    ex = explore(model, catalog.invariants, keep_edges=bool(live))
+    found = dict(ex.violations)
+    seconds = ex.seconds
+    for prop in live:
+        cx = check_liveness(ex, prop)
+        if cx is not None:
+            found[prop] = cx
+    verdicts = []
+    for prop in catalog.properties:
+        cx = found.get(prop)
+        path = None
+        if cx is not None:
+            path, _ = save_counterexample(cx, out_dir, design.name, bound.name, design.module)
+        verdicts.append(Verdict(design.name, prop, VIOLATED if cx else HOLDS,
+                                design.expected(prop), ex.distinct, seconds, path,
+                                to_trace(cx) if cx else None, engine=ENGINE, run=1))
+    if report is not None:
+        bad = [p for p in catalog.properties if p in found]
+        report(f"{design.name}: explorer, {ex.distinct:,} distinct states in {seconds:.1f} s; "
+               f"violated: {', '.join(bad) or 'none'}")
+    return verdicts
+
+
+def merge(tlc: list[Verdict], explorer: list[Verdict]) -> list[Verdict]:
+    """One verdict per cell from both engines: TLC's when they agree, an error naming both
+    answers when they do not (a disagreement means the model or the spec is wrong)."""
+    mine = {(v.design, v.property): v for v in explorer}
+    out = []
+    for v in tlc:
+        e = mine.get((v.design, v.property))
+        if e is None or e.verdict == v.verdict:
+            if e is not None:
+                v.engine = "tlc+explorer"
+            out.append(v)
+            continue
+        out.append(Verdict(v.design, v.property, "error", v.expected, v.states, v.seconds,
+                           v.counterexample or e.counterexample, v.trace or e.trace,
+                           f"engines disagree: TLC says {v.verdict}, the explorer says "
+                           f"{e.verdict}", engine="tlc+explorer", run=v.run))
+    return out
