@@ -1,0 +1,438 @@
+"""One action at a time: the concrete state change each event makes, and when it cannot
+happen. Workloads (spec/Workloads.tla): 1 = WRITE, WRITE_IMM; 2 = SEND, SEND; 3 = FADD,
+WRITE_IMM; 4 = WRITE, WRITE_IMM, WRITE, WRITE_IMM (buffer reuse)."""
+
+from __future__ import annotations
+
+from modelkit import changed, model, reach, step
+from shift.model.events import make
+from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, SndSeen
+
+SHIFT = model("Shift")
+# Workload 1 with everything posted: WRITE (unsignaled), WRITE_IMM (signaled, note 1).
+POSTED1 = (("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2))
+
+
+# ------------------------------------------------------------ RC transport ----
+
+def test_transmit_sends_the_next_psn() -> None:
+    s = reach(SHIFT, 1, *POSTED1)
+    t = step(SHIFT, s, "Transmit", "A", 1)
+    assert t.wire[0][0] == (Req(1, 1),) and t.nxt == (2, 1)
+    assert changed(s, t) == {"wire", "nxt"}
+    t = step(SHIFT, t, "Transmit", "A", 1)
+    assert t.wire[0][0] == (Req(1, 1), Req(2, 2)) and t.nxt == (3, 1)
+    assert SHIFT.step(t, make("Transmit", "A", 1)) is None  # nothing left to send
+    assert SHIFT.step(t, make("Transmit", "B", 1)) is None  # only A's requester sends
+
+
+def test_transmit_is_held_on_the_default_path_while_the_fence_drains() -> None:
+    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(layer=("WaitDrained", "Default"))
+    assert SHIFT.step(s, make("Transmit", "A", 1)) is None
+    s = s._replace(sq=((1,), (1,)))
+    assert step(SHIFT, s, "Transmit", "A", 2).wire[1][0] == (Req(1, 1),)
+
+
+def test_transmit_on_a_dead_link_is_lost() -> None:
+    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(link=(False, True))
+    t = step(SHIFT, s, "Transmit", "A", 1)
+    assert t.wire == s.wire and t.nxt == (2, 1)
+
+
+def test_responder_executes_the_expected_psn_and_acks() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1))
+    t = step(SHIFT, s, "Deliver", 1, "AtoB")
+    assert t.mem == (1,) and t.execs == (1, 0) and t.epsn == (2, 1)
+    assert t.wire[0] == ((Req(2, 2),), (Ack(1, 0),))  # the ACK carries the old value
+    assert changed(s, t) == {"mem", "execs", "epsn", "wire"}
+    # The notification consumes receive WR 1 and completes at B.
+    u = step(SHIFT, t, "Deliver", 1, "AtoB")
+    assert u.rq == ((), ()) and u.cq[1][0] == (Cqe(2, 1, "SUCCESS", 0),)
+    assert u.execs == (1, 1) and u.epsn == (3, 1) and u.wire[0][1] == (Ack(1, 0), Ack(2, 0))
+
+
+def test_responder_reacks_a_duplicate_without_executing_it() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
+    dup = s._replace(wire=((((Req(1, 1),)), s.wire[0][1]), s.wire[1]))
+    t = step(SHIFT, dup, "Deliver", 1, "AtoB")
+    assert t.execs == s.execs and t.mem == s.mem and t.epsn == s.epsn
+    assert t.wire[0] == ((), (Ack(1, 0), Ack(1, 0)))
+
+
+def test_duplicate_atomic_returns_its_saved_result() -> None:
+    s = reach(SHIFT, 3, ("PostSend", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
+    assert s.mem == (1,) and s.saved == (frozenset({(1, 0)}), frozenset())
+    dup = s._replace(wire=(((Req(1, 1),), ()), s.wire[1]))
+    t = step(SHIFT, dup, "Deliver", 1, "AtoB")
+    assert t.mem == (1,) and t.execs == (1, 0)  # not added twice
+    assert t.wire[0][1] == (Ack(1, 0),)  # the saved old value, not the current one
+
+
+def test_responder_discards_a_request_ahead_of_its_psn() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1))
+    skip = s._replace(wire=(((Req(2, 2),), ()), s.wire[1]))
+    t = step(SHIFT, skip, "Deliver", 1, "AtoB")
+    assert changed(skip, t) == {"wire"} and t.wire[0] == ((), ())
+
+
+def test_responder_discards_a_notification_without_receive_wr() -> None:
+    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostSend", "A", 1))
+    s = s._replace(rq=((), ()), wire=(((Req(1, 1),), ()), ((), ())), nxt=(2, 1), sq=((1,), ()))
+    t = step(SHIFT, s, "Deliver", 1, "AtoB")
+    assert changed(s, t) == {"wire"} and t.execs == (0, 0)  # receiver not ready
+
+
+def test_responder_on_a_dead_nic_discards() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1))._replace(
+        nic=((True, True), (False, True)))
+    t = step(SHIFT, s, "Deliver", 1, "AtoB")
+    assert changed(s, t) == {"wire"}
+
+
+def test_staging_copies_a_payload_once_by_sequence_number() -> None:
+    staging = model("Staging")
+    s = reach(staging, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
+    assert s.copies == 1 and s.execs == (1, 0)
+    # The same WR again on the backup path, at its expected PSN: deduplicated by the copy.
+    again = s._replace(wire=(s.wire[0], ((Req(1, 1),), ())), sq=(s.sq[0], (1,)))
+    t = step(staging, again, "Deliver", 2, "AtoB")
+    assert t.copies == 1 and t.execs == (1, 0) and t.epsn == (2, 2)
+    assert t.wire[1][1] == (Ack(1, 1),)  # the ACK carries memory as it is now
+
+
+def test_cumulative_ack_completes_every_wr_up_to_its_psn() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1),
+              ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"), ("Drop", 1, "BtoA"))
+    assert s.wire[0][1] == (Ack(2, 0),)
+    t = step(SHIFT, s, "Deliver", 1, "BtoA")
+    # WR 1 (unsignaled) completes silently, WR 2 with a CQE; retries are restored.
+    assert t.cq[0][0] == (Cqe(2, 0, "SUCCESS", 0),) and t.una == (3, 1)
+    assert changed(s, t) == {"cq", "una", "wire"}
+
+
+def test_ack_is_ignored_by_a_qp_in_error() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
+    s = s._replace(qp=(("ERR", "RTS"), ("RTS", "RTS")))
+    t = step(SHIFT, s, "Deliver", 1, "BtoA")
+    assert changed(s, t) == {"wire"}
+
+
+def test_timeout_goes_back_n_while_retries_remain() -> None:
+    m = model("Shift", "default")  # MaxRetries = 1
+    s = reach(m, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1), ("Drop", 1, "AtoB"),
+              ("Deliver", 1, "AtoB"))  # WR 2 arrives ahead of its PSN: discarded
+    assert s.wire[0] == ((), ()) and s.una == (1, 1) and s.nxt == (3, 1)
+    t = step(m, s, "Timeout", "A", 1)
+    assert t.nxt == (1, 1) and t.retry == (0, 1) and changed(s, t) == {"nxt", "retry"}
+    u = step(m, t, "Transmit", "A", 1)  # WR 1 again, with its old PSN
+    assert u.wire[0][0] == (Req(1, 1),)
+    # The ACK of the retransmission gives the retry back.
+    v = step(m, step(m, u, "Deliver", 1, "AtoB"), "Deliver", 1, "BtoA")
+    assert v.una == (2, 1) and v.retry == (1, 1)
+
+
+def test_timeout_waits_for_a_quiet_wire() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1))
+    assert SHIFT.step(s, make("Timeout", "A", 1)) is None  # the request is in flight
+    assert SHIFT.step(reach(SHIFT, 1, *POSTED1), make("Timeout", "A", 1)) is None  # none sent
+
+
+def test_timeout_without_retries_errors_and_flushes() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1),
+              ("Drop", 1, "AtoB"), ("Deliver", 1, "AtoB"))
+    t = step(SHIFT, s, "Timeout", "A", 1)  # small bound: MaxRetries = 0
+    assert t.qp[0] == ("ERR", "RTS")
+    assert t.cq[0][0] == (Cqe(1, 0, "RETRY_EXC_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    assert changed(s, t) == {"qp", "cq"}
+    # A post on the errored QP is flushed at once (here: a QP in ERR, layer still Default).
+
+
+def test_drop_only_on_fault_paths_within_the_budget_and_never_control() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1))
+    t = step(SHIFT, s, "Drop", 1, "AtoB")
+    assert t.wire[0][0] == (Req(2, 2),) and t.drops == 1
+    assert SHIFT.step(t, make("Drop", 1, "AtoB")) is None  # MaxDrops = 1
+    other = s._replace(wire=(s.wire[1], s.wire[0]))  # the packets on path 2
+    assert SHIFT.step(other, make("Drop", 2, "AtoB")) is None  # FaultPaths = {1}
+    ctl = s._replace(wire=(((Ctl("counter", 0),), ()), ((), ())))
+    assert SHIFT.step(ctl, make("Drop", 1, "AtoB")) is None
+
+
+# ------------------------------------------------------------------ faults ----
+
+def test_link_down_loses_the_wire_and_counts_a_fault() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1))
+    t = step(SHIFT, s, "LinkDown", 1)
+    assert t.link == (False, True) and t.wire[0] == ((), ()) and t.faults == 1
+    assert changed(s, t) == {"link", "wire", "faults"}
+    assert SHIFT.step(t, make("LinkDown", 1)) is None
+    assert SHIFT.step(t, make("LinkUp", 1)) is None  # small: Recover = FALSE
+    assert SHIFT.step(s, make("LinkDown", 2)) is None  # FaultPaths = {1}
+    up = step(model("Shift", "default"), t, "LinkUp", 1)
+    assert up.link == (True, True) and up.qp == t.qp  # the QPs stay as they are
+
+
+def test_nic_fail_at_the_requester_flushes_from_the_oldest_unacked() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+              ("Deliver", 1, "BtoA"))
+    assert s.una == (2, 1)
+    t = step(SHIFT, s, "NicFail", "A", 1)
+    assert t.nic[0] == (False, True) and t.qp[0] == ("ERR", "RTS") and t.faults == 1
+    assert t.cq[0][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)  # WR 1 is acknowledged
+
+
+def test_nic_fail_at_the_responder_flushes_its_receive_wrs() -> None:
+    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))
+    t = step(SHIFT, s, "NicFail", "B", 1)
+    assert t.rq == ((), ()) and t.qp[1] == ("ERR", "RTS")
+    assert t.cq[1][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
+
+
+def test_nic_fail_of_a_qp_already_in_error_flushes_nothing_more() -> None:
+    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(qp=(("ERR", "RTS"), ("RTS", "RTS")))
+    t = step(SHIFT, s, "NicFail", "A", 1)
+    assert t.cq == s.cq and changed(s, t) == {"nic", "faults"}
+
+
+def test_nic_recover_only_with_recovery() -> None:
+    m = model("Shift", "default")
+    s = reach(m, 1, ("NicFail", "A", 1))
+    t = step(m, s, "NicRecover", "A", 1)
+    assert t.nic[0] == (True, True) and t.qp[0] == ("ERR", "RTS")
+    assert SHIFT.step(s, make("NicRecover", "A", 1)) is None
+
+
+# ------------------------------------------------------------ applications ----
+
+def test_post_send_waits_for_the_receive_wr_of_a_notification() -> None:
+    s = reach(SHIFT, 1, ("PostSend", "A", 1))
+    assert SHIFT.step(s, make("PostSend", "A", 2)) is None
+    t = step(SHIFT, step(SHIFT, s, "PostRecv", "B", 1), "PostSend", "A", 2)
+    assert t.posted == 2 and t.pending == (1, 2) and t.sq[0] == (1, 2)
+
+
+def test_post_send_reuses_a_buffer_only_after_the_notification_was_taken() -> None:
+    s = reach(SHIFT, 4, *POSTED1, ("PostRecv", "B", 2))
+    assert SHIFT.step(s, make("PostSend", "A", 3)) is None  # B has not read round 1
+    done = reach(SHIFT, 4, *POSTED1, ("PostRecv", "B", 2), ("Transmit", "A", 1),
+                 ("Transmit", "A", 1), ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"),
+                 ("PollCq", "B"))
+    assert step(SHIFT, done, "PostSend", "A", 3).sq[0] == (1, 2, 3)
+
+
+def test_post_send_event_names_the_next_wr() -> None:
+    assert SHIFT.step(reach(SHIFT, 1), make("PostSend", "A", 2)) is None
+    assert SHIFT.step(reach(SHIFT, 1), make("PostSend", "B", 1)) is None
+
+
+def test_post_send_is_routed_by_the_layer_state() -> None:
+    base = reach(SHIFT, 1, ("PostSend", "A", 1), ("PostRecv", "B", 1))
+    # Fallback before the replay: held by the layer (pending only).
+    held = step(SHIFT, base._replace(layer=("Fallback", "Default")), "PostSend", "A", 2)
+    assert held.sq == base.sq and held.pending == (1, 2)
+    # Fallback after the replay: the backup QP.
+    after = base._replace(layer=("Fallback", "Default"), replayed=(True, False))
+    assert step(SHIFT, after, "PostSend", "A", 2).sq == ((1,), (2,))
+    # WaitSignaled: the backup QP, and a signaled WR becomes the fence.
+    ws = step(SHIFT, base._replace(layer=("WaitSignaled", "Default")), "PostSend", "A", 2)
+    assert ws.sq == ((1,), (2,)) and ws.layer[0] == "WaitDrained" and ws.fence == 2
+    # WaitDrained: held on the default QP (its doorbell is not rung, see Transmit).
+    wd = step(SHIFT, base._replace(layer=("WaitDrained", "Default")), "PostSend", "A", 2)
+    assert wd.sq == ((1, 2), ())
+    # Error: failed at once, behind every completion still to be polled.
+    err = step(SHIFT, base._replace(layer=("Error", "Default")), "PostSend", "A", 2)
+    assert err.cq[0][1] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),) and err.pending == (1,)
+
+
+def test_post_on_a_qp_in_error_is_flushed() -> None:
+    s = reach(model("NoFailover"), 1, ("PostSend", "A", 1), ("PostRecv", "B", 1))
+    s = s._replace(qp=(("ERR", "RTS"), ("RTS", "RTS")))
+    t = step(model("NoFailover"), s, "PostSend", "A", 2)
+    assert t.sq[0] == (1, 2) and t.cq[0][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)
+
+
+def test_post_recv_is_routed_by_the_layer_state() -> None:
+    s = reach(SHIFT, 2)
+    assert step(SHIFT, s, "PostRecv", "B", 1).rq == ((1,), ())
+    held = step(SHIFT, s._replace(layer=("Default", "Fallback")), "PostRecv", "B", 1)
+    assert held.rq == ((), ()) and held.rpend == (1,)
+    moved = s._replace(layer=("Default", "Fallback"), sentCtr=(False, True))
+    assert step(SHIFT, moved, "PostRecv", "B", 1).rq == ((), (1,))
+    dead = s._replace(qp=(("RTS", "RTS"), ("ERR", "RTS")))
+    assert step(SHIFT, dead, "PostRecv", "B", 1).cq[1][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0),)
+    assert SHIFT.step(reach(SHIFT, 1, ("PostRecv", "B", 1)), make("PostRecv", "B", 2)) is None
+
+
+def test_poll_takes_buffered_completions_first() -> None:
+    s = reach(SHIFT, 1)._replace(buffered=((Cqe(1, 0, "SUCCESS", 0),), ()),
+                                 cq=(((Cqe(2, 0, "SUCCESS", 0),), ()), ((), ())))
+    t = step(SHIFT, s, "PollCq", "A")
+    assert t.sndSeen == (SndSeen(1, "SUCCESS"),) and t.buffered == ((), ()) and t.cq == s.cq
+
+
+def test_poll_success_at_the_sender_and_notification_at_the_receiver() -> None:
+    s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1),
+              ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"), ("Deliver", 1, "BtoA"),
+              ("Deliver", 1, "BtoA"))
+    a = step(SHIFT, s, "PollCq", "A")
+    assert a.sndSeen == (SndSeen(2, "SUCCESS"),) and a.pending == ()
+    b = step(SHIFT, s, "PollCq", "B")
+    assert b.rcvSeen == (RcvSeen(2, 1, "SUCCESS", (1,)),) and b.recvDone == 1 and b.rpend == ()
+    assert SHIFT.step(b, make("PollCq", "B")) is None  # nothing left
+
+
+def test_poll_of_an_error_without_failover_reaches_the_application() -> None:
+    nf = model("NoFailover")
+    s = reach(nf, 1, *POSTED1, ("NicFail", "A", 1), ("PollCq", "A"))
+    assert s.sndSeen == (SndSeen(1, "WR_FLUSH_ERR"),) and s.layer == ("Default", "Default")
+    assert s.pending == (2,)  # only the failed WR leaves the outstanding set
+
+
+def test_poll_of_an_error_from_the_backup_path_puts_a_in_error() -> None:
+    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(
+        layer=("Fallback", "Default"), cq=(((), (Cqe(1, 0, "WR_FLUSH_ERR", 0),)), ((), ())))
+    t = step(SHIFT, s, "PollCq", "A")
+    assert t.layer[0] == "Error" and t.sndSeen == (SndSeen(1, "WR_FLUSH_ERR"),)
+
+
+# ------------------------------------------------- SHIFT's failover layer ----
+
+FAILED1 = POSTED1 + (("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+                     ("Deliver", 1, "AtoB"), ("NicFail", "A", 1))
+
+
+def test_default_to_fallback_on_an_error_completion() -> None:
+    s = reach(SHIFT, 1, *FAILED1)
+    assert s.cq[0][0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    t = step(SHIFT, s, "PollCq", "A")
+    assert t.layer == ("Fallback", "Default") and t.qp[0] == ("ERR", "RTS")
+    assert t.cq[0][0] == () and t.pending == (1, 2) and t.sndSeen == ()  # the app sees nothing
+
+
+def test_trigger_holds_the_good_completions_for_the_application() -> None:
+    # Woken by the peer's counter with a success in the default CQ: it is buffered and
+    # the completed WRs leave the outstanding set.
+    s = reach(SHIFT, 1, *POSTED1)._replace(
+        cq=(((Cqe(2, 0, "SUCCESS", 0), Cqe(9, 0, "WR_FLUSH_ERR", 0)), ()), ((), ())),
+        peerCtr=(0, -1))
+    t = step(SHIFT, s, "Progress", "A")
+    assert t.layer[0] == "Fallback" and t.buffered[0] == (Cqe(2, 0, "SUCCESS", 0),)
+    assert t.pending == () and t.cq[0][0] == ()
+
+
+def test_an_atomic_in_flight_is_refused() -> None:
+    s = reach(SHIFT, 3, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2),
+              ("NicFail", "A", 1), ("PollCq", "A"))
+    assert s.layer[0] == "Error" and s.refused == frozenset({1, 2}) and s.pending == ()
+    assert s.buffered[0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    naive = reach(model("NaiveReplay"), 3, ("PostSend", "A", 1), ("PostRecv", "B", 1),
+                  ("PostSend", "A", 2), ("NicFail", "A", 1), ("PollCq", "A"))
+    assert naive.layer[0] == "Fallback" and naive.refused == frozenset()
+
+
+def test_handshake_sends_the_counter_on_the_backup_path() -> None:
+    s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"))
+    t = step(SHIFT, s, "Progress", "A")
+    assert t.sentCtr == (True, False) and t.wire[1][0] == (Ctl("counter", 0),)
+    assert changed(s, t) == {"sentCtr", "wire"}
+    u = step(SHIFT, t, "Deliver", 2, "AtoB")
+    assert u.peerCtr == (-1, 0)
+
+
+def test_peer_counter_moves_b_to_fallback_and_b_reposts_then_answers() -> None:
+    s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"))
+    # B executed the notification: its completion is in B's default CQ, not yet polled.
+    t = step(SHIFT, s, "Progress", "B")
+    assert t.layer[1] == "Fallback" and t.qp[1] == ("ERR", "RTS")
+    assert t.buffered[1] == (Cqe(2, 1, "SUCCESS", 0),) and t.recvDone == 1 and t.rpend == ()
+    u = step(SHIFT, t, "Progress", "B")  # handshake: repost (none left), send the counter
+    assert u.sentCtr[1] and u.wire[1][1] == (Ctl("counter", 1),)
+
+
+def test_b_reposts_its_outstanding_receive_wrs_before_answering() -> None:
+    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))._replace(
+        layer=("Default", "Fallback"), rq=((), ()))
+    t = step(SHIFT, s, "Progress", "B")
+    assert t.rq == ((), (1, 2)) and t.wire[1][1] == (Ctl("counter", 0),)
+    dead = s._replace(qp=(("RTS", "RTS"), ("RTS", "ERR")))
+    u = step(SHIFT, dead, "Progress", "B")
+    assert u.cq[1][1] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
+    assert u.wire == s.wire and u.sentCtr == (False, True)  # an errored QP sends nothing
+
+
+FALLBACK_READY = FAILED1 + (("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"),
+                            ("Progress", "B"), ("Progress", "B"), ("Deliver", 2, "BtoA"))
+
+
+def test_replay_skips_what_the_peer_counter_shows_received() -> None:
+    s = reach(SHIFT, 1, *FALLBACK_READY)
+    assert s.peerCtr == (1, 0) and s.pending == (1, 2)  # each side has the other's count
+    t = step(SHIFT, s, "Progress", "A")
+    # The WRITE is replayed (exactly-once is given up); the notification is not, and
+    # completes as a success.
+    assert t.sq[1] == (1,) and t.pending == (1,) and t.replayed == (True, False)
+    assert t.buffered[0] == (Cqe(2, 0, "SUCCESS", 0),)
+
+
+def test_replay_filters_of_the_other_designs() -> None:
+    def replayed(design: str) -> tuple[int, ...]:
+        m = model(design)
+        return step(m, reach(m, 1, *FALLBACK_READY), "Progress", "A").sq[1]
+
+    assert replayed("ShiftPrefix") == ()  # the prefix up to the counted notification
+    assert replayed("NaiveReplay") == (1, 2)  # everything
+    assert replayed("ReceiverQuery") == ()  # both below the responder's expected PSN
+    assert replayed("NcclResiliency") == (1, 2)  # B's app has not polled: no flag set
+    rq = model("ReceiverQuery")
+    assert step(rq, reach(rq, 1, *FALLBACK_READY), "Progress", "A").queried
+
+
+def test_replay_waits_for_the_peer_counter() -> None:
+    s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"), ("Progress", "A"))
+    assert SHIFT.step(s, make("Progress", "A")) is None  # sent its counter, has none back
+
+
+def test_fail_back_reconnect_fence_release() -> None:
+    m = model("Shift", "default")
+    s = reach(m, 4, *FALLBACK_READY, ("Progress", "A"), ("NicRecover", "A", 1))
+    # Reconnect: the default path is healthy; its QP pair starts afresh.
+    t = step(m, s, "Progress", "A")
+    assert t.layer[0] == "WaitSignaled" and t.qp == (("RTS", "RTS"), ("RTS", "RTS"))
+    assert t.sq[0] == () and t.una[0] == t.nxt[0] == t.epsn[0] == 1 and t.cq[0][0] == ()
+    # B took notification 1, so A may reuse the buffer: WR 3 (unsignaled) to the backup.
+    t = step(m, step(m, t, "PollCq", "B"), "PostRecv", "B", 2)
+    t = step(m, t, "PostSend", "A", 3)
+    assert t.sq[1] == (1, 3) and t.layer[0] == "WaitSignaled"
+    t = step(m, t, "PostSend", "A", 4)  # signaled: the fence
+    assert t.layer[0] == "WaitDrained" and t.fence == 4 and t.sq[1] == (1, 3, 4)
+    assert m.step(t, make("Progress", "A")) is None  # the fence is outstanding
+    # The fence completes on the backup path, then the release notice goes on path 1.
+    done = t._replace(pending=())
+    u = step(m, done, "Progress", "A")
+    assert u.layer[0] == "Default" and u.fence == 0 and u.wire[0][0] == (Ctl("failback", 0),)
+    assert u.sentCtr[0] is False and u.peerCtr[0] == -1 and u.replayed[0] is False
+
+
+def test_failback_notice_moves_b_back_to_default() -> None:
+    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))._replace(
+        layer=("Default", "Fallback"), sentCtr=(False, True), peerCtr=(-1, 0),
+        rq=((), (2,)), rpend=(1, 2),
+        cq=(((), ()), ((), (Cqe(1, 1, "SUCCESS", 0),))),
+        wire=(((Ctl("failback", 0),), ()), ((), ())))
+    t = step(SHIFT, s, "Deliver", 1, "AtoB")
+    assert t.layer[1] == "Default" and t.rq == ((2,), ())
+    assert t.buffered[1] == (Cqe(1, 1, "SUCCESS", 0),) and t.cq[1][1] == ()
+    assert t.recvDone == 1 and t.rpend == (2,) and t.sentCtr[1] is False and t.peerCtr[1] == -1
+
+
+def test_control_message_to_a_dead_qp_is_lost() -> None:
+    s = reach(SHIFT, 1)._replace(wire=(((), ()), ((Ctl("counter", 0),), ())),
+                                 qp=(("RTS", "RTS"), ("RTS", "ERR")))
+    t = step(SHIFT, s, "Deliver", 2, "AtoB")
+    assert changed(s, t) == {"wire"}
+
+
+def test_no_failover_design_has_no_layer_steps() -> None:
+    nf = model("NoFailover")
+    s = reach(nf, 1)._replace(peerCtr=(0, 0))
+    assert nf.step(s, make("Progress", "A")) is None
