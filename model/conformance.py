@@ -37,6 +37,7 @@ from shift.tlc.values import parse_state, parse_value
 
 _NODE = re.compile(r'^(-?\d+) \[label="(.*)"(,style = filled)?\];?\s*$')
 _EDGE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([^"]*)"')
+_NUMBERED = re.compile(r"^-?\d+ ")
 _UNESCAPE = re.compile(r"\\(.)")
 _VIEW = frozenset(VARIABLES)
 # In a dot label, TLC's "\n/\\ " between conjuncts is escaped to "\\n/\\\\ ".
@@ -64,13 +65,18 @@ def parse_dot(path: Path) -> TlcGraph:
     variable): the labels repeat most values, and parsing dominates the time."""
     g = TlcGraph(path)
     memo: dict[str, dict[str, Any]] = {v: {} for v in VARIABLES}
+    last = ""
     with path.open() as f:
-        for line in f:
+        for lineno, line in enumerate(f, 1):
+            last = line.strip() or last
             if (e := _EDGE.match(line)) is not None:
                 g.out.setdefault(int(e.group(1)), []).append((int(e.group(2)), e.group(3)))
                 g.edges += 1
                 continue
             if (n := _NODE.match(line)) is None:
+                if _NUMBERED.match(line):  # a node or an edge, but not as TLC writes them
+                    raise ShiftError(f"{path}:{lineno}: not a node or an edge of TLC's "
+                                     f"dump: {line.strip()[:60]}")
                 continue
             fp = int(n.group(1))
             values: dict[str, Any] = {}
@@ -93,6 +99,8 @@ def parse_dot(path: Path) -> TlcGraph:
             g.by_view[view] = fp
             if n.group(3):
                 g.initial.append(fp)
+    if last != "}":
+        raise ShiftError(f"{path}: truncated (TLC's dump ends with the closing brace)")
     return g
 
 

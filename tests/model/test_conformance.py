@@ -1,0 +1,107 @@
+"""The model is the specification: TLC's full state graph equals the explorer's.
+
+For every design at the `small` bound TLC dumps its graph (`-dump dot,actionlabels`) and
+the explorer builds its own; `compare` finds no differing state or edge. The same check
+must fail, readably, when one action of the model is altered: otherwise it proves nothing.
+TLC runs once per design (a session cache); the altered models reuse those graphs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from modelkit import DESIGNS
+from shift.model import layer, transport
+from shift.model.conformance import TlcGraph, compare, dump_graph, parse_dot
+from shift.model.explore import Exploration, explore
+from shift.model.next import Model
+
+from shift.errors import ShiftError
+from shift.tlc.designs import Catalog, load_catalog
+
+Graphs = Callable[[str], TlcGraph]
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return load_catalog(None)
+
+
+@pytest.fixture(scope="session")
+def tlc_graph(catalog: Catalog, tmp_path_factory: pytest.TempPathFactory) -> Graphs:
+    graphs: dict[str, TlcGraph] = {}
+    work = tmp_path_factory.mktemp("dump")
+
+    def get(design: str) -> TlcGraph:
+        if design not in graphs:
+            dot = dump_graph(catalog, catalog.design(design), catalog.bound("small"),
+                             work / design, workers=2)
+            graphs[design] = parse_dot(dot)
+        return graphs[design]
+    return get
+
+
+def explored(design: str) -> Exploration:
+    return explore(Model.load(design, "small"), [])
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_tlc_and_the_explorer_build_the_same_graph(design: str, tlc_graph: Graphs) -> None:
+    tlc = tlc_graph(design)
+    ex = explored(design)
+    mismatch = compare(ex, tlc)
+    assert mismatch is None, str(mismatch)
+    # compare() checks edges state by state; the totals must agree as well.
+    assert ex.distinct == len(tlc.view) > 1000
+    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+
+
+def test_a_replay_without_the_counter_filter_is_caught(
+        tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SHIFT's Progress(A) altered to replay every outstanding WR (NaiveReplay's filter)."""
+    tlc = tlc_graph("Shift")
+    monkeypatch.setattr(layer, "skip", lambda s, d, w: False)
+    mismatch = compare(explored("Shift"), tlc)
+    assert mismatch is not None
+    text = str(mismatch)
+    assert text.startswith("Shift at bound small: the successors of a state differ"), text
+    assert "state reached by: Init(" in text and "Progress(A)" in text
+    # The differing edge is the replay, shown on both sides with what it changes.
+    assert "model only: Progress, changing:" in text
+    assert "TLC only: Progress, changing:" in text
+    assert "sq.A[2]" in text or "sq[2]" in text or "sq" in text
+
+
+def test_a_link_that_carries_packets_while_down_is_caught(
+        tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wire altered to deliver onto a link that is down (Transmit and the responder's
+    ACK both go through it)."""
+    tlc = tlc_graph("NoFailover")
+    original = transport.push
+    monkeypatch.setattr(transport, "push",
+                        lambda link, wire, i, j, m: original((True, True), wire, i, j, m))
+    mismatch = compare(explored("NoFailover"), tlc)
+    assert mismatch is not None
+    text = str(mismatch)
+    assert "the successors of a state differ" in text and "LinkDown(1)" in text, text
+    assert "model only:" in text and "TLC only:" in text
+
+
+def test_a_graph_from_another_design_differs(tlc_graph: Graphs) -> None:
+    """Two designs that differ only in their layer are told apart."""
+    mismatch = compare(explored("ShiftPrefix"), tlc_graph("Shift"))
+    assert mismatch is not None and "ShiftPrefix at bound small" in str(mismatch)
+
+
+def test_a_damaged_dump_is_a_clear_error(tlc_graph: Graphs, tmp_path: Path) -> None:
+    full = tlc_graph("NoFailover").path.read_text().splitlines()
+    cut = tmp_path / "cut.dot"
+    cut.write_text("\n".join(full[: len(full) // 2]) + "\n")
+    with pytest.raises(ShiftError, match=r"cut.dot: truncated"):
+        parse_dot(cut)
+    bad = tmp_path / "bad.dot"
+    bad.write_text("\n".join(full[:5] + ['17 [label="/\\\\ broken'] + full[5:]) + "\n")
+    with pytest.raises(ShiftError, match=r"bad.dot:6: not a node or an edge"):
+        parse_dot(bad)
