@@ -1,8 +1,10 @@
-"""The trilemma table, reproduced by running TLC on the packaged specification.
+"""The trilemma table, reproduced by running TLC and the explorer on the packaged spec.
 
-One `shift check --bound small` run (module fixture) backs every assertion here: the
-verdicts of DESIGN.md's trilemma, each violation with a counterexample whose last state
-shows the violation itself, and the exit status. Slow-ish (about a minute), so run once.
+One `shift check --bound small --engine all` run (module fixture) backs every assertion
+here: the verdicts of DESIGN.md's trilemma (TLC's, and the explorer's agreeing with every
+one of them), each violation with a counterexample whose last state shows the violation
+itself, each explorer counterexample replaying through `shift replay` to the same
+violation, and the exit status. Slow-ish (a few minutes), so run once.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ def run_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("check")
-    proc = run_check("--bound", "small", "--json", "out.json", "--junit", "junit.xml",
-                     "--out", "cex", cwd=work)
+    proc = run_check("--bound", "small", "--engine", "all", "--json", "out.json",
+                     "--junit", "junit.xml", "--out", "cex", cwd=work)
     results = json.loads((work / "out.json").read_text())["results"]
     cells = {(r["design"], r["property"]): r for r in results}
     return {"proc": proc, "cells": cells, "work": work}
@@ -53,8 +55,42 @@ def test_every_verdict_matches_its_declaration(small: dict[str, Any]) -> None:
     assert small["proc"].returncode == 0, small["proc"].stdout + small["proc"].stderr
     assert {d for d, _ in small["cells"]} == set(DESIGNS)
     for r in small["cells"].values():
-        assert r["engine"] == "tlc"
         assert r["verdict"] == r["expected"], r
+
+
+def test_tlc_and_the_explorer_agree_on_every_cell(small: dict[str, Any]) -> None:
+    # merge() turns a disagreement into an `error` cell naming both answers.
+    assert {r["engine"] for r in small["cells"].values()} == {"tlc+explorer"}
+    assert "engines disagree" not in small["proc"].stdout
+
+
+def replay(trace: Path, design: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "shift", "replay", str(trace),
+                           "--design", design], capture_output=True, text=True, timeout=300)
+
+
+def violated_cells(small: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted(k for k, r in small["cells"].items() if r["verdict"] == "violated")
+
+
+def test_explorer_counterexamples_replay_to_the_same_violation(small: dict[str, Any]) -> None:
+    cells = violated_cells(small)
+    assert len(cells) >= 15
+    for design, prop in cells:
+        trace = small["work"] / "cex" / f"{design}-{prop}.trace.jsonl"
+        proc = replay(trace, design)
+        assert proc.returncode == 0, proc.stderr
+        verdict = proc.stdout.strip().splitlines()[-1]
+        assert verdict.startswith("violates: ") and prop in verdict, (design, prop, verdict)
+
+
+def test_tlc_counterexamples_replay_through_the_model(small: dict[str, Any]) -> None:
+    """TLC's ITF traces are state traces: replay checks every state against the model's."""
+    for design, prop in violated_cells(small):
+        path = Path(cell(small, design, prop)["counterexample"])
+        proc = replay(path if path.is_absolute() else small["work"] / path, design)
+        assert proc.returncode == 0, proc.stderr
+        assert prop in proc.stdout.strip().splitlines()[-1], (design, prop, proc.stdout)
 
 
 def test_the_table_is_printed(small: dict[str, Any]) -> None:
