@@ -15,7 +15,7 @@ from pathlib import Path
 from shift.errors import UsageError
 from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
-from shift.model.next import Model
+from shift.model.next import Model, NotEnabled
 from shift.model.observe import changes, observe
 from shift.model.replay import judge, load_any, validate
 from shift.model.tla import to_tla
@@ -45,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
     model = Model(load_design(args.design, catalog), load_bound(args.bound, catalog))
     events, itf_states = load_any(args.trace)
     invariants = [p for p in catalog.invariants]
-    result = judge(model, events, invariants, temporal="Liveness" in catalog.temporal)
+    try:
+        result = judge(model, events, invariants, temporal="Liveness" in catalog.temporal)
+    except NotEnabled as e:
+        raise NotEnabled(f"{args.trace}: {e}") from None
     if itf_states is not None:
         validate(result.states, itf_states, str(args.trace))
     breaks: dict[int, list[str]] = {}
