@@ -113,9 +113,9 @@ def render_trace(catalog: Catalog, trace: Trace, limit: int = 160,
     return out
 
 
-def counterexample(catalog: Catalog, v: Verdict, detail: bool) -> list[str]:
+def counterexample(catalog: Catalog, v: Verdict, detail: bool, bound: str = "") -> list[str]:
     kind = "as expected" if v.matches else "UNEXPECTED"
-    why = catalog.designs[v.design].violates.get(v.property, "")
+    why = catalog.designs[v.design].at(bound).violates.get(v.property, "")
     head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
     if v.counterexample is not None:
         head.append(f"  trace: {v.counterexample}")

@@ -109,3 +109,40 @@ def test_shift_refuses_rather_than_apply_an_atomic_twice(tmp_path: Path) -> None
     # The layer holds an error completion for the FADD, for the application to poll.
     held = last["buffered"]["A"]
     assert any(c["wr"] == fadd and c["status"] != "SUCCESS" for c in held)
+
+
+def test_a_declaration_per_bound_applies_at_that_bound_only(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text() + '\n[designs.NoFailover.violates_at.small]\n'
+                    'ExactlyOnceExecution = "claimed, wrongly, at the small bound"\n')
+    proc = check(spec, "--design", "NoFailover", "--engine", "explorer", "--json", "s.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    small = json.loads((tmp_path / "s.json").read_text())["results"]
+    eo = next(r for r in small if r["property"] == "ExactlyOnceExecution")
+    assert (eo["verdict"], eo["expected"]) == ("holds", "violated")
+    proc = check(spec, "--design", "NoFailover", "--engine", "explorer", "--bound", "default",
+                 "--json", "d.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    default = json.loads((tmp_path / "d.json").read_text())["results"]
+    assert {r["expected"] for r in default if r["property"] == "ExactlyOnceExecution"} == {
+        "holds"}
+
+
+def test_a_declaration_for_an_unknown_bound_is_an_error(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text() + '\n[designs.Shift.violates_at.huge]\n'
+                    'Liveness = "no such bound"\n')
+    proc = check(spec, "--design", "Shift")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "designs.Shift.violates_at.huge: unknown bound (bounds: small, default, large)" \
+        in proc.stderr, proc.stderr
+
+
+def test_the_packaged_large_declarations_name_their_findings() -> None:
+    spec = Path(str(resources.files("shift.spec")))
+    raw = tomllib.loads((spec / "designs.toml").read_text())
+    large = raw["designs"]["Shift"]["violates_at"]["large"]
+    assert set(large) == {"CompletionIntegrity", "Liveness"}
+    assert "F4" in large["CompletionIntegrity"] and "F2" in large["Liveness"]

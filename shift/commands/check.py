@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs {args.jobs}: must be at least 1")
     catalog = load_catalog(args.spec_dir.resolve() if args.spec_dir else None)
     bound = catalog.bound(args.bound)
-    designs = [catalog.design(name) for name in (args.design or catalog.designs)]
+    designs = [catalog.design(name).at(bound.name) for name in (args.design or catalog.designs)]
     workers = max(1, (os.cpu_count() or 1) // min(args.jobs, len(designs)))
     lock = threading.Lock()
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         for v in verdicts:
             if v.verdict == "violated":
                 detail = args.verbose or not v.matches
-                print("\n".join(report.counterexample(catalog, v, detail)) + "\n")
+                print("\n".join(report.counterexample(catalog, v, detail, bound.name)) + "\n")
     print(f"Trilemma table, bound {bound.name}:")
     print(report.table(catalog, verdicts))
     for v in verdicts:

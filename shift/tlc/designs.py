@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,15 @@ class Design:
     module: str
     summary: str
     violates: dict[str, str]  # property -> why it is expected to fail
+    # bound -> more properties expected to fail at that bound only (and why)
+    violates_at: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def expected(self, prop: str) -> str:
         return VIOLATED if prop in self.violates else HOLDS
+
+    def at(self, bound: str) -> Design:
+        """The design's declaration at one bound: its own violations plus the bound's."""
+        return replace(self, violates={**self.violates, **self.violates_at.get(bound, {})})
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,19 @@ def _defined_operators(spec_dir: Path) -> set[str]:
     return names
 
 
-def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str]) -> Design:
+def _violations(path: Path, key: str, raw: Any, props: list[str]) -> dict[str, str]:
+    violates = _table(path, key, raw)
+    for prop, why in violates.items():
+        if prop not in props:
+            raise SpecError(f"{path}: {key}.{prop}: unknown property "
+                            f"(properties: {', '.join(props)})")
+        if not isinstance(why, str):
+            raise SpecError(f"{path}: {key}.{prop} must be a reason string")
+    return dict(violates)
+
+
+def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
+            bounds: list[str]) -> Design:
     table = _table(path, f"designs.{name}", raw)
     module = table.get("module")
     if not isinstance(module, str):
@@ -106,14 +124,14 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str]) -
     if not (spec_dir / f"{module}.tla").is_file():
         raise SpecError(
             f"{path}: designs.{name}.module = {module!r}: no {module}.tla in {spec_dir}")
-    violates = _table(path, f"designs.{name}.violates", table.get("violates", {}))
-    for prop, why in violates.items():
-        if prop not in props:
-            raise SpecError(f"{path}: designs.{name}.violates.{prop}: unknown property "
-                            f"(properties: {', '.join(props)})")
-        if not isinstance(why, str):
-            raise SpecError(f"{path}: designs.{name}.violates.{prop} must be a reason string")
-    return Design(name, module, str(table.get("summary", "")), dict(violates))
+    violates = _violations(path, f"designs.{name}.violates", table.get("violates", {}), props)
+    key = f"designs.{name}.violates_at"
+    violates_at = {}
+    for bound, more in _table(path, key, table.get("violates_at", {})).items():
+        if bound not in bounds:
+            raise SpecError(f"{path}: {key}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
+        violates_at[bound] = _violations(path, f"{key}.{bound}", more, props)
+    return Design(name, module, str(table.get("summary", "")), violates, violates_at)
 
 
 def load_catalog(spec_dir: Path | None = None) -> Catalog:
@@ -138,7 +156,7 @@ def load_catalog(spec_dir: Path | None = None) -> Catalog:
         for name, b in _table(path, "bounds", raw.get("bounds", {})).items()
         if _table(path, f"bounds.{name}", b) is not None
     }
-    designs = {name: _design(path, name, d, spec_dir, props)
+    designs = {name: _design(path, name, d, spec_dir, props, list(bounds))
                for name, d in _table(path, "designs", raw.get("designs", {})).items()}
     if not designs:
         raise SpecError(f"{path}: no [designs.NAME] table")
