@@ -17,6 +17,7 @@ Prop = Callable[[pr.Program, pr.State], z3.BoolRef]
 
 def find_violation(p: pr.Program, d: pr.Design, prop: Prop, depth: int,
                    assume: z3.BoolRef | None = None, step: int = 4,
+                   hint: Callable[[pr.State], z3.BoolRef] | None = None,
                    timeout_ms: int = 30_000) -> tuple[z3.CheckSatResult, list[str]]:
     """Search for a trace of at most `depth` steps from Init to a state violating prop."""
     names = pr.action_names(p, d)
@@ -31,6 +32,11 @@ def find_violation(p: pr.Program, d: pr.Design, prop: Prop, depth: int,
         nxt = pr.fresh(p.n, str(k))
         act = z3.Int(f"act_{k}")
         s.add(pr.next_(p, d, states[-1], nxt, act, stutter=True))
+        if hint is not None:  # a proved invariant: true of every reachable state
+            s.add(hint(nxt))
+        if acts:  # stutter only at the end: one representative per trace length
+            stut = len(names)
+            s.add(z3.Implies(acts[-1] == stut, act == stut))
         states.append(nxt)
         acts.append(act)
         if k % step and k != depth:

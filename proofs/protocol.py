@@ -114,8 +114,24 @@ class Program:
         return v
 
     def wellformed(self) -> z3.BoolRef:
+        """Any op, signaled flag and value; region 0 or 1; a notification writes no
+        region (as in Workloads.tla: DataAtNotification compares memory with the value
+        *before* the notification, so a WRITE_WITH_IMM carrying data would break it by
+        definition)."""
         return conj([z3.And(z3.Or(*[self.op[w] == o for o in OPS.values()]),
-                            z3.Or(self.region[w] == 0, self.region[w] == 1))
+                            z3.Or(self.region[w] == 0, self.region[w] == 1),
+                            z3.Implies(self.two_sided(w), self.region[w] == 0))
+                     for w in range(1, self.n + 1)])
+
+    def no_reuse(self) -> z3.BoolRef:
+        """No buffer reuse: at most one WR writes the region."""
+        return conj([z3.Not(z3.And(self.writer(v), self.writer(w)))
+                     for v in range(1, self.n + 1) for w in range(v + 1, self.n + 1)])
+
+    def nccl_signaling(self) -> z3.BoolRef:
+        """Only notifications and atomics are signaled (NCCL's Simple protocol: bulk
+        WRITEs unsignaled, the WRITE_WITH_IMM signaled)."""
+        return conj([z3.Implies(self.sig[w], z3.Or(self.two_sided(w), self.atomic(w)))
                      for w in range(1, self.n + 1)])
 
     def num_notes(self) -> z3.ArithRef:

@@ -10,7 +10,7 @@ from shift import __version__
 from shift.errors import ShiftError
 
 # One module per subcommand, each with register(subparsers).
-COMMANDS = ["shift.commands.check", "shift.commands.replay"]
+COMMANDS = ["shift.commands.check", "shift.commands.replay", "shift.commands.prove"]
 
 
 def parser() -> argparse.ArgumentParser:

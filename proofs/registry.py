@@ -1,0 +1,18 @@
+"""Every theorem `shift prove` runs, in order: the trilemma first, then the protocol."""
+
+from __future__ import annotations
+
+from shift.proofs import achievability, cases, impossibility, safety, transport
+from shift.proofs.core import Theorem
+
+THEOREMS: list[Theorem] = [
+    *transport.THEOREMS,
+    *impossibility.THEOREMS,
+    *cases.THEOREMS,
+    *achievability.THEOREMS,
+    *safety.THEOREMS,
+]
+
+
+def by_name(name: str) -> Theorem | None:
+    return next((t for t in THEOREMS if t.name == name), None)

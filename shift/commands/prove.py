@@ -1,0 +1,97 @@
+"""`shift prove`: decide every theorem of shift.proofs with Z3 and print the table.
+
+Each theorem is expected to be proved, or refuted where the theorem is a counterexample
+(SHIFT losing exactly-once, say). Exit status: 0 when every status is the expected one,
+1 when one is not (or Z3 answers unknown), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from shift.errors import UsageError
+from shift.proofs.core import Result, run
+from shift.proofs.registry import THEOREMS, by_name
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("prove", help="prove the trilemma and SHIFT's invariants with Z3",
+                       description=__doc__)
+    p.add_argument("--theorem", action="append", metavar="NAME",
+                   help="run only this theorem (repeatable; default: all)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--list", action="store_true", help="list the theorems and exit")
+    p.add_argument("--verbose", action="store_true",
+                   help="print each theorem's statement, formula and witness")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(run=run_prove)
+
+
+def _select(names: list[str] | None) -> list:
+    if not names:
+        return list(THEOREMS)
+    chosen = []
+    for name in names:
+        t = by_name(name)
+        if t is None:
+            raise UsageError(f"unknown theorem {name!r}; `shift prove --list` lists them")
+        chosen.append(t)
+    return chosen
+
+
+def _table(results: list[Result]) -> str:
+    rows = [("theorem", "status", "expected", "seconds")]
+    rows += [(r.theorem.name, r.verdict.status if r.as_expected
+              else r.verdict.status.upper(), r.theorem.expected, f"{r.seconds:.2f}")
+             for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _as_json(r: Result) -> dict:
+    return {"theorem": r.theorem.name, "group": r.theorem.group,
+            "statement": r.theorem.statement, "formula": r.theorem.formula,
+            "status": r.verdict.status, "expected": r.theorem.expected,
+            "as_expected": r.as_expected, "seconds": round(r.seconds, 3),
+            "detail": r.verdict.detail, "witness": r.verdict.witness}
+
+
+def run_prove(args: argparse.Namespace) -> int:
+    theorems = _select(args.theorem)
+    if args.list:
+        for t in theorems:
+            print(f"{t.name}: {t.statement}")
+        return 0
+    results = []
+    for k, t in enumerate(theorems, 1):
+        if not args.quiet:
+            print(f"[prove] {k}/{len(theorems)} {t.name} ...", file=sys.stderr, flush=True)
+        r = run(t)
+        results.append(r)
+        if not args.quiet:
+            print(f"[prove] {t.name}: {r.verdict.status} in {r.seconds:.1f} s"
+                  f"{'; ' + r.verdict.detail if r.verdict.detail else ''}",
+                  file=sys.stderr, flush=True)
+        if args.verbose or not r.as_expected:
+            print(f"{t.name}: {t.statement}\n  formula: {t.formula}\n  {r.verdict.status}: "
+                  f"{r.verdict.detail}")
+            for line in r.verdict.witness:
+                print(f"    {line}")
+            print()
+    print(_table(results))
+    bad = [r for r in results if not r.as_expected]
+    total = sum(r.seconds for r in results)
+    print(f"\n{len(results) - len(bad)} of {len(results)} theorems as expected "
+          f"in {total:.1f} s" + (f"; not as expected: {', '.join(r.theorem.name for r in bad)}"
+                                  if bad else ""))
+    if args.json:
+        args.json.write_text(json.dumps({"results": [_as_json(r) for r in results]},
+                                        indent=2) + "\n")
+    return 1 if bad else 0
