@@ -1,0 +1,316 @@
+"""Differential testing: one event trace drives the model and the C implementation.
+
+The model (`shift.model`) is the oracle: it equals the TLA+ specification. Each event of a
+trace (Init first) is applied to the model and, translated by `Bridge`, to a
+`shift.impl.Connection`; after every step the observable projections are compared field
+by field (`COMPARED`), and the properties the design declares it keeps are checked on the
+implementation's observation (`observed_violations`). This module is the only place where
+the model and the implementation meet (DESIGN.md section 2); docs/differential.md explains
+what is compared, what cannot be, and why.
+
+Mapping of the model's abstract program (Workloads.tla) onto real work requests:
+- WR w of the program is `Wr(id=w, op, region, value, signaled)`; notifications carry
+  their WR id as immediate data, so B's completion names the sender's WR as `rcvSeen` does;
+  inline payloads, so a replay carries the value posted (the model's WRs are values);
+- region r is the r-th 8-byte slot of B's registered memory (the model has one region);
+- `PostRecv(B, r)` posts receive WR id r; a receive completion names it (`recv`);
+- the fabric runs with the bound's `MaxRetries`, the connection with `probe="instant"`
+  (the spec's reconnect is its probe) and `ctl_retries=0`; every other event is the
+  implementation's event of the same name and arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shift.impl import Fabric, Wr
+from shift.model.events import Event
+from shift.model.next import Model, NotEnabled
+from shift.model.observe import observe
+from shift.model.properties import INVARIANTS
+from shift.model.state import (
+    REGIONS,
+    SUCCESS,
+    State,
+    note_wr,
+    notes_before,
+    value_after,
+)
+from shift.tlc.designs import load_catalog
+
+# The fields of the observable projection (spec/State.tla's names) compared after every step.
+COMPARED = ("sndSeen", "rcvSeen", "layer", "recvDone", "peerCtr", "sentCtr", "replayed",
+            "fence")
+
+# The designs both sides implement (spec/designs.toml and shift.impl.Design).
+DESIGNS = ("Shift", "NaiveReplay", "NoFailover")
+
+# Invariants that are functions of the observation alone, checked on the implementation's.
+# ExactlyOnceExecution and AtomicSafety count executions at the responder NIC, which no
+# application observes (opacity); Opacity and ZeroCopy are structural for a design.
+OBSERVABLE_INVARIANTS = ("NotificationIntegrity", "DataAtNotification", "CompletionIntegrity")
+
+
+def wr_of(program: Sequence[Any], w: int) -> Wr:
+    """Program WR w (1-based) as the implementation's work request."""
+    x = program[w - 1]
+    return Wr(id=w, op=x.op, region=x.region, value=x.value, signaled=x.signaled)
+
+
+class Bridge:
+    """The implementation side of a trace: a fabric and a connection for one design."""
+
+    def __init__(self, design: str, max_retries: int, program: Sequence[Any]):
+        self.program = tuple(program)
+        self.fabric = Fabric(retries=max_retries)
+        self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
+                                        probe="instant", ctl_retries=0)
+
+    def close(self) -> None:
+        self.fabric.close()
+
+    def apply(self, ev: Event) -> object:
+        """Apply one model event (not Init) to the implementation; what the call returned."""
+        c = self.conn
+        n, a = ev.name, ev.args
+        if n == "PostSend":
+            return c.post_send(a[0], wr_of(self.program, a[1]))
+        if n == "PostRecv":
+            return c.post_recv(a[0], a[1])
+        if n == "PollCq":
+            return c.poll_cq(a[0])
+        if n == "Progress":
+            return c.progress(a[0])
+        return c.apply((n, *a))
+
+    def observation(self) -> dict[str, Any]:
+        return self.conn.observe().as_dict()
+
+
+# -- the properties, on an observation ------------------------------------------------
+
+def _notes(obs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in obs["rcvSeen"] if e["status"] == SUCCESS]
+
+
+def observed_violations(obs: dict[str, Any], program: Sequence[Any], posted: int,
+                        kept: Iterable[str]) -> list[str]:
+    """Which of the kept observable invariants the observation breaks (Properties.tla's
+    definitions restricted to what an application sees: CompletionIntegrity's post order
+    and at-most-once; its "success only for an executed WR" needs the responder's state)."""
+    prog = tuple(program)
+    bad: list[str] = []
+    kept = set(kept)
+    if "NotificationIntegrity" in kept:
+        limit = notes_before(prog, posted)
+        for i, e in enumerate(_notes(obs), 1):
+            if i > limit or e["wr"] != note_wr(prog, i) or e["recv"] != i:
+                bad.append("NotificationIntegrity")
+                break
+    if "DataAtNotification" in kept and any(
+            e["mem"][r] != value_after(prog, r, e["wr"] - 1)
+            for e in _notes(obs) for r in REGIONS):
+        bad.append("DataAtNotification")
+    if "CompletionIntegrity" in kept:
+        wrs = [e["wr"] for e in obs["sndSeen"]]
+        if any(a >= b for a, b in zip(wrs, wrs[1:], strict=False)):
+            bad.append("CompletionIntegrity")
+    return bad
+
+
+def kept_invariants(design: str, bound: str) -> tuple[str, ...]:
+    """The observable invariants the design declares it keeps at the bound (designs.toml)."""
+    d = load_catalog().design(design).at(bound)
+    return tuple(p for p in OBSERVABLE_INVARIANTS if p not in d.violates)
+
+
+# Findings the C core fixes on purpose (native/README.md): design -> invariants the model
+# breaks (the design declares it at some bound) and the implementation keeps. A run stops
+# at the step where the model first breaks one; there the implementation's observation
+# must keep it, which is the check that replaces equality from then on.
+IMPL_FIXES: dict[str, tuple[str, ...]] = {
+    # F4: the C core holds a skipped notification's completion behind the replayed WRs
+    # before it, and completes a replayed WR that preceded a received notification as the
+    # success it was; the spec shows WR 2 SUCCESS then WR 1 WR_FLUSH_ERR.
+    "Shift": ("CompletionIntegrity",),
+}
+
+
+# -- the runner -------------------------------------------------------------------------
+
+@dataclass
+class Divergence:
+    """Where the two sides part: the step (1-based event index of the trace), the event,
+    and what differs (the compared fields, or the invariants the implementation broke)."""
+
+    step: int
+    event: Event
+    fields: dict[str, tuple[Any, Any]]  # name -> (model, implementation)
+    violated: list[str] = field(default_factory=list)
+    error: str | None = None  # the implementation raised
+
+    def __str__(self) -> str:
+        lines = [f"step {self.step}: {self.event}"]
+        if self.error:
+            lines.append(f"  the implementation raised: {self.error}")
+        for name, (m, i) in self.fields.items():
+            lines.append(f"  {name}: model {m!r}")
+            lines.append(f"  {' ' * len(name)}  impl  {i!r}")
+        if self.violated:
+            lines.append(f"  the implementation's observation breaks {', '.join(self.violated)}")
+        return "\n".join(lines)
+
+
+@dataclass
+class Run:
+    events: list[Event]
+    states: list[State]
+    divergence: Divergence | None
+    gap: str | None = None  # why the run stopped early without a verdict on the rest
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+
+def normalise(obs: dict[str, Any]) -> dict[str, Any]:
+    """The projection as compared: equal to `obs` except where the two sides differ by
+    an abstraction, each case named here and in docs/differential.md.
+
+    - Error is terminal on both sides and nothing reads the peer's counter there: the
+      spec's DeliverControl stores a counter arriving at a host in Error, the
+      implementation discards every control message in Error. A host's `peerCtr` is
+      not compared while that host is in Error.
+    """
+    out = dict(obs)
+    out["peerCtr"] = {h: (None if obs["layer"][h] == "Error" else v)
+                      for h, v in obs["peerCtr"].items()}
+    return out
+
+
+def compare(model_obs: dict[str, Any], impl_obs: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    mo, io = normalise(model_obs), normalise(impl_obs)
+    return {k: (model_obs[k], impl_obs[k]) for k in COMPARED if mo[k] != io[k]}
+
+
+def gap(s: State, ev: Event) -> str | None:
+    """Why event ev from model state s leaves the fragment where the two sides can be
+    compared step by step, or None. One case: a cumulative ACK that covers a READ or an
+    atomic whose own response was lost. The spec completes it (with the value 0); an RC
+    NIC, simnic included, takes the ACK as an implicit NAK and retransmits the READ or
+    atomic to get its response, which takes a Timeout the spec does not enable then."""
+    if ev.name != "Deliver" or ev.args[1] != "BtoA":
+        return None
+    i = ev.args[0] - 1
+    ch = s.wire[i][1]
+    if not ch or ch[0].kind != "ack" or s.qp[0][i] != "RTS" or ch[0].psn < s.una[i]:
+        return None
+    covered = s.sq[i][s.una[i] - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
+    if any(s.program[w - 1].op in ("READ", "FADD", "CAS") for w in covered):
+        return "a cumulative ACK covers a READ/atomic whose response was lost (implicit NAK)"
+    return None
+
+
+def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None = None) -> Run:
+    """Drive both sides with the trace; stop at the first divergence. NotEnabled when an
+    event cannot happen in the model (the trace is not one of the spec's behaviours)."""
+    events = list(events)
+    if not events:
+        raise NotEnabled("an empty trace (it starts with Init)")
+    kept = tuple(kept_invariants(model.design.name, model.bound.name) if kept is None
+                 else kept)
+    s = model.init(events[0])
+    states = [s]
+    bridge = Bridge(model.design.name, model.bound.max_retries, s.program)
+    try:
+        for k, ev in enumerate(events[1:], 2):
+            why = gap(s, ev)
+            if why is not None:
+                return Run(events[:k - 1], states, None, f"event {k}, {ev}: {why}")
+            t = model.step(s, ev)
+            if t is None:
+                raise NotEnabled(f"event {k}, {ev}, is not enabled in the model")
+            s = t
+            states.append(s)
+            try:
+                bridge.apply(ev)
+            except Exception as e:  # noqa: BLE001 - any failure of the impl is a divergence
+                return Run(events[:k], states, Divergence(k, ev, {}, error=repr(e)))
+            mo, io = observe(s).as_dict(), bridge.observation()
+            fixed = [p for p in IMPL_FIXES.get(model.design.name, ())
+                     if not INVARIANTS[p](s)]
+            if fixed:
+                bad = observed_violations(io, s.program, s.posted, fixed)
+                if bad:
+                    return Run(events[:k], states, Divergence(k, ev, {}, bad))
+                return Run(events[:k], states, None,
+                           f"event {k}, {ev}: the model breaks {', '.join(fixed)}, "
+                           "which the implementation keeps on purpose (and does)")
+            diff = compare(mo, io)
+            bad = observed_violations(io, s.program, s.posted, kept)
+            if diff or bad:
+                return Run(events[:k], states, Divergence(k, ev, diff, bad))
+        return Run(events, states, None)
+    finally:
+        bridge.close()
+
+
+def report(model: Model, run: Run) -> str:
+    """A readable step-by-step account of a run: each event, and where the sides part."""
+    lines = [f"{model.design.name} at bound {model.bound.name}: {len(run.events)} events"]
+    for k, ev in enumerate(run.events, 1):
+        lines.append(f"  {k:>2}. {ev}")
+    if run.divergence:
+        lines.append(str(run.divergence))
+    return "\n".join(lines)
+
+
+# -- trace generation -------------------------------------------------------------------
+
+def in_flight(s: State) -> bool:
+    """Are WRs in flight: posted and not completed at A, or packets on a wire?"""
+    return bool(s.pending) or any(ch for path in s.wire for ch in path)
+
+
+FAULT_WEIGHT = 4  # how much likelier a fault is while WRs are in flight
+
+
+def weighted(model: Model, s: State) -> list[Event]:
+    """The enabled events, each repeated by its weight: faults FAULT_WEIGHT times while
+    WRs are in flight (so they land where they hurt), once at rest; without those that
+    leave the comparable fragment (`gap`)."""
+    out: list[Event] = []
+    busy = in_flight(s)
+    for ev in model.enabled(s):
+        if gap(s, ev) is not None:
+            continue
+        n = FAULT_WEIGHT if busy and ev.name in FAULT_NAMES else 1
+        out.extend([ev] * n)
+    return out
+
+
+FAULT_NAMES = frozenset({"Drop", "LinkDown", "NicFail", "NicRecover", "LinkUp"})
+
+
+def trace_from_choices(model: Model, choices: Sequence[int]) -> list[Event]:
+    """The trace a list of numbers picks: the first picks the workload, each next one an
+    event among the weighted enabled events (modulo their number); it ends early when
+    nothing is enabled. Small numbers pick early events, so shrinking the numbers
+    shrinks the trace."""
+    inits = model.initial_states()
+    if not choices:
+        return [inits[0][0]]
+    ev0, s = inits[choices[0] % len(inits)]
+    events = [ev0]
+    for c in choices[1:]:
+        options = weighted(model, s)
+        if not options:
+            break
+        ev = options[c % len(options)]
+        t = model.step(s, ev)
+        assert t is not None
+        events.append(ev)
+        s = t
+    return events

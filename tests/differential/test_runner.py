@@ -1,0 +1,133 @@
+"""The runner and its mapping: it catches a wrong implementation, every documented
+difference between the two sides is real (the implementation does differ there) and
+narrow (the same difference elsewhere is still reported), and the generator biases
+faults towards WRs in flight."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from diff_helpers import CORPUS
+from shift.model.events import load_trace, make
+from shift.model.next import Model
+
+from shift import differential as D
+
+
+def random_runs(model: Model, n: int, seed: int) -> list[D.Run]:
+    rng = random.Random(seed)
+    return [D.run_trace(model, D.trace_from_choices(
+        model, [rng.randrange(1 << 16) for _ in range(61)])) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("model_design", "impl_design"),
+                         [("Shift", "NaiveReplay"), ("NaiveReplay", "Shift"),
+                          ("NoFailover", "Shift")])
+def test_a_different_implementation_diverges(monkeypatch, model_design, impl_design) -> None:
+    """Driving one design's model against another design's implementation must diverge."""
+    init = D.Bridge.__init__
+
+    def wrong(self, design, retries, program):  # type: ignore[no-untyped-def]
+        init(self, impl_design, retries, program)
+
+    monkeypatch.setattr(D.Bridge, "__init__", wrong)
+    runs = random_runs(Model.load(model_design, "default"), 60, 1)
+    assert sum(r.divergence is not None for r in runs) >= 10
+
+
+def test_random_runs_agree_and_reach_every_failover_state() -> None:
+    model = Model.load("Shift", "default")
+    runs = random_runs(model, 150, 2)
+    assert all(r.ok for r in runs), next(D.report(model, r) for r in runs if not r.ok)
+    layers = {h for r in runs for s in r.states for h in s.layer}
+    assert layers == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
+
+
+def test_the_error_state_peer_counter_difference_is_real_and_narrow() -> None:
+    """A in Error: the spec stores B's counter, the implementation discards it."""
+    model = Model.load("Shift", "small")
+    events = load_trace(CORPUS / "Shift/small/error-discards-peer-counter.jsonl")
+    states = model.run(events)
+    bridge = D.Bridge("Shift", 0, states[0].program)
+    try:
+        for ev in events[1:]:
+            bridge.apply(ev)
+        io = bridge.observation()
+    finally:
+        bridge.close()
+    assert states[-1].layer[0] == "Error" and io["layer"]["A"] == "Error"
+    assert states[-1].peerCtr[0] == 0 and io["peerCtr"]["A"] == -1
+    # the same values outside Error are a divergence
+    base = {k: None for k in D.COMPARED}
+    m = {**base, "layer": {"A": "Fallback", "B": "Fallback"}, "peerCtr": {"A": 0, "B": 0}}
+    i = {**m, "peerCtr": {"A": -1, "B": 0}}
+    assert set(D.compare(m, i)) == {"peerCtr"}
+    assert D.compare({**m, "layer": {"A": "Error", "B": "Fallback"}},
+                     {**i, "layer": {"A": "Error", "B": "Fallback"}}) == {}
+
+
+def test_the_implicit_nak_is_real() -> None:
+    """After a cumulative ACK covering an atomic whose response was lost, the model has
+    completed the atomic, the implementation has not (it will retransmit it)."""
+    model = Model.load("NoFailover", "small")
+    events = load_trace(CORPUS / "NoFailover/small/implicit-nak-atomic.jsonl")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is not None and "implicit NAK" in run.gap
+    states = model.run(events + [make("PollCq", "A")])
+    assert [e.wr for e in states[-1].sndSeen] == [1]
+    bridge = D.Bridge("NoFailover", 0, states[0].program)
+    try:
+        for ev in events[1:]:
+            bridge.apply(ev)
+        assert bridge.apply(make("PollCq", "A")) is None
+        assert bridge.observation()["sndSeen"] == []
+    finally:
+        bridge.close()
+    # the generator never picks such an event
+    s = states[-3]
+    assert make("Deliver", 1, "BtoA") in model.enabled(s)
+    assert make("Deliver", 1, "BtoA") not in D.weighted(model, s)
+
+
+def test_f4_stops_the_comparison_only_where_the_model_breaks_the_property() -> None:
+    model = Model.load("Shift", "large")
+    events = load_trace(CORPUS / "Shift/large/f4-completion-order.jsonl")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is not None and "CompletionIntegrity" in run.gap
+    assert len(run.events) == len(events)
+    # every earlier prefix is compared in full, and agrees
+    prefix = D.run_trace(model, events[:-1])
+    assert prefix.ok and prefix.gap is None
+
+
+@pytest.mark.parametrize(("prop", "obs"), [
+    ("NotificationIntegrity", {"sndSeen": [], "rcvSeen": [
+        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 1}},
+        {"wr": 2, "recv": 2, "status": "SUCCESS", "mem": {1: 1}}]}),
+    ("DataAtNotification", {"sndSeen": [], "rcvSeen": [
+        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 0}}]}),
+    ("CompletionIntegrity", {"sndSeen": [{"wr": 2, "status": "SUCCESS"},
+                                         {"wr": 1, "status": "WR_FLUSH_ERR"}], "rcvSeen": []}),
+])
+def test_each_observable_invariant_is_checked(prop: str, obs: dict) -> None:
+    program = Model.load("Shift", "small").init(make("Init", 1)).program
+    assert D.observed_violations(obs, program, 2, D.OBSERVABLE_INVARIANTS) == [prop]
+    assert D.observed_violations(obs, program, 2, ()) == []
+
+
+def test_faults_are_biased_towards_wrs_in_flight() -> None:
+    model = Model.load("Shift", "default")
+    s = model.init(make("Init", 1))
+    s = model.step(s, make("PostSend", "A", 1))
+    assert s is not None and D.in_flight(s)
+    w = D.weighted(model, s)
+    assert w.count(make("LinkDown", 1)) == D.FAULT_WEIGHT
+    assert w.count(make("Transmit", "A", 1)) == 1
+
+
+def test_kept_invariants_follow_the_declarations() -> None:
+    assert D.kept_invariants("Shift", "default") == ("NotificationIntegrity",
+                                                     "CompletionIntegrity")
+    assert D.kept_invariants("Shift", "large") == ("NotificationIntegrity",)
+    assert D.kept_invariants("NoFailover", "large") == D.OBSERVABLE_INVARIANTS
