@@ -10,7 +10,8 @@ from shift import __version__
 from shift.errors import ShiftError
 
 # One module per subcommand, each with register(subparsers).
-COMMANDS = ["shift.commands.check", "shift.commands.replay", "shift.commands.prove"]
+COMMANDS = ["shift.commands.check", "shift.commands.replay", "shift.commands.prove",
+            "shift.commands.fuzz"]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -314,3 +314,36 @@ def trace_from_choices(model: Model, choices: Sequence[int]) -> list[Event]:
         events.append(ev)
         s = t
     return events
+
+
+# -- shrinking ----------------------------------------------------------------------
+
+def diverges(model: Model, events: Sequence[Event]) -> bool:
+    """Does the trace diverge (False when it is not a behaviour of the model)?"""
+    try:
+        return run_trace(model, events).divergence is not None
+    except NotEnabled:
+        return False
+
+
+def shrink(model: Model, events: Sequence[Event], budget: int = 2000) -> list[Event]:
+    """A shorter trace that still diverges: greedily drop events (the model must still
+    allow every event left), then try smaller workloads, until nothing more goes or the
+    budget of runs is spent. The first event (Init) stays first."""
+    best = list(events)
+    runs = 0
+    changed = True
+    while changed and runs < budget:
+        changed = False
+        k = len(best) - 1
+        while k >= 1 and runs < budget:
+            cand = best[:k] + best[k + 1:]
+            runs += 1
+            if diverges(model, cand):
+                best, changed = cand, True
+            k -= 1
+        # everything after the divergence is irrelevant
+        run = run_trace(model, best)
+        if run.divergence is not None and len(run.events) < len(best):
+            best, changed = run.events, True
+    return best

@@ -1,0 +1,68 @@
+"""`shift fuzz`: a campaign's summary and exit status; a divergence is shrunk, saved and
+exits 1; bad arguments are one line and exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from shift.model.events import load_trace
+from shift.model.next import Model
+
+from shift import differential as D
+from shift.cli import main
+
+
+def test_a_clean_campaign_exits_0_with_a_summary(tmp_path: Path, capsys) -> None:
+    rc = main(["fuzz", "--examples", "40", "--design", "Shift", "--bound", "default",
+               "--seed", "3", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert "Shift" in out and "40 traces" in out and "no divergence" in out
+    assert "steps/s" in err and "states" in err
+    assert not list(tmp_path.rglob("*.jsonl"))
+
+
+def test_seconds_and_workers(tmp_path: Path, capsys) -> None:
+    rc = main(["fuzz", "--seconds", "2", "--workers", "2", "--design", "NoFailover",
+               "--out", str(tmp_path)])
+    out, _ = capsys.readouterr()
+    assert rc == 0, out
+    line = next(ln for ln in out.splitlines() if "NoFailover" in ln)
+    assert int(line.split()[1]) >= 20  # traces run
+
+
+def test_a_divergence_exits_1_with_a_shrunk_saved_trace(tmp_path: Path, capsys,
+                                                        monkeypatch) -> None:
+    init = D.Bridge.__init__
+
+    def wrong(self, design, retries, program):  # type: ignore[no-untyped-def]
+        init(self, "NaiveReplay", retries, program)
+
+    monkeypatch.setattr(D.Bridge, "__init__", wrong)
+    rc = main(["fuzz", "--examples", "40", "--design", "Shift", "--bound", "default",
+               "--out", str(tmp_path)])
+    out, _ = capsys.readouterr()
+    assert rc == 1
+    saved = list(tmp_path.rglob("*.jsonl"))
+    assert len(saved) == 1 and f"saved: {saved[0]}" in out
+    assert saved[0].parent == tmp_path / "Shift" / "default"
+    events = load_trace(saved[0])
+    model = Model.load("Shift", "default")
+    run = D.run_trace(model, events)
+    assert run.divergence is not None and len(run.events) == len(events)
+    # shrunk: no single event can go
+    for k in range(1, len(events)):
+        assert not D.diverges(model, events[:k] + events[k + 1:])
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--design", "Staging"], "unknown design 'Staging'"),
+    (["--bound", "huge"], "unknown bound 'huge'"),
+    (["--examples", "0"], "--examples"),
+    (["--workers", "0"], "--workers"),
+])
+def test_bad_arguments_are_one_line(args: list[str], says: str, capsys) -> None:
+    assert main(["fuzz", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
