@@ -88,6 +88,24 @@ class Bridge:
     def observation(self) -> dict[str, Any]:
         return self.conn.observe().as_dict()
 
+    def wire_len(self, path: int, direction: str) -> int:
+        return self.fabric.wire(path, direction)
+
+    def acts(self, ev: Event) -> bool:
+        """Apply ev and say whether the implementation did anything: for an event the
+        model does not enable, it must not (PollCq: no completion and no failover state
+        change; Progress: no step; Transmit: no packet)."""
+        c = self.conn
+        if ev.name == "PollCq":
+            h = ev.args[0]
+            before = c.host_state(h)
+            return c.poll_cq(h) is not None or c.host_state(h) != before
+        if ev.name == "Progress":
+            return c.progress(ev.args[0]) != "none"
+        if ev.name == "Transmit":
+            return c.transmit(*ev.args)
+        raise ValueError(f"no enabledness probe for {ev.name}")
+
 
 # -- the properties, on an observation ------------------------------------------------
 
@@ -136,6 +154,32 @@ IMPL_FIXES: dict[str, tuple[str, ...]] = {
     # success it was; the spec shows WR 2 SUCCESS then WR 1 WR_FLUSH_ERR.
     "Shift": ("CompletionIntegrity",),
 }
+
+
+# Events whose enabledness is compared after every step (docs/differential.md): each one
+# the model does not enable is applied to the implementation, which must do nothing; a
+# Deliver is enabled in the model exactly when its channel holds a packet, and so must the
+# implementation's channel. Timeout is not compared (the implementation's timers may fire
+# while packets are in flight; the spec's only on a quiet wire), nor the faults (the
+# bound's fault budget is the model's, not the fabric's).
+PROBED = tuple(Event(n, a) for n, a in (
+    [("Transmit", ("A", p)) for p in (1, 2)] + [("PollCq", (h,)) for h in ("A", "B")]
+    + [("Progress", (h,)) for h in ("A", "B")]))
+CHANNELS = tuple((p, d) for p in (1, 2) for d in ("AtoB", "BtoA"))
+
+
+def enabledness(model: Model, s: State, bridge: Bridge) -> dict[str, tuple[Any, Any]]:
+    """Where the two sides disagree on what can happen next: name -> (model, impl)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for p, d in CHANNELS:
+        m, i = len(s.wire[p - 1][0 if d == "AtoB" else 1]) > 0, bridge.wire_len(p, d) > 0
+        if m != i:
+            out[f"Deliver({p}, {d}) enabled"] = (m, i)
+    for ev in PROBED:
+        if model.step(s, ev) is None and bridge.acts(ev):
+            out[f"{ev} enabled"] = (False, True)
+            break  # the implementation moved: the rest would compare other states
+    return out
 
 
 # -- the runner -------------------------------------------------------------------------
@@ -250,6 +294,8 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                            "which the implementation keeps on purpose (and does)")
             diff = compare(mo, io)
             bad = observed_violations(io, s.program, s.posted, kept)
+            if not diff and not bad:
+                diff = enabledness(model, s, bridge)
             if diff or bad:
                 return Run(events[:k], states, Divergence(k, ev, diff, bad))
         return Run(events, states, None)
