@@ -223,14 +223,18 @@ def normalise(obs: dict[str, Any]) -> dict[str, Any]:
     """The projection as compared: equal to `obs` except where the two sides differ by
     an abstraction, each case named here and in docs/differential.md.
 
-    - Error is terminal on both sides and nothing reads the peer's counter there: the
-      spec's DeliverControl stores a counter arriving at a host in Error, the
-      implementation discards every control message in Error. A host's `peerCtr` is
-      not compared while that host is in Error.
+    - Error is terminal on both sides and nothing reads the failover bookkeeping there:
+      the spec's DeliverControl stores a counter arriving at a host in Error, the
+      implementation discards every control message in Error; the spec keeps A's fence
+      when the backup path fails in WaitDrained, the implementation reports a fence
+      only in WaitDrained. A host's `peerCtr`, and A's `fence`, are not compared while
+      that host is in Error.
     """
     out = dict(obs)
     out["peerCtr"] = {h: (None if obs["layer"][h] == "Error" else v)
                       for h, v in obs["peerCtr"].items()}
+    if obs["layer"]["A"] == "Error":
+        out["fence"] = None
     return out
 
 
@@ -320,41 +324,49 @@ def in_flight(s: State) -> bool:
     return bool(s.pending) or any(ch for path in s.wire for ch in path)
 
 
-FAULT_WEIGHT = 4  # how much likelier a fault is while WRs are in flight
-
-
-def weighted(model: Model, s: State) -> list[Event]:
-    """The enabled events, each repeated by its weight: faults FAULT_WEIGHT times while
-    WRs are in flight (so they land where they hurt), once at rest; without those that
-    leave the comparable fragment (`gap`)."""
-    out: list[Event] = []
-    busy = in_flight(s)
-    for ev in model.enabled(s):
-        if gap(s, ev) is not None:
-            continue
-        n = FAULT_WEIGHT if busy and ev.name in FAULT_NAMES else 1
-        out.extend([ev] * n)
-    return out
-
-
+# The chance that a step is a fault (when one is enabled): while WRs are in flight, so
+# that faults land where they hurt, and rarely at rest. Out of 1000.
+FAULT_SHARE_BUSY = 150
+FAULT_SHARE_REST = 30
 FAULT_NAMES = frozenset({"Drop", "LinkDown", "NicFail", "NicRecover", "LinkUp"})
+
+
+def options(model: Model, s: State) -> tuple[list[Event], list[Event]]:
+    """The enabled events as (faults, the others), without those that leave the
+    comparable fragment (`gap`)."""
+    faults: list[Event] = []
+    others: list[Event] = []
+    for ev in model.enabled(s):
+        if gap(s, ev) is None:
+            (faults if ev.name in FAULT_NAMES else others).append(ev)
+    return faults, others
+
+
+def pick(model: Model, s: State, c: int) -> Event | None:
+    """The event number c picks in state s (None when nothing is enabled): c % 1000 decides
+    fault or not (a fault when it is among the top FAULT_SHARE_*), c // 1000 which one.
+    Zero picks the first ordinary event, so shrinking numbers removes faults first."""
+    faults, others = options(model, s)
+    share = FAULT_SHARE_BUSY if in_flight(s) else FAULT_SHARE_REST
+    if faults and (not others or c % 1000 >= 1000 - share):
+        return faults[(c // 1000) % len(faults)]
+    if others:
+        return others[(c // 1000) % len(others)]
+    return None
 
 
 def trace_from_choices(model: Model, choices: Sequence[int]) -> list[Event]:
     """The trace a list of numbers picks: the first picks the workload, each next one an
-    event among the weighted enabled events (modulo their number); it ends early when
-    nothing is enabled. Small numbers pick early events, so shrinking the numbers
-    shrinks the trace."""
+    event (`pick`); it ends early when nothing is enabled."""
     inits = model.initial_states()
     if not choices:
         return [inits[0][0]]
     ev0, s = inits[choices[0] % len(inits)]
     events = [ev0]
     for c in choices[1:]:
-        options = weighted(model, s)
-        if not options:
+        ev = pick(model, s, c)
+        if ev is None:
             break
-        ev = options[c % len(options)]
         t = model.step(s, ev)
         assert t is not None
         events.append(ev)

@@ -1,0 +1,230 @@
+"""Testing the tests: build the C core with one seeded bug at a time and show that the
+differential suite catches every one within its normal budget (issue 6, item 5).
+
+    python tests/differential/seeded_bugs.py [--examples 500] [--save] [--only NAME]
+
+Each mutant is a textual change of native/src/ that must match exactly once (so that a
+change of the C sources cannot silently unseed a bug). The mutated sources are compiled
+with cffi into a private copy of shift.impl._native; a subprocess loads it in place of the
+real one and runs the differential campaign (the suite's generator, designs and bounds,
+at most --examples traces per design and bound) until the first divergence, which it
+shrinks. The script prints the kill table and exits 1 unless every mutant is killed. With
+--save, each mutant's shrunk killing trace goes to tests/corpus/DESIGN/BOUND/, where
+test_corpus.py replays it against the real core for ever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NATIVE = ROOT / "native"
+CORPUS = ROOT / "tests" / "corpus"
+BOUNDS = ("default", "large")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str  # under native/src
+    old: str
+    new: str
+    what: str
+
+
+MUTANTS = (
+    Mutant("no-counter-filter", "shift.c",
+           "if (is_shift(e) && NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr) {",
+           "if (0 && is_shift(e) && NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr) {",
+           "the replay skips nothing: notifications the peer received are sent again"),
+    Mutant("replay-before-receives", "shift.c",
+           "e->state == SHIFT_STATE_FALLBACK && e->peer_ctr >= 0 && !e->replayed",
+           "e->state == SHIFT_STATE_FALLBACK && !e->replayed",
+           "sends are replayed before the peer reposted its receives (and sent its counter)"),
+    Mutant("atomic-not-refused", "shift.c",
+           "(atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE))",
+           "((p->flags & PF_INELIGIBLE))",
+           "an outstanding atomic does not refuse the failover"),
+    Mutant("doorbell-before-fence", "shift.c",
+           "            path = 1;\n            nodb = 1;",
+           "            path = 1;\n            nodb = 0;",
+           "WRs after the fence ring the default doorbell before the fence drains"),
+    Mutant("fence-ignored", "shift.c",
+           "    return !p || (p->flags & PF_DONE);",
+           "    (void)p;\n    return 1;",
+           "fail-back releases the held WRs without waiting for the fence"),
+    Mutant("responder-no-drain", "shift.c",
+           "    drain(e, 1);\n    e->epoch++;",
+           "    if (is_req(e))\n        drain(e, 1);\n    e->epoch++;",
+           "the responder answers with a counter that misses executed, unpolled notifications"),
+    Mutant("completion-twice", "shift.c",
+           "                if (p->wr.send_flags & SHIFT_SEND_SIGNALED)\n"
+           "                    buf_send(e, p, SHIFT_WC_SUCCESS);\n"
+           "                pend_done(e, p);\n            }\n            continue;",
+           "                if (p->wr.send_flags & SHIFT_SEND_SIGNALED)\n"
+           "                    buf_send(e, p, SHIFT_WC_SUCCESS);\n"
+           "                buf_send(e, p, SHIFT_WC_SUCCESS);\n"
+           "                pend_done(e, p);\n            }\n            continue;",
+           "a skipped notification's completion is reported twice"),
+    Mutant("first-failed-off-by-one", "simnic.c",
+           "qp_fail(qp, qp->una, SHIFT_WC_RETRY_EXC_ERR);",
+           "qp_fail(qp, qp->una + 1, SHIFT_WC_RETRY_EXC_ERR);",
+           "the retry-exceeded status goes to the WR after the first failed one"),
+    Mutant("flush-status-wrong", "simnic.c",
+           "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_WR_FLUSH_ERR);",
+           "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_GENERAL_ERR);",
+           "WRs behind a failed one complete with GENERAL_ERR instead of WR_FLUSH_ERR"),
+    Mutant("duplicate-write-reexecuted", "simnic.c",
+           "        } else {\n            respond(f, qp, SYN_ACK, p->psn, 0, NULL, 0);\n"
+           "        }\n        return;",
+           "        } else {\n"
+           "            if (p->len && (op == SHIFT_WR_RDMA_WRITE ||\n"
+           "                           op == SHIFT_WR_RDMA_WRITE_WITH_IMM))\n"
+           "                memcpy((void *)(uintptr_t)p->raddr, p->data, p->len);\n"
+           "            respond(f, qp, SYN_ACK, p->psn, 0, NULL, 0);\n"
+           "        }\n        return;",
+           "the responder re-executes a duplicate WRITE"),
+)
+
+
+def mutate(src: Path, m: Mutant) -> None:
+    """Apply m to the copy of native/ at src (exactly one match, else an error)."""
+    path = src / "src" / m.file
+    text = path.read_text()
+    n = text.count(m.old)
+    if n != 1:
+        raise SystemExit(f"seeded bug {m.name}: {m.file} has {n} matches of its "
+                         f"original text (expected 1): the C sources changed")
+    path.write_text(text.replace(m.old, m.new))
+
+
+def build(m: Mutant, work: Path) -> Path:
+    """Compile the core with m into work/; the path of the extension module."""
+    from cffi import FFI
+
+    sys.path.insert(0, str(ROOT / "impl"))
+    try:
+        from _build import SOURCES, cdef_text  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    src = work / "native"
+    shutil.copytree(NATIVE / "src", src / "src")
+    shutil.copytree(NATIVE / "include", src / "include")
+    mutate(src, m)
+    ffi = FFI()
+    ffi.cdef(cdef_text())
+    ffi.set_source("_native", '#include "shift.h"\n',
+                   sources=[str(src / "src" / s) for s in SOURCES],
+                   include_dirs=[str(src / "include"), str(src / "src")],
+                   extra_compile_args=["-std=c11", "-O1", "-w"])
+    return Path(ffi.compile(tmpdir=str(work / "build")))
+
+
+# -- in the subprocess: run the campaign on the mutant core ----------------------------
+
+def load_native(so: Path) -> None:
+    """Make `shift.impl._native` the module at so (before shift.impl is imported)."""
+    spec = importlib.util.spec_from_file_location("_native", so)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules["shift.impl._native"] = mod
+
+
+def campaign(examples: int, seed: int) -> dict[str, object] | None:
+    """The first divergence of the suite's campaign, shrunk; None if it survives."""
+    import random
+
+    from shift.model.events import dumps_trace
+    from shift.model.next import Model
+
+    from shift.differential import DESIGNS, run_trace, shrink, trace_from_choices
+
+    models = [Model.load(d, b) for b in BOUNDS for d in DESIGNS]
+    rngs = [random.Random(seed * 1000 + k) for k in range(len(models))]
+    # round-robin, so that the cheapest kill is found first whatever the design
+    for n in range(examples):
+        for model, rng in zip(models, rngs, strict=True):
+            events = trace_from_choices(model, [rng.randrange(1 << 16) for _ in range(61)])
+            run = run_trace(model, events)
+            if run.divergence is not None:
+                small = shrink(model, run.events)
+                div = run_trace(model, small).divergence
+                return {"design": model.design.name, "bound": model.bound.name,
+                        "traces": n + 1, "trace": dumps_trace(small), "events": len(small),
+                        "where": str(div)}
+    return None
+
+
+def child(so: str, examples: int, seed: int) -> int:
+    load_native(Path(so))
+    print(json.dumps(campaign(examples, seed)))
+    return 0
+
+
+# -- the parent ----------------------------------------------------------------------
+
+def run_mutant(m: Mutant, examples: int, seed: int) -> tuple[dict[str, object] | None, float]:
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"shift-mutant-{m.name}-") as tmp:
+        so = build(m, Path(tmp))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run([sys.executable, __file__, "--child", str(so),
+                               "--examples", str(examples), "--seed", str(seed)],
+                              capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"seeded bug {m.name}: the campaign failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1]), time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--examples", type=int, default=500,
+                   help="traces per design and bound before a mutant survives (default 500)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--only", action="append", metavar="NAME", help="run only these mutants")
+    p.add_argument("--save", action="store_true",
+                   help="save each killing trace in tests/corpus/ (mutant-NAME.jsonl)")
+    p.add_argument("--child", metavar="SO", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        return child(args.child, args.examples, args.seed)
+    names = {m.name for m in MUTANTS}
+    for n in args.only or ():
+        if n not in names:
+            p.error(f"unknown mutant {n!r}; mutants: {', '.join(sorted(names))}")
+    mutants = [m for m in MUTANTS if not args.only or m.name in args.only]
+    rows = []
+    for m in mutants:
+        kill, secs = run_mutant(m, args.examples, args.seed)
+        rows.append((m, kill, secs))
+        verdict = (f"killed  {kill['design']}/{kill['bound']} after {kill['traces']} "
+                   f"trace(s), shrunk to {kill['events']} events" if kill else "SURVIVED")
+        print(f"{m.name:<28} {verdict}  ({secs:.0f} s)", flush=True)
+        if kill and args.save:
+            path = CORPUS / str(kill["design"]) / str(kill["bound"]) / f"mutant-{m.name}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(str(kill["trace"]))
+    killed = sum(1 for _, k, _ in rows if k)
+    print()
+    print(f"{'seeded bug':<28} {'caught by':<22} {'traces':>6}  what it breaks")
+    for m, k, _ in rows:
+        where = f"{k['design']}/{k['bound']}" if k else "-"
+        print(f"{m.name:<28} {where:<22} {k['traces'] if k else '-':>6}  {m.what}")
+    print(f"\nkilled {killed}/{len(rows)} ({100 * killed // max(len(rows), 1)}%)")
+    return 0 if killed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
