@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="events per trace after Init (default 60)")
     p.add_argument("--out", type=Path, default=Path("fuzz-corpus"), metavar="DIR",
                    help="where divergent traces are saved (default ./fuzz-corpus)")
+    p.add_argument("--replay", type=Path, metavar="TRACE",
+                   help="run one saved trace (JSON Lines) through both sides instead, step "
+                        "by step, and show where they part (one --design)")
     p.set_defaults(run=run)
 
 
@@ -119,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-events must be at least 1")
     if args.examples is None and args.seconds is None:
         args.examples = 500
+    if args.replay is not None:
+        return replay(args, designs)
 
     total = {d: Batch(d) for d in designs}
     start = time.monotonic()
@@ -199,4 +204,27 @@ def run(args: argparse.Namespace) -> int:
               f"`shift replay --design DESIGN --bound {args.bound} TRACE` (the model side)")
         return 1
     print("no divergence")
+    return 0
+
+
+def replay(args: argparse.Namespace, designs: list[str]) -> int:
+    """`--replay TRACE`: the trace through model and implementation; 1 if they part."""
+    from shift.differential import report, run_trace
+    from shift.model.events import load_trace
+    from shift.model.next import Model, NotEnabled
+
+    if len(designs) != 1:
+        raise UsageError("--replay runs one trace on one design: give --design NAME")
+    model = Model.load(designs[0], args.bound)
+    events = load_trace(args.replay)
+    try:
+        run = run_trace(model, events)
+    except NotEnabled as e:
+        raise NotEnabled(f"{args.replay}: {e}") from None
+    print(report(model, run))
+    if run.gap:
+        print(f"stopped early: {run.gap}")
+    if run.divergence is not None:
+        return 1
+    print("model and implementation agree" + (" up to there" if run.gap else ""))
     return 0

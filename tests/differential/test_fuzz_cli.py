@@ -66,3 +66,44 @@ def test_bad_arguments_are_one_line(args: list[str], says: str, capsys) -> None:
     assert main(["fuzz", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
+
+
+def test_replay_shows_both_sides_agree_on_a_corpus_trace(capsys) -> None:
+    trace = Path(__file__).parent.parent / "corpus/Shift/large/f4-completion-order.jsonl"
+    assert main(["fuzz", "--replay", str(trace), "--design", "Shift", "--bound", "large"]) == 0
+    out = capsys.readouterr().out
+    assert "19. PollCq(A)" in out and "CompletionIntegrity" in out and "agree" in out
+
+
+def test_replay_of_a_divergent_trace_exits_1(tmp_path: Path, capsys, monkeypatch) -> None:
+    init = D.Bridge.__init__
+
+    def wrong(self, design, retries, program):  # type: ignore[no-untyped-def]
+        init(self, "NaiveReplay", retries, program)
+
+    monkeypatch.setattr(D.Bridge, "__init__", wrong)
+    trace = Path(__file__).parent.parent / "corpus/Shift/default/mutant-no-counter-filter.jsonl"
+    assert main(["fuzz", "--replay", str(trace), "--design", "Shift", "--bound",
+                 "default"]) == 1
+    out = capsys.readouterr().out
+    assert "model" in out and "impl" in out and "step" in out
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('{"event": "Init", "workload": 1}\n{"event": "Bogus"}\n', ":2: unknown event 'Bogus'"),
+    ('{"event": "Init", "workload": 1}\n{"event": "PollCq", "host": "A"\n', ":2: not JSON"),
+    ('{"event": "Init", "workload": 1}\n{"event": "PollCq", "host": "A"}\n',
+     "event 2, PollCq(A), is not enabled"),
+])
+def test_replay_of_a_bad_trace_is_one_line(tmp_path: Path, text: str, says: str,
+                                           capsys) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(text)
+    assert main(["fuzz", "--replay", str(path), "--design", "Shift"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and str(path) in err[0]
+
+
+def test_replay_needs_one_design(capsys) -> None:
+    assert main(["fuzz", "--replay", "x.jsonl"]) == 2
+    assert "--design" in capsys.readouterr().err
