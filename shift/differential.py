@@ -245,10 +245,17 @@ def compare(model_obs: dict[str, Any], impl_obs: dict[str, Any]) -> dict[str, tu
 
 def gap(s: State, ev: Event) -> str | None:
     """Why event ev from model state s leaves the fragment where the two sides can be
-    compared step by step, or None. One case: a cumulative ACK that covers a READ or an
-    atomic whose own response was lost. The spec completes it (with the value 0); an RC
-    NIC, simnic included, takes the ACK as an implicit NAK and retransmits the READ or
-    atomic to get its response, which takes a Timeout the spec does not enable then."""
+    compared step by step, or None. A WR held behind a fence that failed (below), or a
+    cumulative ACK that covers a READ or an atomic whose own response was lost. The spec
+    completes it (with the value 0); an RC NIC, simnic included, takes the ACK as an
+    implicit NAK and retransmits the READ or atomic to get its response, which takes a
+    Timeout the spec does not enable then."""
+    if ev.name == "Transmit" and ev.args[1] == 1 and s.layer[0] == "Error" and s.fence \
+            and s.nxt[0] <= len(s.sq[0]) and s.sq[0][s.nxt[0] - 1] > s.fence:
+        # docs/findings.md, "a WR held behind a failed fence": the spec's Transmit holds
+        # the default path only in WaitDrained, so when the backup path fails under the
+        # fence the held WRs go out; the C core keeps them held (its doorbell is never rung).
+        return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
     if ev.name != "Deliver" or ev.args[1] != "BtoA":
         return None
     i = ev.args[0] - 1
