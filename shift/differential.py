@@ -256,6 +256,14 @@ def gap(s: State, ev: Event) -> str | None:
         # the default path only in WaitDrained, so when the backup path fails under the
         # fence the held WRs go out; the C core keeps them held (its doorbell is never rung).
         return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
+    if ev.name == "Deliver" and ev.args[1] == "AtoB":
+        ch = s.wire[ev.args[0] - 1][0]
+        if ch and ch[0].kind == "ctl" and ch[0].what == "counter" \
+                and s.layer[1] == "Fallback" and s.sentCtr[1] and s.peerCtr[1] >= 0:
+            # docs/findings.md: A's second failover while B still sits in the first one
+            # (the fail-back notice was lost): the spec's B stores the counter and never
+            # answers; the C core sees a newer epoch, recounts and answers (native/README.md).
+            return "A's counter of a second failover reaches B still in the first one"
     if ev.name != "Deliver" or ev.args[1] != "BtoA":
         return None
     i = ev.args[0] - 1
