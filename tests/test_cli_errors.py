@@ -14,6 +14,7 @@ import pytest
 from test_declarations import spec_copy
 
 from shift.cli import main
+from shift.tlc.java import find_java
 
 
 def shift(*args: str, cwd: Path, env: dict[str, str] | None = None,
@@ -143,3 +144,38 @@ def test_tlc_killed_mid_run(tmp_path: Path) -> None:
     assert "Traceback" not in err
     assert "error" in out and "killed by SIGKILL" in out
     assert "Shift" in out.split("Trilemma table")[1]
+
+
+def flaky_java(tmp_path: Path, failures: int) -> Path:
+    """A `java` that fails like a crashing TLC for its first `failures` runs, then is Java."""
+    java = find_java()
+    count = tmp_path / "runs"
+    script = tmp_path / "java"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}\n'
+        f'if [ "$n" -lt {failures} ]; then\n'
+        '  echo "Exception in thread main java.lang.InternalError: injected"; exit 1\nfi\n'
+        f'exec {java} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_a_tlc_that_fails_once_is_run_again(tmp_path: Path) -> None:
+    java = flaky_java(tmp_path, failures=1)
+    proc = shift("check", "--design", "NoFailover", "--engine", "tlc", cwd=tmp_path,
+                 env={"SHIFT_JAVA": str(java)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("TLC failed (TLC exited with status 1: Exception in thread main "
+            "java.lang.InternalError: injected") in proc.stderr
+    assert "running it once more" in proc.stderr
+
+
+def test_a_tlc_that_fails_twice_is_an_error_cell(tmp_path: Path) -> None:
+    java = flaky_java(tmp_path, failures=2)
+    proc = shift("check", "--design", "NoFailover", "--engine", "tlc", cwd=tmp_path,
+                 env={"SHIFT_JAVA": str(java)})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "error: NoFailover ExactlyOnceExecution: TLC exited with status 1: Exception" \
+        in proc.stdout
+    assert (tmp_path / "runs").read_text().strip() == "2"

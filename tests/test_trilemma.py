@@ -51,8 +51,15 @@ def last_state(small: dict[str, Any], design: str, prop: str) -> dict[str, Any]:
     return trace["states"][-1]
 
 
+def summary(proc: subprocess.CompletedProcess[str]) -> str:
+    """The table, its error lines and the last progress lines: what explains a failure."""
+    out = proc.stdout
+    table = out[out.find("Trilemma table"):] if "Trilemma table" in out else out[-4000:]
+    return table + "\n" + "\n".join(proc.stderr.splitlines()[-30:])
+
+
 def test_every_verdict_matches_its_declaration(small: dict[str, Any]) -> None:
-    assert small["proc"].returncode == 0, small["proc"].stdout + small["proc"].stderr
+    assert small["proc"].returncode == 0, summary(small["proc"])
     assert {d for d, _ in small["cells"]} == set(DESIGNS)
     for r in small["cells"].values():
         assert r["verdict"] == r["expected"], r
@@ -61,7 +68,7 @@ def test_every_verdict_matches_its_declaration(small: dict[str, Any]) -> None:
 def test_tlc_and_the_explorer_agree_on_every_cell(small: dict[str, Any]) -> None:
     # merge() turns a disagreement into an `error` cell naming both answers.
     assert {r["engine"] for r in small["cells"].values()} == {"tlc+explorer"}
-    assert "engines disagree" not in small["proc"].stdout
+    assert "engines disagree" not in small["proc"].stdout, summary(small["proc"])
 
 
 def replay(trace: Path, design: str) -> subprocess.CompletedProcess[str]:
@@ -124,7 +131,7 @@ def test_the_table_is_printed(small: dict[str, Any]) -> None:
 )
 def test_trilemma_cell(small: dict[str, Any], design: str, prop: str, verdict: str) -> None:
     r = cell(small, design, prop)
-    assert r["verdict"] == verdict
+    assert r["verdict"] == verdict, r
     assert (r["counterexample"] is not None) == (verdict == "violated")
     assert r["states"] > 0
 

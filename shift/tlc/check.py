@@ -14,7 +14,16 @@ from pathlib import Path
 from shift.tlc.designs import HOLDS, VIOLATED, Bound, Catalog, Design
 from shift.tlc.itf import write_itf
 from shift.tlc.output import Trace
-from shift.tlc.runner import INVARIANT, OK, TEMPORAL, RunConfig, RunResult, run_tlc
+from shift.tlc.runner import (
+    ERROR,
+    INVARIANT,
+    OK,
+    TEMPORAL,
+    Progress,
+    RunConfig,
+    RunResult,
+    run_tlc,
+)
 
 ERROR_VERDICT = "error"
 
@@ -51,6 +60,18 @@ def _verdict(design: Design, prop: str, verdict: str, run: RunResult, out_dir: P
                    run.seconds, cex, run.trace, run.message, run=run_no)
 
 
+def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: Progress,
+         report: Report, name: str) -> RunResult:
+    """One TLC run, repeated once if TLC itself failed (an exception of its own, not a
+    violation, a spec error or a signal): a transient failure should not decide a cell,
+    and one that repeats is reported as the error it is."""
+    run = run_tlc(cfg, invariants, temporal, progress)
+    if run.outcome == ERROR and run.crashed:
+        report(f"{name}: TLC failed ({run.message}); running it once more")
+        run = run_tlc(cfg, invariants, temporal, progress)
+    return run
+
+
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                  workers: int, heap_mb: int, report: Report) -> list[Verdict]:
     cfg = RunConfig(catalog.spec_dir, design.module, bound.constants, workers, heap_mb)
@@ -61,7 +82,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
     remaining = list(catalog.invariants)
     runs = 0
     while remaining:
-        run, runs = run_tlc(cfg, remaining, [], progress), runs + 1
+        run, runs = _run(cfg, remaining, [], progress, report, design.name), runs + 1
         if run.outcome == INVARIANT and run.violated in remaining:
             verdicts[run.violated] = _verdict(design, run.violated, VIOLATED, run, out_dir, bound,
                                               runs)
@@ -82,7 +103,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
             return [verdicts[p] for p in catalog.properties]
         break
     for prop in catalog.temporal:
-        run, runs = run_tlc(cfg, [], [prop], progress), runs + 1
+        run, runs = _run(cfg, [], [prop], progress, report, design.name), runs + 1
         verdict = {OK: HOLDS, TEMPORAL: VIOLATED}.get(run.outcome, ERROR_VERDICT)
         if run.outcome == INVARIANT:
             run.message = "an invariant failed in a temporal-only run"

@@ -34,6 +34,7 @@ class RunResult:
     distinct: int
     seconds: float
     message: str = ""
+    crashed: bool = False  # TLC itself failed (an exception, a non-zero exit), not a signal
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,11 @@ def _interpret(cfg: RunConfig, lines: list[str], returncode: int, seconds: float
                          f"TLC was killed by {name} after {distinct:,} distinct states")
     errors = [m.text for m in messages if m.level == output.ERROR_CLASS]
     if returncode != 0 or errors:
-        reason = errors[0].splitlines()[0] if errors else f"TLC exited with status {returncode}"
-        return RunResult(ERROR, None, None, generated, distinct, seconds, reason)
+        said = [line for line in loose if line.strip()]
+        reason = (errors[0].splitlines()[0] if errors else
+                  f"TLC exited with status {returncode}" + (f": {said[-1]}" if said else ""))
+        return RunResult(ERROR, None, None, generated, distinct, seconds,
+                         f"{reason} (after {distinct:,} distinct states)", crashed=True)
     return RunResult(OK, None, None, generated, distinct, seconds)
 
 
