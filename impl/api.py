@@ -461,6 +461,12 @@ class Fabric:
     def drop(self, path: int, direction: str) -> bool:
         return self._ev(lib.sn_drop(self.handle, _path(path), _dir(direction)), "drop")
 
+    def timeout(self, host: str, path: int) -> bool:
+        """The NICs' retransmission timers of host on path fire: go-back-N, or
+        RETRY_EXC_ERR once retries are spent. Only the NIC's: `Connection.timeout` also
+        fires the failover layer's handshake timer, which the spec does not have."""
+        return self._ev(lib.sn_timeout(self.handle, _host(host), _path(path)), "timeout")
+
     def link_down(self, path: int) -> bool:
         return self._ev(lib.sn_link_down(self.handle, _path(path)), "link_down")
 

@@ -8,7 +8,10 @@ change of the C sources cannot silently unseed a bug). The mutated sources are c
 with cffi into a private copy of shift.impl._native; a subprocess loads it in place of the
 real one and runs the differential campaign (the suite's generator, designs and bounds,
 at most --examples traces per design and bound) until the first divergence, which it
-shrinks. The script prints the kill table and exits 1 unless every mutant is killed. With
+shrinks. A mutant the campaign misses
+goes to trace validation (shift.validation: the implementation leads, the model judges),
+then to the saved corpus. The script prints the kill table and exits 1 unless every
+mutant is killed. With
 --save, each mutant's shrunk killing trace goes to tests/corpus/DESIGN/BOUND/, where
 test_corpus.py replays it against the real core for ever.
 """
@@ -166,6 +169,27 @@ def campaign(examples: int, seed: int) -> dict[str, object] | None:
     return None
 
 
+def validation_kill(examples: int, seed: int) -> dict[str, object] | None:
+    """The first recorded run of this core the model rejects (tests/differential/
+    test_trace_validation.py's check: the implementation leads, the model judges)."""
+    from shift.model.next import Model
+
+    from shift.differential import DESIGNS
+    from shift.validation import describe, record, validate
+
+    models = [Model.load(d, b) for b in BOUNDS for d in DESIGNS]
+    for n in range(examples):
+        for model in models:
+            rec = record(model, model.bound.workloads[n % len(model.bound.workloads)],
+                         seed * 1000 + n)
+            verdict = validate(model, rec)
+            if not verdict.ok:
+                return {"design": model.design.name, "bound": model.bound.name,
+                        "traces": f"validation:{n + 1}", "trace": describe(rec),
+                        "events": len(rec.events), "where": verdict.failure}
+    return None
+
+
 def corpus_kill() -> dict[str, object] | None:
     """The first trace of tests/corpus/ that diverges on this core (the suite replays them
     all), for a mutant the generated traces missed."""
@@ -187,21 +211,27 @@ def corpus_kill() -> dict[str, object] | None:
     return None
 
 
-def child(so: str, examples: int, seed: int) -> int:
+def child(so: str, examples: int, seed: int, validation_only: bool) -> int:
     load_native(Path(so))
-    print(json.dumps(campaign(examples, seed) or corpus_kill()))
+    if validation_only:
+        print(json.dumps(validation_kill(examples, seed)))
+    else:
+        print(json.dumps(campaign(examples, seed) or validation_kill(examples, seed)
+                         or corpus_kill()))
     return 0
 
 
 # -- the parent ----------------------------------------------------------------------
 
-def run_mutant(m: Mutant, examples: int, seed: int) -> tuple[dict[str, object] | None, float]:
+def run_mutant(m: Mutant, examples: int, seed: int, validation_only: bool = False,
+               ) -> tuple[dict[str, object] | None, float]:
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"shift-mutant-{m.name}-") as tmp:
         so = build(m, Path(tmp))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run([sys.executable, __file__, "--child", str(so),
-                               "--examples", str(examples), "--seed", str(seed)],
+                               "--examples", str(examples), "--seed", str(seed)]
+                              + (["--validation-only"] if validation_only else []),
                               capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         raise SystemExit(f"seeded bug {m.name}: the campaign failed:\n{proc.stderr}")
@@ -217,10 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", metavar="NAME", help="run only these mutants")
     p.add_argument("--save", action="store_true",
                    help="save each killing trace in tests/corpus/ (mutant-NAME.jsonl)")
+    p.add_argument("--validation-only", action="store_true",
+                   help="judge each mutant by trace validation alone (no campaign, no corpus)")
     p.add_argument("--child", metavar="SO", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        return child(args.child, args.examples, args.seed)
+        return child(args.child, args.examples, args.seed, args.validation_only)
     names = {m.name for m in MUTANTS}
     for n in args.only or ():
         if n not in names:
@@ -228,12 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     mutants = [m for m in MUTANTS if not args.only or m.name in args.only]
     rows = []
     for m in mutants:
-        kill, secs = run_mutant(m, args.examples, args.seed)
+        kill, secs = run_mutant(m, args.examples, args.seed, args.validation_only)
         rows.append((m, kill, secs))
         verdict = (f"killed  {kill['design']}/{kill['bound']} after {kill['traces']} "
                    f"trace(s), shrunk to {kill['events']} events" if kill else "SURVIVED")
         print(f"{m.name:<28} {verdict}  ({secs:.0f} s)", flush=True)
-        if kill and args.save and not str(kill["traces"]).startswith("corpus:"):
+        if kill and args.save and str(kill["traces"]).isdigit():
             path = CORPUS / str(kill["design"]) / str(kill["bound"]) / f"mutant-{m.name}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(str(kill["trace"]))
@@ -243,8 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     for m, k, _ in rows:
         where = f"{k['design']}/{k['bound']}" if k else "-"
         print(f"{m.name:<28} {where:<22} {k['traces'] if k else '-':>6}  {m.what}")
-    print("(traces: generated traces until the first divergence; corpus:NAME when only a "
-          "saved corpus trace caught it)")
+    print("(traces: generated traces until the first divergence; validation:N when only "
+          "trace validation caught it, after N recorded runs per design and bound; "
+          "corpus:NAME when only a saved corpus trace did)")
     print(f"\nkilled {killed}/{len(rows)} ({100 * killed // max(len(rows), 1)}%)")
     return 0 if killed == len(rows) else 1
 

@@ -1,0 +1,202 @@
+"""Trace validation: the implementation runs on its own, the model judges the recording.
+
+The differential runner (`shift.differential`) lets the model choose every event, so it
+only ever asks the implementation to do what the spec can do. Here the implementation
+leads: a seeded random scheduler picks among the calls an application, the fabric and
+the fault injector can make (posts, polls, `progress`, transmit, deliver, timeouts, drops,
+link and NIC faults and recoveries), applies them to a `shift.impl.Connection`, and
+records each call that did something, with the observation after it. The recording is
+then checked against the model: every recorded step must be a step the model allows
+from where it is, and leave the same observation (and B's memory).
+
+The scheduler keeps to the environment of a bound, as the spec's environment does: the
+fault and drop budgets and the faulty paths of `spec/designs.toml`, recoveries only where
+the bound recovers, and a retransmission timer that fires only on a quiet path (the
+spec's timeout abstraction, docs/differential.md). Everything else is the
+implementation's own choice. The documented differences of docs/differential.md end a
+validation early (`gap`), as they end a differential run.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from shift.differential import (
+    IMPL_FIXES,
+    Bridge,
+    compare,
+    gap,
+    wr_of,
+)
+from shift.model.events import Event
+from shift.model.next import Model
+from shift.model.observe import observe
+from shift.model.properties import INVARIANTS
+from shift.model.state import SUCCESS, WRITERS, State, notes_before, num_notes, program
+
+FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is possible
+CHANNELS = tuple((p, d) for p in (1, 2) for d in ("AtoB", "BtoA"))
+
+
+@dataclass
+class Step:
+    event: Event
+    observation: dict[str, Any]
+    memory: tuple[int, ...]
+
+
+@dataclass
+class Recording:
+    """One run of the implementation: the workload it ran and every step that did something."""
+
+    design: str
+    bound: str
+    workload: int
+    steps: list[Step]
+
+    @property
+    def events(self) -> list[Event]:
+        return [Event("Init", (self.workload,))] + [s.event for s in self.steps]
+
+
+@dataclass
+class Verdict:
+    """The model's judgement of a recording: where it parts from the model, if it does."""
+
+    checked: int  # recorded steps checked
+    failure: str | None = None
+    gap: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+class Scheduler:
+    """Picks the implementation's next call at random, within the bound's environment."""
+
+    def __init__(self, model: Model, bridge: Bridge, rng: random.Random):
+        self.b, self.bridge, self.rng = model.bound, bridge, rng
+        self.program = bridge.program
+        self.posted = self.recv_posted = self.faults = self.drops = 0
+
+    def candidates(self) -> tuple[list[Event], list[Event]]:
+        """(ordinary calls, faults) possible now, as events of the vocabulary."""
+        fab, b = self.bridge.fabric, self.b
+        calls = [Event(n, (h,)) for n in ("PollCq", "Progress") for h in ("A", "B")]
+        calls += [Event("Transmit", ("A", p)) for p in (1, 2)]
+        if self.posted < len(self.program) and self.may_post(self.posted + 1):
+            calls.append(Event("PostSend", ("A", self.posted + 1)))
+        if self.recv_posted < num_notes(self.program):
+            calls.append(Event("PostRecv", ("B", self.recv_posted + 1)))
+        busy = {(p, d) for p, d in CHANNELS if fab.wire(p, d) > 0}
+        calls += [Event("Deliver", c) for c in sorted(busy)]
+        calls += [Event("Timeout", ("A", p)) for p in (1, 2)
+                  if (p, "AtoB") not in busy and (p, "BtoA") not in busy]
+        if b.recover:
+            calls += [Event("LinkUp", (p,)) for p in (1, 2)]
+            calls += [Event("NicRecover", (h, p)) for h in ("A", "B") for p in (1, 2)]
+        faults: list[Event] = []
+        if self.drops < b.max_drops:
+            faults += [Event("Drop", c) for c in sorted(busy) if c[0] in b.fault_paths]
+        if self.faults < b.max_faults:
+            for p in sorted(b.fault_paths):
+                faults += [Event("LinkDown", (p,))]
+                faults += [Event("NicFail", (h, p)) for h in ("A", "B")]
+        return calls, faults
+
+    def may_post(self, w: int) -> bool:
+        """The application's own flow control (NCCL's, as the spec's `CanPost`): a
+        notification only once B posted its receive WR; a WR writing a region only once
+        B's application took every notification posted before it (buffer reuse)."""
+        x = self.program[w - 1]
+        if x.note > 0 and self.recv_posted < x.note:
+            return False
+        if x.op not in WRITERS or x.region == 0:
+            return True
+        taken = sum(1 for e in self.bridge.observation()["rcvSeen"] if e["status"] == SUCCESS)
+        return taken >= notes_before(self.program, w - 1)
+
+    def pick(self) -> Event:
+        calls, faults = self.candidates()
+        if faults and self.rng.random() < FAULT_SHARE:
+            return self.rng.choice(faults)
+        return self.rng.choice(calls)
+
+    def apply(self, ev: Event) -> bool:
+        """Make the call; whether the implementation did anything (posts always count:
+        the application made them)."""
+        c, n = self.bridge.conn, ev.name
+        if n == "PostSend":
+            self.posted += 1
+            c.post_send("A", wr_of(self.program, self.posted))
+            return True
+        if n == "PostRecv":
+            self.recv_posted += 1
+            c.post_recv("B", self.recv_posted)
+            return True
+        if n in ("PollCq", "Progress", "Transmit"):
+            return self.bridge.acts(ev)
+        if n == "Timeout":  # the NIC's timer: the spec's Timeout has no handshake timer
+            return self.bridge.fabric.timeout(*ev.args)
+        acted = bool(c.apply((n, *ev.args)))
+        if acted and n == "Drop":
+            self.drops += 1
+        if acted and n in ("LinkDown", "NicFail"):
+            self.faults += 1
+        return acted
+
+
+def record(model: Model, workload: int, seed: int, length: int = 60,
+           attempts: int = 4) -> Recording:
+    """A run of the implementation of `model`'s design at its bound: up to `length`
+    recorded steps, each chosen by a scheduler seeded with `seed`."""
+    bridge = Bridge(model.design.name, model.bound.max_retries, program(workload))
+    rng = random.Random(seed)
+    sched = Scheduler(model, bridge, rng)
+    steps: list[Step] = []
+    idle = 0
+    try:
+        while len(steps) < length and idle < attempts * 16:
+            ev = sched.pick()
+            if not sched.apply(ev):
+                idle += 1
+                continue
+            idle = 0
+            steps.append(Step(ev, bridge.observation(), tuple(bridge.conn.memory())))
+    finally:
+        bridge.close()
+    return Recording(model.design.name, model.bound.name, workload, steps)
+
+
+def validate(model: Model, rec: Recording) -> Verdict:
+    """Check a recording against the model, step by step."""
+    s: State = model.init(Event("Init", (rec.workload,)))
+    for k, step in enumerate(rec.steps, 1):
+        ev = step.event
+        why = gap(s, ev)
+        if why is not None:
+            return Verdict(k - 1, gap=f"step {k}, {ev}: {why}")
+        t = model.step(s, ev)
+        if t is None:
+            return Verdict(k - 1, f"step {k}, {ev}: not a step the model allows here")
+        s = t
+        fixed = [p for p in IMPL_FIXES.get(model.design.name, ()) if not INVARIANTS[p](s)]
+        if fixed:
+            return Verdict(k, gap=f"step {k}, {ev}: the model breaks {', '.join(fixed)}, "
+                                  "which the implementation keeps on purpose")
+        diff = compare(observe(s).as_dict(), step.observation)
+        if step.memory != s.mem:
+            diff["mem"] = (s.mem, step.memory)
+        if diff:
+            lines = [f"step {k}, {ev}: the observations differ"]
+            lines += [f"  {name}: model {m!r}, impl {i!r}" for name, (m, i) in diff.items()]
+            return Verdict(k, "\n".join(lines))
+    return Verdict(len(rec.steps))
+
+
+def describe(rec: Recording) -> str:
+    """The recording as numbered steps, for a failure message."""
+    return "\n".join(f"{k:3}. {ev}" for k, ev in enumerate(rec.events))

@@ -1,0 +1,78 @@
+"""Trace validation (shift.validation): runs of the C core chosen by a seeded random
+scheduler, recorded, and every recorded step checked against the model."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+from shift.model.events import Event
+from shift.model.next import Model
+
+from shift.differential import DESIGNS
+from shift.validation import Recording, Step, describe, record, validate
+
+RUNS = 200  # recorded runs per design and bound
+BOUNDS = ("default", "large")
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+@pytest.mark.parametrize("design", DESIGNS)
+def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> None:
+    model = Model.load(design, bound)
+    seen: Counter[str] = Counter()
+    layers: set[str] = set()
+    for seed in range(RUNS):
+        rec = record(model, model.bound.workloads[seed % len(model.bound.workloads)], seed)
+        verdict = validate(model, rec)
+        assert verdict.ok, f"seed {seed}\n{describe(rec)}\n{verdict.failure}"
+        seen.update(s.event.name for s in rec.steps[:verdict.checked])
+        layers |= {v for s in rec.steps for v in s.observation["layer"].values()}
+    # The scheduler reaches what matters: faults with traffic, timeouts, failovers.
+    assert seen["NicFail"] > 0 and seen["LinkDown"] > 0 and seen["Drop"] > 0, seen
+    assert seen["Timeout"] > 0 and seen["Deliver"] > 100, seen
+    if design != "NoFailover":
+        assert "Fallback" in layers, layers
+
+
+@pytest.fixture(scope="module")
+def shift_run() -> tuple[Model, Recording]:
+    model = Model.load("Shift", "default")
+    for seed in range(RUNS):
+        rec = record(model, 1, seed)
+        if any(s.observation["layer"]["A"] == "Fallback" for s in rec.steps):
+            return model, rec
+    raise AssertionError("no recorded run of SHIFT failed over")
+
+
+def test_a_wrong_observation_is_named_with_its_step(shift_run: tuple[Model, Recording]) -> None:
+    model, rec = shift_run
+    k = next(i for i, s in enumerate(rec.steps) if s.observation["layer"]["A"] == "Fallback")
+    steps = list(rec.steps)
+    obs = {**steps[k].observation, "layer": {"A": "Default", "B": "Default"}}
+    steps[k] = Step(steps[k].event, obs, steps[k].memory)
+    verdict = validate(model, dataclasses.replace(rec, steps=steps))
+    assert not verdict.ok and verdict.checked == k + 1
+    assert verdict.failure.startswith(f"step {k + 1}, {steps[k].event}: the observations differ")
+    assert "layer: model {'A': 'Fallback'" in verdict.failure
+
+
+def test_a_step_the_model_does_not_allow_is_named(shift_run: tuple[Model, Recording]) -> None:
+    model, rec = shift_run
+    # A delivery on the backup path before anything was sent there.
+    steps = [Step(Event("Deliver", (2, "AtoB")), {}, ()), *rec.steps]
+    verdict = validate(model, dataclasses.replace(rec, steps=steps))
+    assert verdict.failure == "step 1, Deliver(2, AtoB): not a step the model allows here"
+    # The recording's own steps, one dropped: the model parts from the implementation.
+    k = next(i for i, s in enumerate(rec.steps) if s.event.name == "PostSend")
+    verdict = validate(model, dataclasses.replace(rec, steps=rec.steps[:k] + rec.steps[k + 1:]))
+    assert not verdict.ok and verdict.failure.startswith("step ")
+
+
+def test_a_recording_is_reproducible_from_its_seed() -> None:
+    model = Model.load("Shift", "large")
+    a, b = record(model, 3, 7), record(model, 3, 7)
+    assert [s.event for s in a.steps] == [s.event for s in b.steps]
+    assert [s.observation for s in a.steps] == [s.observation for s in b.steps]
+    assert record(model, 3, 8).events != a.events
