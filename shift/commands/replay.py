@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="use this copy of the specification instead of the packaged one")
     p.add_argument("--verbose", action="store_true",
                    help="print every variable that changes, not only what an observer sees")
+    p.add_argument("--impl", action="store_true",
+                   help="run it through the C implementation too and show where the two part "
+                        "(as `shift fuzz --replay`; event traces, designs the core implements)")
     p.set_defaults(run=run)
 
 
@@ -42,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.spec_dir.resolve() if args.spec_dir else None)
     if args.design not in catalog.designs:
         raise UsageError(f"unknown design {args.design!r}; designs: {', '.join(catalog.designs)}")
+    if args.impl:
+        return both_sides(args)
     model = Model(load_design(args.design, catalog), load_bound(args.bound, catalog))
     events, itf_states = load_any(args.trace)
     invariants = [p for p in catalog.invariants]
@@ -81,3 +86,15 @@ def run(args: argparse.Namespace) -> int:
         violated.append(f"Liveness ({result.liveness})")
     print(f"violates: {', '.join(violated) if violated else 'nothing'}")
     return 0
+
+
+def both_sides(args: argparse.Namespace) -> int:
+    from shift.commands.fuzz import replay
+    from shift.differential import DESIGNS
+
+    if args.design not in DESIGNS:
+        raise UsageError(f"--impl: the C core implements {', '.join(DESIGNS)}, "
+                         f"not {args.design}")
+    if args.trace.name.endswith(".itf.json"):
+        raise UsageError(f"--impl: {args.trace} is a state trace; give an event trace (.jsonl)")
+    return replay(argparse.Namespace(replay=args.trace, bound=args.bound), [args.design])

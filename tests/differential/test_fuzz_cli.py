@@ -107,3 +107,23 @@ def test_replay_of_a_bad_trace_is_one_line(tmp_path: Path, text: str, says: str,
 def test_replay_needs_one_design(capsys) -> None:
     assert main(["fuzz", "--replay", "x.jsonl"]) == 2
     assert "--design" in capsys.readouterr().err
+
+
+CORPUS = Path(__file__).resolve().parents[1]
+
+
+def test_shift_replay_impl_shows_where_the_sides_part(capsys) -> None:
+    trace = CORPUS / "corpus-open" / "Shift" / "large" / "flushed-receive-after-failback.jsonl"
+    assert main(["replay", str(trace), "--design", "Shift", "--bound", "large", "--impl"]) == 1
+    out = capsys.readouterr().out
+    assert "step 36: Deliver(1, AtoB)" in out and "impl  True" in out
+    agree = CORPUS / "corpus" / "Shift" / "small" / "error-discards-peer-counter.jsonl"
+    assert main(["replay", str(agree), "--design", "Shift", "--impl"]) == 0
+    assert "model and implementation agree" in capsys.readouterr().out
+
+
+def test_shift_replay_impl_refuses_what_it_cannot_run(tmp_path: Path, capsys) -> None:
+    assert main(["replay", str(tmp_path / "t.itf.json"), "--design", "Shift", "--impl"]) == 2
+    assert "state trace" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "t.jsonl"), "--design", "Staging", "--impl"]) == 2
+    assert "the C core implements" in capsys.readouterr().err
