@@ -21,6 +21,7 @@ Mapping of the model's abstract program (Workloads.tla) onto real work requests:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,8 +139,10 @@ def observed_violations(obs: dict[str, Any], program: Sequence[Any], posted: int
     return bad
 
 
+@functools.cache
 def kept_invariants(design: str, bound: str) -> tuple[str, ...]:
-    """The observable invariants the design declares it keeps at the bound (designs.toml)."""
+    """The observable invariants the design declares it keeps at the bound (designs.toml,
+    the packaged one: read once per process)."""
     d = load_catalog().design(design).at(bound)
     return tuple(p for p in OBSERVABLE_INVARIANTS if p not in d.violates)
 
