@@ -179,8 +179,9 @@ def progress(s: State, d: Design, b: Bound, host: str) -> State | None:
 
 def deliver_control(s: State, d: Design, b: Bound, p: int, direction: str) -> State | None:
     """A control message arrives at a live QP: the peer's counter, or the fail-back notice
-    on which B moves its receive WRs back to the default QP and holds the backup CQ's good
-    completions."""
+    on which B holds the backup CQ's good completions, drops the rest of that CQ, and
+    reposts on the default QP every receive WR still owed to its application (those on
+    the backup QP, and those the backup NIC flushed if it failed meanwhile)."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind != "ctl":
@@ -195,9 +196,10 @@ def deliver_control(s: State, d: Design, b: Bound, p: int, direction: str) -> St
     if alive and m.what == "failback" and s.layer[1] == FALLBACK:
         good = good_prefix(s.cq[1][1])
         recvs = {c.recv for c in good}
+        owed = tuple(r for r in s.rpend if r not in recvs and r not in s.rq[0])
         return s._replace(
-            wire=rest, rq=(s.rq[0] + s.rq[1], ()),
-            cq=set_in(s.cq, 1, 1, s.cq[1][1][len(good):]),
+            wire=rest, rq=(s.rq[0] + owed, ()),
+            cq=set_in(s.cq, 1, 1, ()),
             buffered=set_at(s.buffered, 1, s.buffered[1] + good),
             recvDone=s.recvDone + len(good), rpend=tuple(r for r in s.rpend if r not in recvs),
             layer=set_at(s.layer, 1, DEFAULT), sentCtr=set_at(s.sentCtr, 1, False),

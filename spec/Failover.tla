@@ -321,8 +321,11 @@ Progress(h, D) ==
 
 (***************************************************************************)
 (* A control message of the layer arrives: the peer's counter, or the   *)
-(* fail-back notification, on which B moves its outstanding receive WRs *)
-(* back to the default QP and holds the backup CQ's completions.        *)
+(* fail-back notification, on which B holds the backup CQ's good        *)
+(* completions, drops the rest of that CQ, and reposts on the default QP *)
+(* every receive WR its application is still owed: those still on the  *)
+(* backup QP, and those the backup NIC flushed if it failed meanwhile   *)
+(* (docs/findings.md: without this a flushed receive WR was lost).      *)
 (***************************************************************************)
 DeliverControl(p, d) ==
     /\ wire[p][d] # << >>
@@ -336,8 +339,9 @@ DeliverControl(p, d) ==
               THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
                    /\ UNCHANGED << rq, cq, layer, buffered, rpend, recvDone, sentCtr >>
               ELSE IF alive /\ m.what = "failback" /\ layer["B"] = "Fallback"
-              THEN /\ rq' = [rq EXCEPT ![1] = @ \o rq[2], ![2] = << >>]
-                   /\ cq' = [cq EXCEPT !["B"][2] = SubSeq(@, Len(good) + 1, Len(@))]
+              THEN /\ rq' = [rq EXCEPT ![1] = @ \o Without(rpend, Recvs(good) \cup Range(@)),
+                                        ![2] = << >>]
+                   /\ cq' = [cq EXCEPT !["B"][2] = << >>]
                    /\ buffered' = [buffered EXCEPT !["B"] = @ \o good]
                    /\ recvDone' = recvDone + Len(good)
                    /\ rpend' = Without(rpend, Recvs(good))

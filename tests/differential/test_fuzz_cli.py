@@ -112,14 +112,21 @@ def test_replay_needs_one_design(capsys) -> None:
 CORPUS = Path(__file__).resolve().parents[1]
 
 
-def test_shift_replay_impl_shows_where_the_sides_part(capsys) -> None:
-    trace = CORPUS / "corpus-open" / "Shift" / "large" / "flushed-receive-after-failback.jsonl"
-    assert main(["replay", str(trace), "--design", "Shift", "--bound", "large", "--impl"]) == 1
-    out = capsys.readouterr().out
-    assert "step 36: Deliver(1, AtoB)" in out and "impl  True" in out
-    agree = CORPUS / "corpus" / "Shift" / "small" / "error-discards-peer-counter.jsonl"
-    assert main(["replay", str(agree), "--design", "Shift", "--impl"]) == 0
+def test_shift_replay_impl_shows_where_the_sides_part(capsys, monkeypatch) -> None:
+    trace = CORPUS / "corpus" / "Shift" / "large" / "flushed-receive-after-failback.jsonl"
+    args = ["replay", str(trace), "--design", "Shift", "--bound", "large", "--impl"]
+    assert main(args) == 0
     assert "model and implementation agree" in capsys.readouterr().out
+    # An implementation that misreports B's receive counter once it is 1.
+    real = D.Bridge.observation
+
+    def wrong(self: D.Bridge) -> dict:
+        obs = real(self)
+        return {**obs, "recvDone": 7} if obs["recvDone"] == 1 else obs
+    monkeypatch.setattr(D.Bridge, "observation", wrong)
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "step 24: PollCq(B)" in out and "recvDone: model 1" in out and "impl  7" in out
 
 
 def test_shift_replay_impl_refuses_what_it_cannot_run(tmp_path: Path, capsys) -> None:
