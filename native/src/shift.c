@@ -104,6 +104,10 @@ static int two_sided(int op)
            op == SHIFT_WR_RDMA_WRITE_WITH_IMM;
 }
 
+/* two_sided() as a table, for the failure-free post path */
+static const uint8_t notifies[8] = {
+    [SHIFT_WR_RDMA_WRITE_WITH_IMM] = 1, [SHIFT_WR_SEND] = 1, [SHIFT_WR_SEND_WITH_IMM] = 1};
+
 static int atomic_op(int op)
 {
     return op == SHIFT_WR_ATOMIC_CMP_AND_SWP || op == SHIFT_WR_ATOMIC_FETCH_AND_ADD;
@@ -688,24 +692,34 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
 static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     const unsigned rare = SHIFT_SEND_NO_DOORBELL | SHIFT_SEND_INLINE | SHIFT_SEND_INELIGIBLE;
+    const size_t body = sizeof *wr - offsetof(struct shift_send_wr, sg);
     uint64_t start = e->ptail, seq = start;
-    uint64_t end = start + (e->pcap - ((e->ptail - e->phead) + (e->btail - e->bhead)));
+    uint64_t room = e->pcap - ((e->ptail - e->phead) + (e->btail - e->bhead));
     uint64_t notes = e->notes_posted;
-    pend_t *ring = e->pq, *ring_end = e->pq + e->pmask + 1;
-    pend_t *p = &ring[start & e->pmask];
-    pend_t *first = p;
-    struct shift_send_wr dummy, *link = &dummy;
+    uint64_t idx = start & e->pmask, to_end = e->pmask + 1 - idx;
+    pend_t *ring = e->pq, *p = &ring[idx], *first = p;
+    /* one bound per contiguous run of the ring: its end, or the room left */
+    pend_t *stop = p + (room < to_end ? room : to_end);
     struct shift_send_wr *w = wr;
     int err = 0;
-    for (; w; w = w->next, seq++) {
-        if (seq == end) {
-            err = ENOMEM;
-            break;
+    while (w) {
+        if (p == stop) {
+            if (seq - start == room) {
+                err = ENOMEM;
+                break;
+            }
+            p[-1].wr.next = &ring->wr; /* the chain wraps with the ring */
+            p = ring;
+            stop = ring + (room - (seq - start));
         }
+        struct shift_send_wr *next = w->next;
+        uint64_t id = w->wr_id;
         unsigned fl = w->send_flags;
-        p->wr = *w;
+        int op = w->opcode;
+        memcpy(&p->wr.sg, &w->sg, body);
         p->wr.wr_id = seq;
-        p->app_id = w->wr_id;
+        p->wr.next = &p[1].wr; /* the last one is cut below */
+        p->app_id = id;
         p->wf = W_DEFAULT; /* where = Default, flags = 0 */
         if (fl & rare) {
             if ((fl & SHIFT_SEND_NO_DOORBELL) ||
@@ -722,20 +736,19 @@ static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **b
                 p->wr.sg.addr = (uint64_t)(uintptr_t)p->inl;
             }
         }
-        notes += (unsigned)(w->opcode - 1) < 3u; /* WRITE_WITH_IMM, SEND, SEND_WITH_IMM */
+        notes += notifies[op & 7]; /* an unknown opcode is the backend's to refuse */
         p->cum = notes;
-        link->next = &p->wr;
-        link = &p->wr;
-        if (++p == ring_end)
-            p = ring;
+        p++;
+        seq++;
+        w = next;
     }
-    link->next = NULL;
+    if (seq != start)
+        ring[(seq - 1) & e->pmask].wr.next = NULL;
     uint64_t n = seq - start, ok = n;
     int berr = 0;
     if (n) {
         struct shift_send_wr *bw = NULL;
         berr = e->ops->post_send(e->ctx, e->qp[1], &first->wr, &bw);
-        (void)dummy;
         if (berr) {
             /* which pending entry the backend stopped at */
             ok = 0;
