@@ -446,10 +446,13 @@ class Fabric:
         self.close()
 
     def connect(self, design: Design | str = Design.SHIFT, *, regions: int = 4,
-                max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3) -> Connection:
-        """Open a resilient connection from A (requester) to B (responder)."""
+                max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3,
+                copy_posts: bool = False) -> Connection:
+        """Open a resilient connection from A (requester) to B (responder). With
+        copy_posts the layer keeps its own copy of every WR it posts instead of reading
+        the WRs to replay back from the default QP's send queue at a failure."""
         return Connection(self, _design(design), regions=regions, max_wr=max_wr, probe=probe,
-                          ctl_retries=ctl_retries)
+                          ctl_retries=ctl_retries, copy_posts=copy_posts)
 
     # -- the fabric's events: True if the event did something
     def transmit(self, host: str, path: int) -> bool:
@@ -539,7 +542,7 @@ class Connection:
     """
 
     def __init__(self, fabric: Fabric, design: Design, *, regions: int, max_wr: int,
-                 probe: str, ctl_retries: int):
+                 probe: str, ctl_retries: int, copy_posts: bool = False):
         self._fabric = fabric
         self.design = design
         self.regions = _int("regions", regions, 1, 4096)
@@ -553,7 +556,10 @@ class Connection:
         attr.max_send_wr = max_wr
         attr.max_recv_wr = max_wr
         attr.ctl_retries = _int("ctl_retries", ctl_retries, 0, 255)
-        attr.flags = lib.SHIFT_EP_WIRE_PROBE if probe == "wire" else 0
+        if not isinstance(copy_posts, bool):
+            raise TypeError("copy_posts must be a bool")
+        attr.flags = ((lib.SHIFT_EP_WIRE_PROBE if probe == "wire" else 0)
+                      | (lib.SHIFT_EP_COPY_POSTS if copy_posts else 0))
         out = ffi.new("shift_conn *")
         _check(lib.shift_sim_connect(fabric.handle, attr, out), "shift_sim_connect")
         self._h = out[0]

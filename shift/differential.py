@@ -63,11 +63,12 @@ def wr_of(program: Sequence[Any], w: int) -> Wr:
 class Bridge:
     """The implementation side of a trace: a fabric and a connection for one design."""
 
-    def __init__(self, design: str, max_retries: int, program: Sequence[Any]):
+    def __init__(self, design: str, max_retries: int, program: Sequence[Any],
+                 copy_posts: bool = False):
         self.program = tuple(program)
         self.fabric = Fabric(retries=max_retries)
         self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
-                                        probe="instant", ctl_retries=0)
+                                        probe="instant", ctl_retries=0, copy_posts=copy_posts)
 
     def close(self) -> None:
         self.fabric.close()
@@ -279,9 +280,12 @@ def gap(s: State, ev: Event) -> str | None:
     return None
 
 
-def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None = None) -> Run:
+def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None = None,
+              copy_posts: bool = False) -> Run:
     """Drive both sides with the trace; stop at the first divergence. NotEnabled when an
-    event cannot happen in the model (the trace is not one of the spec's behaviours)."""
+    event cannot happen in the model (the trace is not one of the spec's behaviours).
+    copy_posts: the layer keeps its own copy of each WR (the path of a backend that
+    cannot give its send queue back) instead of reading the send queue at a failure."""
     events = list(events)
     if not events:
         raise NotEnabled("an empty trace (it starts with Init)")
@@ -289,7 +293,7 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                  else kept)
     s = model.init(events[0])
     states = [s]
-    bridge = Bridge(model.design.name, model.bound.max_retries, s.program)
+    bridge = Bridge(model.design.name, model.bound.max_retries, s.program, copy_posts)
     try:
         for k, ev in enumerate(events[1:], 2):
             why = gap(s, ev)

@@ -64,7 +64,11 @@ enum shift_ep_flags {
     /* Probe the reconnected default path with an empty WRITE over the wire before
      * waiting for the fence. Without it the reconnect counts as the probe (the
      * TLA+ specification's one-step abstraction). */
-    SHIFT_EP_WIRE_PROBE = 1
+    SHIFT_EP_WIRE_PROBE = 1,
+    /* Keep the layer's own copy of every WR posted, even with a backend whose send
+     * queue can give them back (sq_pending): the failure-free path a backend without
+     * it gets. Tests run both paths. */
+    SHIFT_EP_COPY_POSTS = 2
 };
 
 struct shift_ep_attr {
@@ -103,6 +107,16 @@ struct shift_backend_ops {
     int (*dereg_mr)(void *ctx, void *mr);
     /* a control message of the layer to the peer over path (reliable while it lives) */
     int (*ctl_send)(void *ctx, void *qp, const void *msg, uint32_t len);
+    /* Optional. The i-th WR (0 = oldest) posted to qp and not yet covered by a polled
+     * successful completion, copied to *out as it was posted (inline data readable
+     * until the next post): 0, or 1 if a polled error completion covers it; -ENOENT
+     * past the last. A send queue keeps these anyway (mlx5 frees a WQE only when its
+     * completion is polled). With it, the failure-free post hands the application's
+     * chain straight to post_send (which must then accept SHIFT_SEND_INELIGIBLE and
+     * give the default QP exactly max_send_wr slots) and the layer reads the WRs to
+     * replay from the send queue at the failure; without it (NULL), the layer keeps
+     * its own copy of every WR. */
+    int (*sq_pending)(void *ctx, void *qp, uint32_t i, struct shift_send_wr *out);
 };
 
 struct shift_mr_keys {

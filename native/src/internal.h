@@ -55,6 +55,7 @@ typedef struct sn_cq_s {
     struct sn_fab *f;
     int host;
     struct shift_wc *ring;
+    struct sn_cqe_src { uint32_t qpn; uint64_t idx; } *src; /* the send WQE a CQE completes */
     uint32_t cap;
     uint64_t head, tail;
     int overrun;
@@ -89,6 +90,9 @@ typedef struct sn_qp_s {
     sn_wqe *sq;
     uint32_t sq_cap;
     uint64_t una, nxt, tail, db;
+    /* slots are freed when a polled completion covers them, as mlx5 does: before
+     * `done` by any completion, before `good` by a successful one (good <= done) */
+    uint64_t good, done;
     uint32_t psn_base;     /* psn(index) = psn_base + index */
     uint32_t retries_left, rnr_left;
     /* responder */
@@ -136,6 +140,7 @@ enum { SN_QPN_BASE = 0x100 };
 int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
 int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
 int sn__poll_cq(sn_cq_s *cq, int n, struct shift_wc *wc);
+int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out);
 int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask);
 int sn__reconnect(sn_qp_s *qp);
 int sn__ctl_send(sn_qp_s *qp, const void *msg, uint32_t len);

@@ -60,6 +60,9 @@ typedef struct ep_s {
     void *qp[3];
     int state;
     int err_path;              /* in Error: the QP whose CQ the application drains */
+    int direct;                /* the default QP's send queue holds the outstanding WRs
+                                * (as posted by the application); the ring is empty */
+    int can_direct;            /* the backend has sq_pending and copies are not asked */
     /* requester */
     pend_t *pq;
     uint32_t pcap;             /* WRs the layer accepts outstanding */
@@ -333,13 +336,16 @@ static void drain(ep_s *e, int path)
     struct shift_wc wc;
     int good = 1;
     while (e->ops->poll_cq(e->ctx, e->qp[path], 1, &wc) == 1) {
-        if (wc.wr_id == PROBE_ID)
+        if (wc.wr_id == PROBE_ID && !e->direct)
             continue;
         if (wc.status != SHIFT_WC_SUCCESS)
             good = 0;
         if (!good)
             continue;
-        if (is_req(e)) {
+        if (e->direct) {
+            if (!(wc.opcode & SHIFT_WC_RECV))
+                buf_push(e, &wc); /* the application's own wr_id */
+        } else if (is_req(e)) {
             pend_t *p = pend_at(e, wc.wr_id);
             if (!p || (p->flags & PF_DONE))
                 continue;
@@ -364,6 +370,59 @@ static void drain(ep_s *e, int path)
         rpend_gc(e);
 }
 
+/* Fill a pending entry from a WR as the application posted it. */
+static void pend_fill(pend_t *p, const struct shift_send_wr *w, uint64_t seq)
+{
+    p->wr = *w;
+    p->wr.next = NULL;
+    p->wr.wr_id = seq;
+    p->wr.send_flags &= ~(unsigned)SHIFT_SEND_INELIGIBLE;
+    p->app_id = w->wr_id;
+    p->where = W_DEFAULT;
+    p->flags = (w->send_flags & SHIFT_SEND_INELIGIBLE) ? PF_INELIGIBLE : 0;
+    if ((w->send_flags & SHIFT_SEND_INLINE) && w->num_sge && w->sg.length) {
+        memcpy(p->inl, (const void *)(uintptr_t)w->sg.addr, w->sg.length);
+        p->wr.sg.addr = (uint64_t)(uintptr_t)p->inl;
+    }
+}
+
+/* The WRs the default QP's send queue still holds for the layer (direct mode): how
+ * many are outstanding (no polled completion covers them) and how many of those
+ * and of the ones an error covers are notifications. */
+static void direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes)
+{
+    struct shift_send_wr w;
+    int r;
+    *outstanding = *notes = 0;
+    for (uint32_t i = 0; i < e->pcap && (r = e->ops->sq_pending(e->ctx, e->qp[1], i, &w)) >= 0;
+         i++) {
+        *outstanding += r == 0;
+        *notes += (uint64_t)two_sided(w.opcode);
+    }
+}
+
+/* Leave direct mode at a failure (after the drain): the WRs the default QP's send
+ * queue holds become pending entries, as post_fast would have made them. */
+static void materialize(ep_s *e)
+{
+    struct shift_send_wr w;
+    uint64_t notes = 0, first = e->ptail;
+    for (uint32_t i = 0; i < e->pcap && e->ops->sq_pending(e->ctx, e->qp[1], i, &w) >= 0;
+         i++) {
+        pend_t *p = &e->pq[e->ptail & e->pmask];
+        pend_fill(p, &w, e->ptail);
+        notes += (uint64_t)two_sided(w.opcode);
+        p->cum = notes;
+        e->ptail++;
+    }
+    uint64_t base = e->notes_posted - notes; /* the notifications completed */
+    for (uint64_t s2 = first; s2 < e->ptail; s2++)
+        e->pq[s2 & e->pmask].cum += base;
+    e->st.sends_completed += base - e->cum_done;
+    e->cum_done = base;
+    e->direct = 0;
+}
+
 /* Trigger: move the default QP to ERR (stale packets on the dead path can no longer
  * execute), drain its CQ, and either refuse (atomic or ineligible WR outstanding) or
  * enter Fallback with every outstanding WR held for replay. */
@@ -371,6 +430,8 @@ static void trigger(ep_s *e, int status)
 {
     e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0);
     drain(e, 1);
+    if (e->direct)
+        materialize(e);
     e->epoch++;
     e->sent_ctr = 0;
     e->replayed = 0;
@@ -786,6 +847,51 @@ static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **b
     return 0;
 }
 
+static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad);
+
+/* The failure-free path with a backend that keeps its send queue (direct mode): the
+ * application's chain goes to the default QP as it is; the layer only counts its
+ * notifications. The backend checks the WRs and the capacity (max_send_wr slots). */
+static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    struct shift_send_wr *w = wr, *prev = NULL, *bw = NULL;
+    uint64_t notes = 0;
+    for (; w && !(w->send_flags & SHIFT_SEND_NO_DOORBELL); prev = w, w = w->next)
+        notes += notifies[w->opcode & 7]; /* an unknown opcode is the backend's to refuse */
+    int err;
+    if (w) {
+        /* the doorbell flag is the layer's: post what precedes the WR that has it */
+        err = 0;
+        if (prev) {
+            prev->next = NULL;
+            err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
+            prev->next = w;
+        }
+        if (!err) {
+            err = EINVAL;
+            bw = w;
+        }
+    } else {
+        err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
+    }
+    if (err) {
+        notes = 0;
+        for (w = wr; w && w != bw; w = w->next)
+            notes += (uint64_t)two_sided(w->opcode);
+    }
+    e->notes_posted += notes;
+    e->st.sends_posted += notes;
+    if (err && !app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+        /* the path failed under the post: what it took is replayed, the rest was never
+         * posted and goes as a post in the new state */
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        return bw ? post_slow(e, bw, bad) : 0;
+    }
+    if (bad)
+        *bad = err ? bw : NULL;
+    return err;
+}
+
 int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     ep_s *e = ep_get(h);
@@ -795,8 +901,21 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
         return EINVAL;
     if (!is_req(e))
         return EINVAL;
-    if (e->state == SHIFT_STATE_DEFAULT)
+    if (e->direct)
+        return post_direct(e, wr, bad);
+    if (e->state == SHIFT_STATE_DEFAULT) {
+        if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail) {
+            e->direct = 1;
+            return post_direct(e, wr, bad);
+        }
         return post_fast(e, wr, bad);
+    }
+    return post_slow(e, wr, bad);
+}
+
+/* Posting outside the failure-free path: one WR at a time, by state. */
+static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
     for (; wr; wr = wr->next) {
         if (bad)
             *bad = wr;
@@ -809,16 +928,7 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
             return ENOMEM;
         uint64_t seq = e->ptail;
         pend_t *p = &e->pq[seq & e->pmask];
-        p->wr = *wr;
-        p->wr.next = NULL;
-        p->wr.wr_id = seq;
-        p->wr.send_flags &= ~(unsigned)SHIFT_SEND_INELIGIBLE;
-        p->app_id = wr->wr_id;
-        p->flags = (wr->send_flags & SHIFT_SEND_INELIGIBLE) ? PF_INELIGIBLE : 0;
-        if ((wr->send_flags & SHIFT_SEND_INLINE) && wr->num_sge && wr->sg.length) {
-            memcpy(p->inl, (const void *)(uintptr_t)wr->sg.addr, wr->sg.length);
-            p->wr.sg.addr = (uint64_t)(uintptr_t)p->inl;
-        }
+        pend_fill(p, wr, seq);
         int path = 0, nodb = 0, fence = 0;
         switch (e->state) {
         case SHIFT_STATE_DEFAULT:
@@ -922,12 +1032,34 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
 
 /* ------------------------------------------------------------ polling ------- */
 
+/* Direct mode: a completion of the default QP that is not a success. A path error
+ * triggers the failover (1: the completion is the layer's); any other error is the
+ * application's and ends in Error, as on plain RC (0: it goes to the application). */
+static int direct_error(ep_s *e, const struct shift_wc *wc)
+{
+    if (!failover(e) || e->state != SHIFT_STATE_DEFAULT)
+        return 0;
+    if (path_error(wc->status)) {
+        trigger(e, wc->status);
+        return 1;
+    }
+    e->err_path = 1;
+    e->state = SHIFT_STATE_ERROR;
+    return 0;
+}
+
 static int poll_step(ep_s *e, struct shift_wc *out)
 {
     if (e->bhead < e->btail) {
         *out = e->buf[e->bhead & e->bmask];
         e->bhead++;
         return 1;
+    }
+    if (e->direct) {
+        int n = e->ops->poll_cq(e->ctx, e->qp[1], 1, out);
+        if (n == 1 && out->status != SHIFT_WC_SUCCESS && direct_error(e, out))
+            return 2;
+        return n;
     }
     int path = e->state == SHIFT_STATE_DEFAULT ? 1
                : e->state == SHIFT_STATE_ERROR && e->err_path ? e->err_path : 2;
@@ -1019,6 +1151,17 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
     if (!e || n < 0 || (n > 0 && !wc))
         return -EINVAL;
     int k = 0;
+    if (e->direct && e->bhead == e->btail && n > 0) {
+        /* failure-free: the default QP's completions go to the application as they are */
+        int r = e->ops->poll_cq(e->ctx, e->qp[1], n, wc);
+        if (r <= 0)
+            return r;
+        while (k < r && (wc[k].status == SHIFT_WC_SUCCESS || !direct_error(e, &wc[k])))
+            k++;
+        if (k == r)
+            return r;
+        /* the failover started at wc[k]; what followed it were the dead QP's flushes */
+    }
     while (k < n) {
         int r = poll_step(e, &wc[k]);
         if (r < 0)
@@ -1062,7 +1205,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_NO_FAILOVER ||
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
-        (attr->flags & ~(unsigned)SHIFT_EP_WIRE_PROBE))
+        (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS)))
         return EINVAL;
     ep_s *e = calloc(1, sizeof *e);
     if (!e)
@@ -1070,6 +1213,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->ops = ops;
     e->ctx = ctx;
     e->attr = *attr;
+    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS);
     e->pcap = attr->max_send_wr;
     e->rcap = attr->max_recv_wr;
     e->bcap = (e->pcap > e->rcap ? e->pcap : e->rcap) + 1;
@@ -1083,10 +1227,13 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     int err = ENOMEM;
     if (!e->pq || !e->rq || !e->buf)
         goto fail;
-    struct shift_backend_qp_cap cap = {e->pcap + 1, e->rcap, SHIFT_MAX_INLINE};
+    /* the default QP has the layer's capacity (in direct mode its send queue is the
+     * layer's); the backup QP keeps a spare slot */
+    struct shift_backend_qp_cap cap = {e->pcap, e->rcap, SHIFT_MAX_INLINE};
     err = ops->create_qp(ctx, 1, &cap, &e->qp[1]);
     if (err)
         goto fail;
+    cap.max_send_wr++;
     err = ops->create_qp(ctx, 2, &cap, &e->qp[2]);
     if (err) {
         ops->destroy_qp(ctx, e->qp[1]);
@@ -1193,7 +1340,11 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->fence = info->has_fence ? e->pq[e->fence_seq & e->pmask].app_id : 0;
     info->epoch = e->epoch;
     uint64_t out = 0, held = 0;
-    if (is_req(e))
+    if (e->direct) {
+        uint64_t notes;
+        direct_count(e, &out, &notes);
+        info->sends_completed += e->notes_posted - notes - e->cum_done;
+    } else if (is_req(e))
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)

@@ -121,6 +121,12 @@ static int b_poll_cq(void *c, void *qp, int n, struct shift_wc *wc)
     return sn__poll_cq(((sn_qp_s *)qp)->scq, n, wc);
 }
 
+static int b_sq_pending(void *c, void *qp, uint32_t i, struct shift_send_wr *out)
+{
+    (void)c;
+    return sn__sq_pending(qp, i, out);
+}
+
 static int b_reg_mr(void *c, int path, uint64_t addr, size_t len, int access, uint32_t *lkey,
                     uint32_t *rkey, void **mr)
 {
@@ -148,7 +154,7 @@ static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
 
 static const struct shift_backend_ops sim_ops = {
     b_create_qp, b_destroy_qp, b_modify_qp, b_query_qp, b_reset_qp, b_post_send,
-    b_post_recv, b_ring, b_poll_cq, b_reg_mr, b_dereg_mr, b_ctl_send,
+    b_post_recv, b_ring, b_poll_cq, b_reg_mr, b_dereg_mr, b_ctl_send, b_sq_pending,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)

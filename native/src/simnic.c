@@ -152,7 +152,7 @@ static int mr_covers(const sn_mr_s *mr, uint64_t addr, uint64_t len)
 
 static void qp_to_err(sn_qp_s *qp);
 
-static void cq_push(sn_cq_s *cq, sn_qp_s *qp, const struct shift_wc *wc)
+static void cq_push(sn_cq_s *cq, sn_qp_s *qp, const struct shift_wc *wc, uint64_t idx)
 {
     if (cq->tail - cq->head >= cq->cap) {
         cq->overrun = 1;
@@ -161,6 +161,8 @@ static void cq_push(sn_cq_s *cq, sn_qp_s *qp, const struct shift_wc *wc)
         return;
     }
     cq->ring[cq->tail % cq->cap] = *wc;
+    cq->src[cq->tail % cq->cap].qpn = idx == UINT64_MAX ? 0 : qp->qpn;
+    cq->src[cq->tail % cq->cap].idx = idx;
     cq->tail++;
 }
 
@@ -181,7 +183,8 @@ static int wc_opcode(int wr_opcode)
     }
 }
 
-static void send_cqe(sn_qp_s *qp, const struct shift_send_wr *wr, int status)
+/* idx: the WQE's index in the send queue (the poll frees the slots up to it) */
+static void send_cqe(sn_qp_s *qp, const struct shift_send_wr *wr, int status, uint64_t idx)
 {
     struct shift_wc wc = {0};
     wc.wr_id = wr->wr_id;
@@ -189,7 +192,7 @@ static void send_cqe(sn_qp_s *qp, const struct shift_send_wr *wr, int status)
     wc.opcode = wc_opcode(wr->opcode);
     wc.byte_len = wr->num_sge ? wr->sg.length : 0;
     wc.qp_num = qp->qpn;
-    cq_push(qp->scq, qp, &wc);
+    cq_push(qp->scq, qp, &wc, idx);
 }
 
 static void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t len,
@@ -205,7 +208,7 @@ static void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint
         wc.imm_data = imm;
         wc.wc_flags = SHIFT_WC_WITH_IMM;
     }
-    cq_push(qp->rcq, qp, &wc);
+    cq_push(qp->rcq, qp, &wc, UINT64_MAX);
 }
 
 /* ------------------------------------------------------------- QP state ----- */
@@ -217,7 +220,7 @@ static void qp_flush_all(sn_qp_s *qp, uint64_t err_idx, int err_status)
     qp->una = qp->nxt = qp->db = qp->tail;
     for (uint64_t k = una; k < tail; k++) {
         sn_wqe *w = &qp->sq[k % qp->sq_cap];
-        send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_WR_FLUSH_ERR);
+        send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_WR_FLUSH_ERR, k);
     }
     while (qp->rq_head < qp->rq_tail) {
         sn_rwqe r = qp->rq[qp->rq_head % qp->rq_cap];
@@ -241,7 +244,7 @@ static void qp_fail(sn_qp_s *qp, uint64_t err_idx, int status)
 
 static void qp_empty(sn_qp_s *qp)
 {
-    qp->una = qp->nxt = qp->db = qp->tail;
+    qp->una = qp->nxt = qp->db = qp->good = qp->done = qp->tail;
     qp->rq_head = qp->rq_tail;
     memset(qp->saved, 0, sizeof qp->saved);
     qp->saved_next = 0;
@@ -394,6 +397,7 @@ int sn_fabric_destroy(sn_fabric fh)
         if (f->cqs[i]) {
             h_free(f->cqs[i]->h);
             free(f->cqs[i]->ring);
+            free(f->cqs[i]->src);
             free(f->cqs[i]);
         }
     for (int h = 0; h < 2; h++) {
@@ -550,7 +554,10 @@ int sn_create_cq(sn_fabric fh, int host, int cqe, sn_cq *out)
     if (!cq)
         return ENOMEM;
     cq->ring = calloc((size_t)cqe, sizeof *cq->ring);
-    if (!cq->ring) {
+    cq->src = calloc((size_t)cqe, sizeof *cq->src);
+    if (!cq->ring || !cq->src) {
+        free(cq->ring);
+        free(cq->src);
         free(cq);
         return ENOMEM;
     }
@@ -560,6 +567,7 @@ int sn_create_cq(sn_fabric fh, int host, int cqe, sn_cq *out)
     cq->h = h_new(cq, H_CQ);
     if (!cq->h) {
         free(cq->ring);
+        free(cq->src);
         free(cq);
         return ENOMEM;
     }
@@ -581,15 +589,32 @@ int sn_destroy_cq(sn_cq c)
             f->cqs[i] = NULL;
     h_free(cq->h);
     free(cq->ring);
+    free(cq->src);
     free(cq);
     return 0;
+}
+
+/* a polled completion frees the send queue slots up to its WQE */
+static void sq_retire(sn_cq_s *cq, const struct sn_cqe_src *s, int status)
+{
+    sn_qp_s *qp = qp_by_qpn(cq->f, s->qpn);
+    if (!qp || qp->scq != cq || s->idx >= qp->tail)
+        return;
+    if (s->idx >= qp->done)
+        qp->done = s->idx + 1;
+    if (status == SHIFT_WC_SUCCESS && s->idx >= qp->good)
+        qp->good = s->idx + 1;
 }
 
 int sn__poll_cq(sn_cq_s *cq, int n, struct shift_wc *wc)
 {
     int k = 0;
     while (k < n && cq->head < cq->tail) {
-        wc[k++] = cq->ring[cq->head % cq->cap];
+        uint32_t slot = (uint32_t)(cq->head % cq->cap);
+        wc[k] = cq->ring[slot];
+        if (cq->src[slot].qpn)
+            sq_retire(cq, &cq->src[slot], wc[k].status);
+        k++;
         cq->head++;
     }
     if (k == 0 && cq->overrun)
@@ -777,16 +802,12 @@ int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **
         int err = shift_send_wr_check(wr, qp->max_inline);
         if (!err && qp->state != SHIFT_QPS_RTS && qp->state != SHIFT_QPS_ERR)
             err = EINVAL;
-        if (!err && qp->tail - qp->una >= qp->sq_cap)
+        if (!err && qp->tail - qp->done >= qp->sq_cap)
             err = ENOMEM;
         if (err) {
             if (bad)
                 *bad = wr;
             return err;
-        }
-        if (qp->state == SHIFT_QPS_ERR) {
-            send_cqe(qp, wr, SHIFT_WC_WR_FLUSH_ERR);
-            continue;
         }
         sn_wqe *w = &qp->sq[qp->tail % qp->sq_cap];
         w->wr = *wr;
@@ -797,10 +818,32 @@ int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **
             w->inl_len = wr->sg.length;
         }
         qp->tail++;
-        if (!(wr->send_flags & SHIFT_SEND_NO_DOORBELL))
+        if (qp->state == SHIFT_QPS_ERR) {
+            /* written to the queue and flushed at once; the slot is freed at the poll */
+            qp->una = qp->nxt = qp->db = qp->tail;
+            send_cqe(qp, &w->wr, SHIFT_WC_WR_FLUSH_ERR, qp->tail - 1);
+        } else if (!(wr->send_flags & SHIFT_SEND_NO_DOORBELL)) {
             qp->db = qp->tail;
+        }
     }
     return 0;
+}
+
+/* The i-th WR of the send queue not yet covered by a polled successful completion
+ * (inline data pointing at the queue's copy): 0, or 1 if a polled error completion
+ * covers it; ENOENT past the last, EOVERFLOW if its slot was reused. */
+int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out)
+{
+    uint64_t idx = qp->good + i;
+    if (idx >= qp->tail)
+        return -ENOENT;
+    if (qp->tail - qp->good > qp->sq_cap)
+        return -EOVERFLOW;
+    const sn_wqe *w = &qp->sq[idx % qp->sq_cap];
+    *out = w->wr;
+    if (w->inl_len)
+        out->sg.addr = (uint64_t)(uintptr_t)w->inl;
+    return idx < qp->done;
 }
 
 int sn_post_send(sn_qp q, struct shift_send_wr *wr, struct shift_send_wr **bad)
@@ -1143,7 +1186,7 @@ static uint64_t complete_upto(sn_qp_s *qp, uint64_t upto)
         if (needs_response(w->wr.opcode))
             break;
         if (w->wr.send_flags & SHIFT_SEND_SIGNALED)
-            send_cqe(qp, &w->wr, SHIFT_WC_SUCCESS);
+            send_cqe(qp, &w->wr, SHIFT_WC_SUCCESS, k);
     }
     if (k > qp->una) {
         qp->retries_left = qp->f->attr.retry_cnt;
@@ -1195,7 +1238,7 @@ static void requester_ack(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
             }
         }
         if (w->wr.send_flags & SHIFT_SEND_SIGNALED)
-            send_cqe(qp, &w->wr, SHIFT_WC_SUCCESS);
+            send_cqe(qp, &w->wr, SHIFT_WC_SUCCESS, i);
         qp->una = i + 1;
         if (qp->nxt < qp->una)
             qp->nxt = qp->una;

@@ -672,7 +672,7 @@ static void test_fake_backend_failed_post(void)
 {
     static const struct shift_backend_ops ops = {f_create, f_destroy, f_modify, f_query,
                                                  f_reset, f_post_send, f_post_recv, f_ring,
-                                                 f_poll, f_reg, f_dereg, f_ctl};
+                                                 f_poll, f_reg, f_dereg, f_ctl, NULL};
     struct shift_backend_ops broken = ops;
     broken.poll_cq = NULL;
     fake_t x;

@@ -67,8 +67,8 @@ MUTANTS = (
            "    (void)p;\n    return 1;",
            "fail-back releases the held WRs without waiting for the fence"),
     Mutant("responder-no-drain", "shift.c",
-           "    drain(e, 1);\n    e->epoch++;",
-           "    if (is_req(e))\n        drain(e, 1);\n    e->epoch++;",
+           "    drain(e, 1);\n    if (e->direct)",
+           "    if (is_req(e))\n        drain(e, 1);\n    if (e->direct)",
            "the responder answers with a counter that misses executed, unpolled notifications"),
     Mutant("completion-twice", "shift.c",
            "                if (p->wr.send_flags & SHIFT_SEND_SIGNALED)\n"
@@ -84,8 +84,8 @@ MUTANTS = (
            "qp_fail(qp, qp->una + 1, SHIFT_WC_RETRY_EXC_ERR);",
            "the retry-exceeded status goes to the WR after the first failed one"),
     Mutant("flush-status-wrong", "simnic.c",
-           "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_WR_FLUSH_ERR);",
-           "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_GENERAL_ERR);",
+           "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_WR_FLUSH_ERR, k);",
+           "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_GENERAL_ERR, k);",
            "WRs behind a failed one complete with GENERAL_ERR instead of WR_FLUSH_ERR"),
     Mutant("duplicate-write-reexecuted", "simnic.c",
            "        } else {\n            respond(f, qp, SYN_ACK, p->psn, 0, NULL, 0);\n"
@@ -97,6 +97,10 @@ MUTANTS = (
            "            respond(f, qp, SYN_ACK, p->psn, 0, NULL, 0);\n"
            "        }\n        return;",
            "the responder re-executes a duplicate WRITE"),
+    Mutant("error-poll-retires", "simnic.c",
+           "if (status == SHIFT_WC_SUCCESS && s->idx >= qp->good)",
+           "if (s->idx >= qp->good)",
+           "a polled error completion frees its WR for the replay too: the failed WR is lost"),
 )
 
 

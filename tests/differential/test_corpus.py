@@ -21,10 +21,12 @@ def test_the_corpus_is_not_empty() -> None:
 
 @pytest.mark.parametrize(("design", "bound", "path"), TRACES,
                          ids=[f"{d}-{b}-{p.stem}" for d, b, p in TRACES])
-def test_corpus_trace_replays_without_divergence(design: str, bound: str, path: Path) -> None:
+@pytest.mark.parametrize("posts", ["direct", "copy"])
+def test_corpus_trace_replays_without_divergence(design: str, bound: str, path: Path,
+                                                 posts: str) -> None:
     model = Model.load(design, bound)
     events = load_trace(path)
-    run = run_trace(model, events)
+    run = run_trace(model, events, copy_posts=posts == "copy")
     assert run.divergence is None, report(model, run)
     # the whole trace ran, or it stops at its last event for a documented reason
     assert len(run.events) >= len(events) - 1, run.gap

@@ -1,7 +1,9 @@
 """The differential suite: Hypothesis generates event traces from the model's enabled
 events (faults biased to land while WRs are in flight), each runs through the model and
 the C implementation side by side, and after every step the observable projections must
-be equal and the design's kept invariants hold on the implementation's observation.
+be equal and the design's kept invariants hold on the implementation's observation,
+with the layer reading the WRs to replay back from the send queue (direct) and with it
+keeping its own copy of each (copy).
 A divergence shrinks to a minimal trace, saved under tests/corpus/ (then replayed by
 test_corpus.py for ever)."""
 
@@ -22,9 +24,10 @@ EXAMPLES = 500  # per design and bound
 choices = st.lists(st.integers(0, (1 << 16) - 1), min_size=12, max_size=MAX_EVENTS + 1)
 
 
+@pytest.mark.parametrize("posts", ["direct", "copy"])
 @pytest.mark.parametrize("bound", ["default", "large"])
 @pytest.mark.parametrize("design", DESIGNS)
-def test_model_and_implementation_agree(design: str, bound: str) -> None:
+def test_model_and_implementation_agree(design: str, bound: str, posts: str) -> None:
     model = Model.load(design, bound)
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -33,7 +36,7 @@ def test_model_and_implementation_agree(design: str, bound: str) -> None:
     def agree(picks: list[int]) -> None:
         events = trace_from_choices(model, picks)
         assert len(events) <= MAX_EVENTS + 1
-        run = run_trace(model, events)
+        run = run_trace(model, events, copy_posts=posts == "copy")
         if run.divergence is not None:
             raise AssertionError(explain(model, run, keep(model, run.events)))
 

@@ -29,8 +29,8 @@ def test_a_different_implementation_diverges(monkeypatch, model_design, impl_des
     """Driving one design's model against another design's implementation must diverge."""
     init = D.Bridge.__init__
 
-    def wrong(self, design, retries, program):  # type: ignore[no-untyped-def]
-        init(self, impl_design, retries, program)
+    def wrong(self, design, retries, program, *rest):  # type: ignore[no-untyped-def]
+        init(self, impl_design, retries, program, *rest)
 
     monkeypatch.setattr(D.Bridge, "__init__", wrong)
     runs = random_runs(Model.load(model_design, "default"), 60, 1)

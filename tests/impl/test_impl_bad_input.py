@@ -85,9 +85,11 @@ def test_receive_with_a_bad_lkey(conn):
     assert [x.status for x in conn.completions if x.host == "B"] == [Status.LOC_PROT_ERR]
 
 
-def test_full_send_queue_is_enomem_and_harmless():
+@pytest.mark.parametrize("copy_posts", [False, True])
+def test_full_send_queue_is_enomem_and_harmless(copy_posts):
+    """The layer's capacity: the default QP's send queue (direct) or its own ring (copy)."""
     with Fabric() as fab:
-        conn = fab.connect("Shift", regions=2, max_wr=4)
+        conn = fab.connect("Shift", regions=2, max_wr=4, copy_posts=copy_posts)
         for i in range(4):
             conn.post_send("A", Wr(i, "WRITE", region=1, value=i))
         with pytest.raises(PostError) as e:
@@ -185,6 +187,7 @@ def test_bad_fabric_arguments(kw, exc):
 @pytest.mark.parametrize("kw, exc", [
     ({"design": "Foo"}, ValueError), ({"design": 3}, TypeError), ({"regions": 0}, ValueError),
     ({"max_wr": 0}, ValueError), ({"probe": "x"}, ValueError), ({"ctl_retries": -1}, ValueError),
+    ({"copy_posts": 1}, TypeError),
 ])
 def test_bad_connection_arguments(kw, exc):
     with Fabric() as fab, pytest.raises(exc):
