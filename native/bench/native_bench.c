@@ -2,9 +2,11 @@
  * native_bench.c - message rate of small WRITEs through simnic's C API and through the
  * SHIFT layer, failover time, and backup state per connection. Prints JSON lines.
  *
- *   native_bench rate ITER BATCH REPS   both variants, interleaved, REPS times each
+ *   native_bench rate ITER BATCH REPS   raw, layer (direct), layer (copying WRs),
+ *                                       interleaved, REPS times each
  *   native_bench raw N BATCH            one variant only (for callgrind)
  *   native_bench shift N BATCH
+ *   native_bench copy N BATCH
  *   native_bench failover REPS          error completion -> first backup success
  *   native_bench state                  bytes of backup state per connection
  */
@@ -97,12 +99,14 @@ typedef struct {
     struct shift_mr_keys k[2];
 } lay_t;
 
-static void lay_open(lay_t *L, uint32_t max_wr)
+/* flags: 0 (direct: the layer reads the WRs to replay back from the send queue) or
+ * SHIFT_EP_COPY_POSTS (the layer copies every WR, as over a backend that cannot) */
+static void lay_open(lay_t *L, uint32_t max_wr, unsigned flags)
 {
     memset(L, 0, sizeof *L);
     struct sn_fabric_attr fa = {0, 1, 7, 0};
     sn_fabric_create(&fa, &L->f);
-    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, max_wr, max_wr, 3, 0};
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, max_wr, max_wr, 3, flags};
     shift_sim_connect(L->f, &ca, &L->c);
     for (int h = 0; h < 2; h++) {
         size_t size;
@@ -148,46 +152,43 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* one timed run of variant v (0 raw, 1 layer direct, 2 layer copying): WRs per second */
+static double timed(int v, raw_t *r, lay_t *L, long iter, int batch)
+{
+    double t0 = now_s();
+    long n = v == 0 ? run_raw(r, iter, batch) : run_shift(&L[v - 1], iter, batch);
+    double t1 = now_s();
+    return n < 0 ? -1.0 : (double)iter / (t1 - t0);
+}
+
 static int bench_rate(long iter, int batch, int reps)
 {
     raw_t r;
-    lay_t L;
+    lay_t L[2];
     raw_open(&r);
-    lay_open(&L, MAXB);
-    double raw[64], lay[64], ratio[64];
-    run_raw(&r, iter / 4, batch); /* warm up */
-    run_shift(&L, iter / 4, batch);
+    lay_open(&L[0], MAXB, 0);
+    lay_open(&L[1], MAXB, SHIFT_EP_COPY_POSTS);
+    double rate[3][64], ratio[2][64];
+    for (int v = 0; v < 3; v++)
+        timed(v, &r, L, iter / 4, batch); /* warm up */
     for (int i = 0; i < reps; i++) {
-        /* alternate the order so that drift hurts neither side */
-        double t0, t1, t2;
-        if (i % 2 == 0) {
-            t0 = now_s();
-            if (run_raw(&r, iter, batch) < 0)
+        /* rotate the order so that drift hurts no variant */
+        for (int j = 0; j < 3; j++) {
+            int v = (i + j) % 3;
+            rate[v][i] = timed(v, &r, L, iter, batch);
+            if (rate[v][i] < 0)
                 return 1;
-            t1 = now_s();
-            if (run_shift(&L, iter, batch) < 0)
-                return 1;
-            t2 = now_s();
-            raw[i] = (double)iter / (t1 - t0);
-            lay[i] = (double)iter / (t2 - t1);
-        } else {
-            t0 = now_s();
-            if (run_shift(&L, iter, batch) < 0)
-                return 1;
-            t1 = now_s();
-            if (run_raw(&r, iter, batch) < 0)
-                return 1;
-            t2 = now_s();
-            lay[i] = (double)iter / (t1 - t0);
-            raw[i] = (double)iter / (t2 - t1);
         }
-        ratio[i] = lay[i] / raw[i];
+        ratio[0][i] = rate[1][i] / rate[0][i];
+        ratio[1][i] = rate[2][i] / rate[0][i];
     }
-    double mr = median(raw, reps), ml = median(lay, reps), mq = median(ratio, reps);
     printf("{\"kind\": \"rate\", \"batch\": %d, \"wrs\": %ld, \"reps\": %d, "
-           "\"raw_wr_per_s\": %.0f, \"shift_wr_per_s\": %.0f, \"ratio\": %.4f}\n",
-           batch, iter, reps, mr, ml, mq);
-    lay_close(&L);
+           "\"raw_wr_per_s\": %.0f, \"shift_wr_per_s\": %.0f, \"copy_wr_per_s\": %.0f, "
+           "\"ratio\": %.4f, \"copy_ratio\": %.4f}\n",
+           batch, iter, reps, median(rate[0], reps), median(rate[1], reps),
+           median(rate[2], reps), median(ratio[0], reps), median(ratio[1], reps));
+    lay_close(&L[0]);
+    lay_close(&L[1]);
     sn_fabric_destroy(r.f);
     return 0;
 }
@@ -201,7 +202,7 @@ static int bench_failover(int reps)
     double rtts = 0;
     for (int i = 0; i < reps && i < 256; i++) {
         lay_t L;
-        lay_open(&L, 64);
+        lay_open(&L, 64, 0);
         for (uint64_t k = 1; k <= 8; k++) {
             struct shift_recv_wr rw = {k, NULL, {0, 0, 0}, 0};
             shift_post_recv(L.ep[1], &rw, NULL);
@@ -271,14 +272,15 @@ static int bench_state(void)
     uint32_t sizes[] = {64, 256, 1024};
     for (int i = 0; i < 3; i++) {
         lay_t L;
-        lay_open(&L, sizes[i]);
+        lay_open(&L, sizes[i], 0);
         struct shift_ep_info a, b;
         shift_ep_query(L.ep[0], &a);
         shift_ep_query(L.ep[1], &b);
         /* what simnic holds for the backup QP pair of the connection */
         uint64_t qp = (uint64_t)(sizes[i] + 1) * sizeof(sn_wqe) +
                       (uint64_t)sizes[i] * sizeof(sn_rwqe) + sizeof(sn_qp_s) +
-                      (uint64_t)(2 * sizes[i] + 9) * sizeof(struct shift_wc);
+                      (uint64_t)(2 * sizes[i] + 9) *
+                          (sizeof(struct shift_wc) + sizeof(struct sn_cqe_src));
         printf("{\"kind\": \"state\", \"max_wr\": %u, \"layer_bytes_requester\": %llu, "
                "\"layer_bytes_responder\": %llu, \"pend_entry\": %llu, "
                "\"backup_qp_bytes_per_host\": %llu}\n",
@@ -295,13 +297,13 @@ static int bench_state(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: native_bench rate|raw|shift|failover|state ...\n");
+        fprintf(stderr, "usage: native_bench rate|raw|shift|copy|failover|state ...\n");
         return 2;
     }
     const char *m = argv[1];
     if (!strcmp(m, "rate") && argc == 5)
         return bench_rate(atol(argv[2]), atoi(argv[3]), atoi(argv[4]) > 64 ? 64 : atoi(argv[4]));
-    if ((!strcmp(m, "raw") || !strcmp(m, "shift")) && argc == 4) {
+    if ((!strcmp(m, "raw") || !strcmp(m, "shift") || !strcmp(m, "copy")) && argc == 4) {
         long n = atol(argv[2]);
         int batch = atoi(argv[3]);
         if (batch < 1 || batch > MAXB)
@@ -314,7 +316,7 @@ int main(int argc, char **argv)
             sn_fabric_destroy(r.f);
         } else {
             lay_t L;
-            lay_open(&L, MAXB);
+            lay_open(&L, MAXB, strcmp(m, "copy") ? 0 : SHIFT_EP_COPY_POSTS);
             done = run_shift(&L, n, batch);
             lay_close(&L);
         }

@@ -14,6 +14,13 @@ void *h_get(const void *handle, int type);
 void h_free(uint64_t handle);
 #define H_PTR(h) ((void *)(uintptr_t)(h))
 
+/* keep a rarely taken path out of its caller, so the common path's frame stays small */
+#if defined(__GNUC__)
+#define COLD_PATH __attribute__((noinline))
+#else
+#define COLD_PATH
+#endif
+
 /* ---------------------------------------------------------------- simnic ----- */
 enum { PKT_REQ = 1, PKT_ACK = 2, PKT_CTL = 3 };
 enum { SYN_ACK = 0, SYN_RNR = 1, SYN_INV_REQ = 2, SYN_REM_ACCESS = 3, SYN_REM_OP = 4 };
@@ -108,6 +115,8 @@ typedef struct sn_qp_s {
 
 typedef struct {
     int alive;
+    int idle;              /* no QP has a packet to send: set by a transmit that found
+                            * none, cleared by whatever may give a QP one (qp_kick) */
     sn_mr_s **mrs;
     int nmr, capmr;
     sn_qp_s **qps;

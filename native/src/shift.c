@@ -750,7 +750,7 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
 /* The failure-free path (state Default): copy the application's chain into the
  * pending ring, chained, and hand it to the backend in one call; the backend checks
  * the WRs as a NIC driver does, and only what it accepted is committed. */
-static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+COLD_PATH static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     const unsigned rare = SHIFT_SEND_NO_DOORBELL | SHIFT_SEND_INLINE | SHIFT_SEND_INELIGIBLE;
     const size_t body = sizeof *wr - offsetof(struct shift_send_wr, sg);
@@ -849,60 +849,79 @@ static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **b
 
 static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad);
 
-/* The failure-free path with a backend that keeps its send queue (direct mode): the
- * application's chain goes to the default QP as it is; the layer only counts its
- * notifications. The backend checks the WRs and the capacity (max_send_wr slots). */
-static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+/* post_direct's rare outcomes: a WR carries the layer's doorbell flag (err 0: post what
+ * precedes it), or the backend's post failed at bw with err. */
+COLD_PATH static int post_direct_rest(ep_s *e, struct shift_send_wr *wr, int err,
+                                      struct shift_send_wr *bw, struct shift_send_wr **bad)
 {
-    struct shift_send_wr *w = wr, *prev = NULL, *bw = NULL;
-    uint64_t notes = 0;
-    for (; w && !(w->send_flags & SHIFT_SEND_NO_DOORBELL); prev = w, w = w->next)
-        notes += notifies[w->opcode & 7]; /* an unknown opcode is the backend's to refuse */
-    int err;
-    if (w) {
-        /* the doorbell flag is the layer's: post what precedes the WR that has it */
-        err = 0;
+    struct shift_send_wr *w = wr, *prev = NULL;
+    if (!err) {
+        while (!(w->send_flags & SHIFT_SEND_NO_DOORBELL)) {
+            prev = w;
+            w = w->next;
+        }
+        err = EINVAL;
+        bw = w;
         if (prev) {
             prev->next = NULL;
-            err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
+            int perr = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
             prev->next = w;
+            if (perr)
+                err = perr;
+            else
+                bw = w;
         }
-        if (!err) {
-            err = EINVAL;
-            bw = w;
-        }
-    } else {
-        err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
     }
-    if (err) {
-        notes = 0;
-        for (w = wr; w && w != bw; w = w->next)
-            notes += (uint64_t)two_sided(w->opcode);
-    }
+    uint64_t notes = 0;
+    for (w = wr; w && w != bw; w = w->next)
+        notes += (uint64_t)two_sided(w->opcode);
     e->notes_posted += notes;
     e->st.sends_posted += notes;
-    if (err && !app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+    if (!app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
         /* the path failed under the post: what it took is replayed, the rest was never
          * posted and goes as a post in the new state */
         trigger(e, SHIFT_WC_WR_FLUSH_ERR);
-        return bw ? post_slow(e, bw, bad) : 0;
+        if (bw)
+            return post_slow(e, bw, bad);
+        err = 0;
     }
     if (bad)
         *bad = err ? bw : NULL;
     return err;
 }
 
+/* The failure-free path with a backend that keeps its send queue (direct mode): the
+ * application's chain goes to the default QP as it is; the layer only counts its
+ * notifications. The backend checks the WRs and the capacity (max_send_wr slots). */
+static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    uint64_t notes = 0;
+    unsigned flags = 0;
+    for (const struct shift_send_wr *w = wr; w; w = w->next) {
+        flags |= w->send_flags;
+        notes += notifies[w->opcode & 7]; /* an unknown opcode is the backend's to refuse */
+    }
+    struct shift_send_wr *bw = NULL;
+    int err = 0;
+    if ((flags & SHIFT_SEND_NO_DOORBELL) ||
+        (err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw)) != 0)
+        return post_direct_rest(e, wr, err, bw, bad);
+    e->notes_posted += notes;
+    e->st.sends_posted += notes;
+    if (bad)
+        *bad = NULL;
+    return 0;
+}
+
 int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     ep_s *e = ep_get(h);
+    if (e && wr && e->direct)
+        return post_direct(e, wr, bad); /* (only a requester enters direct mode) */
     if (bad)
         *bad = wr;
-    if (!e || !wr)
+    if (!e || !wr || !is_req(e))
         return EINVAL;
-    if (!is_req(e))
-        return EINVAL;
-    if (e->direct)
-        return post_direct(e, wr, bad);
     if (e->state == SHIFT_STATE_DEFAULT) {
         if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail) {
             e->direct = 1;
@@ -914,7 +933,7 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
 }
 
 /* Posting outside the failure-free path: one WR at a time, by state. */
-static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     for (; wr; wr = wr->next) {
         if (bad)
@@ -1035,7 +1054,7 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
 /* Direct mode: a completion of the default QP that is not a success. A path error
  * triggers the failover (1: the completion is the layer's); any other error is the
  * application's and ends in Error, as on plain RC (0: it goes to the application). */
-static int direct_error(ep_s *e, const struct shift_wc *wc)
+COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
 {
     if (!failover(e) || e->state != SHIFT_STATE_DEFAULT)
         return 0;
@@ -1048,7 +1067,7 @@ static int direct_error(ep_s *e, const struct shift_wc *wc)
     return 0;
 }
 
-static int poll_step(ep_s *e, struct shift_wc *out)
+COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
 {
     if (e->bhead < e->btail) {
         *out = e->buf[e->bhead & e->bmask];
@@ -1145,23 +1164,9 @@ int shift_poll_step(shift_ep h, struct shift_wc *out)
     return poll_step(e, out);
 }
 
-int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
+/* poll wc[k..n) one completion at a time */
+COLD_PATH static int poll_steps(ep_s *e, int k, int n, struct shift_wc *wc)
 {
-    ep_s *e = ep_get(h);
-    if (!e || n < 0 || (n > 0 && !wc))
-        return -EINVAL;
-    int k = 0;
-    if (e->direct && e->bhead == e->btail && n > 0) {
-        /* failure-free: the default QP's completions go to the application as they are */
-        int r = e->ops->poll_cq(e->ctx, e->qp[1], n, wc);
-        if (r <= 0)
-            return r;
-        while (k < r && (wc[k].status == SHIFT_WC_SUCCESS || !direct_error(e, &wc[k])))
-            k++;
-        if (k == r)
-            return r;
-        /* the failover started at wc[k]; what followed it were the dead QP's flushes */
-    }
     while (k < n) {
         int r = poll_step(e, &wc[k]);
         if (r < 0)
@@ -1172,6 +1177,22 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
             k++;
     }
     return k;
+}
+
+int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
+{
+    ep_s *e = ep_get(h);
+    if (!e || n < 0 || (n > 0 && !wc))
+        return -EINVAL;
+    if (!e->direct || e->bhead != e->btail || n == 0)
+        return poll_steps(e, 0, n, wc);
+    /* failure-free: the default QP's completions go to the application as they are */
+    int r = e->ops->poll_cq(e->ctx, e->qp[1], n, wc);
+    for (int k = 0; k < r; k++)
+        if (wc[k].status != SHIFT_WC_SUCCESS && direct_error(e, &wc[k]))
+            /* the failover started at wc[k]; what followed were the dead QP's flushes */
+            return poll_steps(e, k, n, wc);
+    return r;
 }
 
 /* ------------------------------------------------------------ lifecycle ----- */

@@ -121,6 +121,9 @@ static void chan_purge(sn_fab *f, int path, uint32_t qa, uint32_t qb)
     }
 }
 
+/* the QP may have a packet to send: its NIC's transmit must look again */
+static void qp_kick(sn_qp_s *qp) { qp->f->host[qp->host].nic[qp->nic].idle = 0; }
+
 static sn_qp_s *qp_by_qpn(sn_fab *f, uint32_t qpn)
 {
     if (qpn < SN_QPN_BASE || qpn - SN_QPN_BASE >= f->nqps)
@@ -327,6 +330,7 @@ int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
         qp->retries_left = qp->f->attr.retry_cnt;
         qp->rnr_left = qp->f->attr.rnr_retry;
         qp->state = SHIFT_QPS_RTS;
+        qp_kick(qp);
         return 0;
     default:
         return EINVAL;
@@ -824,6 +828,7 @@ int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **
             send_cqe(qp, &w->wr, SHIFT_WC_WR_FLUSH_ERR, qp->tail - 1);
         } else if (!(wr->send_flags & SHIFT_SEND_NO_DOORBELL)) {
             qp->db = qp->tail;
+            qp_kick(qp);
         }
     }
     return 0;
@@ -862,6 +867,7 @@ int sn_post_send(sn_qp q, struct shift_send_wr *wr, struct shift_send_wr **bad)
 int sn__ring(sn_qp_s *qp)
 {
     qp->db = qp->tail;
+    qp_kick(qp);
     return 0;
 }
 
@@ -970,7 +976,7 @@ int sn_transmit(sn_fabric fh, int host, int path)
     if (!valid_host(host) || !valid_path(path))
         return -EINVAL;
     sn_nic *n = &f->host[host].nic[path];
-    if (!n->alive || n->nqp == 0)
+    if (!n->alive || n->idle || n->nqp == 0)
         return 0;
     sn_qp_s *qp = NULL;
     for (int i = 0; i < n->nqp; i++) {
@@ -981,8 +987,10 @@ int sn_transmit(sn_fabric fh, int host, int path)
             break;
         }
     }
-    if (!qp)
+    if (!qp) {
+        n->idle = 1;
         return 0;
+    }
     uint64_t k = qp->nxt;
     sn_wqe *w = &qp->sq[k % qp->sq_cap];
     const struct shift_send_wr *wr = &w->wr;
@@ -1211,6 +1219,7 @@ static void requester_ack(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
     uint64_t k = complete_upto(qp, i);
     if (k < i) {
         qp->nxt = k; /* a READ/atomic response is missing: go back to it */
+        qp_kick(qp);
         return;
     }
     sn_wqe *w = &qp->sq[i % qp->sq_cap];
@@ -1221,6 +1230,7 @@ static void requester_ack(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
             uint32_t len = op == SHIFT_WR_RDMA_READ ? (w->wr.num_sge ? w->wr.sg.length : 0) : 8;
             if (op == SHIFT_WR_RDMA_READ && p->len != len) {
                 qp->nxt = i; /* a re-ACK without the data: go back */
+                qp_kick(qp);
                 return;
             }
             if (len) {
@@ -1250,6 +1260,7 @@ static void requester_ack(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
         if (qp->rnr_left > 0) {
             qp->rnr_left--;
             qp->nxt = i;
+            qp_kick(qp);
         } else {
             qp_fail(qp, i, SHIFT_WC_RNR_RETRY_EXC_ERR);
         }
@@ -1340,6 +1351,7 @@ int sn__timeout(sn_fab *f, int host, int path)
         if (qp->retries_left > 0) {
             qp->retries_left--;
             qp->nxt = qp->una;
+            qp_kick(qp);
             f->ctr.timeouts++;
         } else {
             qp_fail(qp, qp->una, SHIFT_WC_RETRY_EXC_ERR);
@@ -1419,6 +1431,7 @@ int sn_nic_recover(sn_fabric fh, int host, int nic)
     if (n->alive)
         return 0;
     n->alive = 1; /* its QPs stay in ERR until reconnected */
+    n->idle = 0;
     return 1;
 }
 
