@@ -105,12 +105,22 @@ def test_full_send_queue_is_enomem_and_harmless(copy_posts):
         assert conn.read("B", 1) == 3
 
 
-def test_batched_post_stops_at_the_bad_wr(conn):
+@pytest.mark.parametrize("copy_posts", [False, True])
+@pytest.mark.parametrize("bad", [{"opcode": 99}, {"send_flags": SIGNALED | 512}])
+def test_batched_post_stops_at_the_bad_wr(fabric, copy_posts, bad):
+    """The WRs before the bad one are posted, the rest not, on either posting path (the
+    backend refuses an unknown opcode; the layer refuses its own doorbell flag)."""
+    conn = fabric.connect("Shift", regions=8, copy_posts=copy_posts)
+    conn.post_recv("B", 10)
+    conn.post_recv("B", 11)
     with pytest.raises(PostError) as e:
-        conn.post_send_many([Wr(1, "WRITE", region=1, value=1), _raw(conn, opcode=99)])
-    assert e.value.errno_name == "EINVAL" and "#1" in str(e.value)
+        conn.post_send_many([Wr(1, "WRITE", region=1, value=1), Wr(2, "WRITE_IMM"),
+                             _raw(conn, wr_id=3, **bad), Wr(4, "WRITE_IMM")])
+    assert e.value.errno_name == "EINVAL" and "#2" in str(e.value)
     drive(conn)
-    assert [c.wr for c in conn.completions] == [1]  # the first was posted, not the second
+    assert [(c.host, c.wr) for c in conn.completions] == [("A", 1), ("A", 2), ("B", 10)]
+    a = conn.host_state("A")
+    assert (a.sends_posted, a.sends_completed, a.outstanding) == (1, 1, 0)
 
 
 @pytest.mark.parametrize("kw", [
