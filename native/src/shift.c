@@ -101,15 +101,12 @@ static int is_req(const ep_s *e) { return e->attr.role == SHIFT_ROLE_REQUESTER; 
 static int failover(const ep_s *e) { return e->attr.design != SHIFT_DESIGN_NO_FAILOVER; }
 static int is_shift(const ep_s *e) { return e->attr.design == SHIFT_DESIGN_SHIFT; }
 
-static int two_sided(int op)
-{
-    return op == SHIFT_WR_SEND || op == SHIFT_WR_SEND_WITH_IMM ||
-           op == SHIFT_WR_RDMA_WRITE_WITH_IMM;
-}
-
-/* two_sided() as a table, for the failure-free post path */
+/* the opcodes that consume a receive WR at the peer (its notifications); the
+ * failure-free paths index it with op & 7 and leave an unknown opcode to the backend */
 static const uint8_t notifies[8] = {
     [SHIFT_WR_RDMA_WRITE_WITH_IMM] = 1, [SHIFT_WR_SEND] = 1, [SHIFT_WR_SEND_WITH_IMM] = 1};
+
+static int two_sided(int op) { return op >= 0 && op < 8 && notifies[op]; }
 
 static int atomic_op(int op)
 {

@@ -836,7 +836,7 @@ int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **
 
 /* The i-th WR of the send queue not yet covered by a polled successful completion
  * (inline data pointing at the queue's copy): 0, or 1 if a polled error completion
- * covers it; ENOENT past the last, EOVERFLOW if its slot was reused. */
+ * covers it; -ENOENT past the last, -EOVERFLOW if its slot was reused. */
 int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out)
 {
     uint64_t idx = qp->good + i;
