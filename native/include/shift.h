@@ -201,6 +201,25 @@ int shift_sim_reg_mr(shift_conn c, int host, uint64_t addr, size_t length, int a
 int shift_sim_timeout(shift_conn c, int host, int path);
 /* the simnic QP of a host and path, for tests */
 int shift_sim_qp(shift_conn c, int host, int path, sn_qp *out);
+/* The backend operations a connection's endpoints call, for shift_sim_fail_op. */
+enum shift_backend_op {
+    SHIFT_OP_MODIFY_QP = 0,
+    SHIFT_OP_QUERY_QP = 1,
+    SHIFT_OP_RESET_QP = 2,
+    SHIFT_OP_POST_SEND = 3,
+    SHIFT_OP_POST_RECV = 4,
+    SHIFT_OP_RING = 5,
+    SHIFT_OP_POLL_CQ = 6,
+    SHIFT_OP_REG_MR = 7,
+    SHIFT_OP_CTL_SEND = 8,
+    SHIFT_OP_SQ_PENDING = 9,
+    SHIFT_OP_COUNT = 10
+};
+/* Fault injection at the backend: host's endpoint's call of op after `after` more
+ * calls of it fails with err (a positive errno; poll_cq and sq_pending return -err)
+ * without acting; err 0 cancels. One pending fault per host and op. (Creating and
+ * destroying QPs and dereg are not injected: teardown has no error to report.) */
+int shift_sim_fail_op(shift_conn c, int host, int op, uint32_t after, int err);
 /* CDEF-END */
 
 #ifdef __cplusplus

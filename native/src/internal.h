@@ -55,6 +55,7 @@ typedef struct sn_mr_s {
     size_t len;
     int access;
     uint32_t lkey, rkey;
+    int owned;             /* registered by an endpoint: not the caller's to free */
 } sn_mr_s;
 
 typedef struct sn_cq_s {
@@ -111,6 +112,7 @@ typedef struct sn_qp_s {
     uint32_t saved_next;
     sn_ctl_handler ctl_fn;
     void *ctl_arg;
+    int owned;             /* a connection's backend holds it: not the caller's to free */
 } sn_qp_s;
 
 typedef struct {
@@ -157,5 +159,9 @@ int sn__ring(sn_qp_s *qp);
 int sn__timeout(sn_fab *f, int host, int path);
 sn_fab *sn__fab(sn_fabric f);
 sn_qp_s *sn__qp(sn_qp qp);
+sn_mr_s *sn__mr(sn_mr mr);
+
+/* ownership: an object a connection owns is destroyed only by it (EBUSY otherwise) */
+void shift__ep_own(shift_ep ep, int owned);
 
 #endif

@@ -89,6 +89,7 @@ typedef struct ep_s {
     int sent_ctr, replayed, probing;
     int64_t peer_ctr;
     uint32_t epoch, peer_epoch, ctl_left;
+    int owned;                 /* a connection holds it: shift_ep_destroy says EBUSY */
     keypair *lk, *rk;
     int nlk, caplk, nrk, caprk;
     void **mrs;
@@ -150,6 +151,14 @@ static int path_error(int status)
     default:
         return 0;
     }
+}
+
+/* The backend's poll: up to n completions, or -errno. A count beyond n is not
+ * believed (the layer reads no further than it asked). */
+static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
+{
+    int r = e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+    return r > n ? n : r;
 }
 
 /* ----------------------------------------------------------- buffers ------- */
@@ -332,7 +341,7 @@ static void drain(ep_s *e, int path)
 {
     struct shift_wc wc;
     int good = 1;
-    while (e->ops->poll_cq(e->ctx, e->qp[path], 1, &wc) == 1) {
+    while (poll_backend(e, path, 1, &wc) == 1) {
         if (wc.wr_id == PROBE_ID && !e->direct)
             continue;
         if (wc.status != SHIFT_WC_SUCCESS)
@@ -398,6 +407,18 @@ static void direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes)
     }
 }
 
+/* Direct mode: the notifications known complete are those posted that the send queue
+ * no longer holds (nnotes of them it still does). Never believed beyond what was posted,
+ * and never going back: a backend's answer can only add to what was known. */
+static void direct_sync(ep_s *e, uint64_t nnotes)
+{
+    uint64_t done = e->notes_posted > nnotes ? e->notes_posted - nnotes : 0;
+    if (done > e->cum_done) {
+        e->st.sends_completed += done - e->cum_done;
+        e->cum_done = done;
+    }
+}
+
 /* Leave direct mode at a failure (after the drain): the WRs the default QP's send
  * queue holds become pending entries, as post_fast would have made them. */
 static void materialize(ep_s *e)
@@ -406,17 +427,22 @@ static void materialize(ep_s *e)
     uint64_t notes = 0, first = e->ptail;
     for (uint32_t i = 0; i < e->pcap && e->ops->sq_pending(e->ctx, e->qp[1], i, &w) >= 0;
          i++) {
+        if (shift_send_wr_check(&w, SHIFT_MAX_INLINE))
+            break; /* not a WR the layer could have posted: read no further */
         pend_t *p = &e->pq[e->ptail & e->pmask];
         pend_fill(p, &w, e->ptail);
         notes += (uint64_t)two_sided(w.opcode);
         p->cum = notes;
         e->ptail++;
     }
-    uint64_t base = e->notes_posted - notes; /* the notifications completed */
+    direct_sync(e, notes);
     for (uint64_t s2 = first; s2 < e->ptail; s2++)
-        e->pq[s2 & e->pmask].cum += base;
-    e->st.sends_completed += base - e->cum_done;
-    e->cum_done = base;
+        e->pq[s2 & e->pmask].cum += e->cum_done;
+    if (e->cum_done + notes > e->notes_posted) {
+        /* the send queue holds more than the layer counted: it is the truth here */
+        e->st.sends_posted += e->cum_done + notes - e->notes_posted;
+        e->notes_posted = e->cum_done + notes;
+    }
     e->direct = 0;
 }
 
@@ -567,7 +593,7 @@ static int reconnect(ep_s *e)
     if (e->ops->reset_qp(e->ctx, e->qp[1]) != 0)
         return SHIFT_STEP_NONE;
     struct shift_wc wc;
-    while (e->ops->poll_cq(e->ctx, e->qp[1], 1, &wc) == 1)
+    while (poll_backend(e, 1, 1, &wc) == 1)
         ;
     if (e->attr.flags & SHIFT_EP_WIRE_PROBE) {
         struct shift_send_wr probe = {0};
@@ -586,7 +612,7 @@ static int reconnect(ep_s *e)
 static int probe_check(ep_s *e)
 {
     struct shift_wc wc;
-    while (e->ops->poll_cq(e->ctx, e->qp[1], 1, &wc) == 1) {
+    while (poll_backend(e, 1, 1, &wc) == 1) {
         if (wc.wr_id != PROBE_ID)
             continue;
         e->probing = 0;
@@ -708,8 +734,9 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
         return EINVAL;
     ctl_msg m;
     memcpy(&m, msg, sizeof m);
-    if (m.magic != CTL_MAGIC || (m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK))
-        return EINVAL;
+    if (m.magic != CTL_MAGIC || (m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK) ||
+        m.count < 0)
+        return EINVAL; /* (a receive counter is never negative) */
     e->st.ctl_received++;
     if (!failover(e) || e->state == SHIFT_STATE_ERROR)
         return 0;
@@ -846,31 +873,13 @@ COLD_PATH static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_s
 
 static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad);
 
-/* post_direct's rare outcomes: a WR carries the layer's doorbell flag (err 0: post what
- * precedes it), or the backend's post failed at bw with err. */
+/* post_direct's failed post: the backend stopped at bw with err (an acyclic chain of
+ * at most a queue's worth, so bw tells how many it took). */
 COLD_PATH static int post_direct_rest(ep_s *e, struct shift_send_wr *wr, int err,
                                       struct shift_send_wr *bw, struct shift_send_wr **bad)
 {
-    struct shift_send_wr *w = wr, *prev = NULL;
-    if (!err) {
-        while (!(w->send_flags & SHIFT_SEND_NO_DOORBELL)) {
-            prev = w;
-            w = w->next;
-        }
-        err = EINVAL;
-        bw = w;
-        if (prev) {
-            prev->next = NULL;
-            int perr = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
-            prev->next = w;
-            if (perr)
-                err = perr;
-            else
-                bw = w;
-        }
-    }
     uint64_t notes = 0;
-    for (w = wr; w && w != bw; w = w->next)
+    for (struct shift_send_wr *w = wr; w && w != bw; w = w->next)
         notes += (uint64_t)two_sided(w->opcode);
     e->notes_posted += notes;
     e->st.sends_posted += notes;
@@ -887,6 +896,41 @@ COLD_PATH static int post_direct_rest(ep_s *e, struct shift_send_wr *wr, int err
     return err;
 }
 
+/* post_direct's rare chains: longer than the queue (or cyclic), or carrying the layer's
+ * doorbell flag. One WR at a time, each from a copy cut from the chain, at most a
+ * queue's worth: the count of what the backend took stays exact and a cycle ends in
+ * ENOMEM, as a full send queue does. */
+COLD_PATH static int post_direct_each(ep_s *e, struct shift_send_wr *wr,
+                                      struct shift_send_wr **bad)
+{
+    struct shift_send_wr *w = wr;
+    int err = 0;
+    for (uint32_t n = 0; w; w = w->next, n++) {
+        if (n == e->pcap) {
+            err = ENOMEM;
+            break;
+        }
+        if (w->send_flags & SHIFT_SEND_NO_DOORBELL) {
+            err = EINVAL;
+            break;
+        }
+        struct shift_send_wr one = *w;
+        one.next = NULL;
+        err = e->ops->post_send(e->ctx, e->qp[1], &one, NULL);
+        if (err)
+            break;
+        e->notes_posted += (uint64_t)two_sided(w->opcode);
+        e->st.sends_posted += (uint64_t)two_sided(w->opcode);
+    }
+    if (err && !app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        return post_slow(e, w, bad);
+    }
+    if (bad)
+        *bad = err ? w : NULL;
+    return err;
+}
+
 /* The failure-free path with a backend that keeps its send queue (direct mode): the
  * application's chain goes to the default QP as it is; the layer only counts its
  * notifications. The backend checks the WRs and the capacity (max_send_wr slots). */
@@ -894,14 +938,17 @@ static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr *
 {
     uint64_t notes = 0;
     unsigned flags = 0;
-    for (const struct shift_send_wr *w = wr; w; w = w->next) {
+    uint32_t n = 0;
+    const struct shift_send_wr *w = wr;
+    for (; w && n <= e->pcap; w = w->next, n++) {
         flags |= w->send_flags;
         notes += notifies[w->opcode & 7]; /* an unknown opcode is the backend's to refuse */
     }
+    if (w || (flags & SHIFT_SEND_NO_DOORBELL))
+        return post_direct_each(e, wr, bad);
     struct shift_send_wr *bw = NULL;
-    int err = 0;
-    if ((flags & SHIFT_SEND_NO_DOORBELL) ||
-        (err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw)) != 0)
+    int err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
+    if (err)
         return post_direct_rest(e, wr, err, bw, bad);
     e->notes_posted += notes;
     e->st.sends_posted += notes;
@@ -1072,7 +1119,7 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
         return 1;
     }
     if (e->direct) {
-        int n = e->ops->poll_cq(e->ctx, e->qp[1], 1, out);
+        int n = poll_backend(e, 1, 1, out);
         if (n == 1 && out->status != SHIFT_WC_SUCCESS && direct_error(e, out))
             return 2;
         return n;
@@ -1081,7 +1128,7 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
                : e->state == SHIFT_STATE_ERROR && e->err_path ? e->err_path : 2;
     struct shift_wc wc;
     for (;;) {
-        int n = e->ops->poll_cq(e->ctx, e->qp[path], 1, &wc);
+        int n = poll_backend(e, path, 1, &wc);
         if (n <= 0)
             return n;
         if (wc.wr_id == PROBE_ID)
@@ -1184,7 +1231,7 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
     if (!e->direct || e->bhead != e->btail || n == 0)
         return poll_steps(e, 0, n, wc);
     /* failure-free: the default QP's completions go to the application as they are */
-    int r = e->ops->poll_cq(e->ctx, e->qp[1], n, wc);
+    int r = poll_backend(e, 1, n, wc);
     for (int k = 0; k < r; k++)
         if (wc[k].status != SHIFT_WC_SUCCESS && direct_error(e, &wc[k]))
             /* the failover started at wc[k]; what followed were the dead QP's flushes */
@@ -1274,11 +1321,20 @@ fail:
     return err;
 }
 
+void shift__ep_own(shift_ep h, int owned)
+{
+    ep_s *e = ep_get(h);
+    if (e)
+        e->owned = owned;
+}
+
 int shift_ep_destroy(shift_ep h)
 {
     ep_s *e = ep_get(h);
     if (!e)
         return EINVAL;
+    if (e->owned)
+        return EBUSY;
     e->ops->destroy_qp(e->ctx, e->qp[1]);
     e->ops->destroy_qp(e->ctx, e->qp[2]);
     for (int i = 0; i < e->nmr; i++)
@@ -1361,7 +1417,8 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     if (e->direct) {
         uint64_t notes;
         direct_count(e, &out, &notes);
-        info->sends_completed += e->notes_posted - notes - e->cum_done;
+        direct_sync(e, notes); /* the query brings the count up to date */
+        info->sends_completed = e->st.sends_completed;
     } else if (is_req(e))
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];

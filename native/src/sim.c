@@ -12,6 +12,7 @@ typedef struct sim_ctx {
     sn_qp qph[3];
     sn_cq cqh[3];
     shift_ep ep;
+    struct { uint32_t after; int err; } fault[SHIFT_OP_COUNT]; /* shift_sim_fail_op */
 } sim_ctx;
 
 typedef struct conn_s {
@@ -20,6 +21,21 @@ typedef struct conn_s {
     sim_ctx ctx[2];
     shift_ep ep[2];
 } conn_s;
+
+/* the injected error of op, if this call is the one to fail (else 0) */
+static int fault(void *c, int op)
+{
+    sim_ctx *x = c;
+    if (!x->fault[op].err)
+        return 0;
+    if (x->fault[op].after) {
+        x->fault[op].after--;
+        return 0;
+    }
+    int err = x->fault[op].err;
+    x->fault[op].err = 0;
+    return err;
+}
 
 static int b_create_qp(void *c, int path, const struct shift_backend_qp_cap *cap, void **qp)
 {
@@ -40,6 +56,7 @@ static int b_create_qp(void *c, int path, const struct shift_backend_qp_cap *cap
     x->qph[path] = q;
     x->cqh[path] = cq;
     *qp = sn__qp(q);
+    ((sn_qp_s *)*qp)->owned = 1;
     return 0;
 }
 
@@ -54,6 +71,7 @@ static int b_destroy_qp(void *c, void *qp)
     int p = path_of(x, qp);
     if (!p)
         return EINVAL;
+    ((sn_qp_s *)qp)->owned = 0;
     sn_destroy_qp(x->qph[p]);
     sn_destroy_cq(x->cqh[p]);
     x->qph[p] = NULL;
@@ -63,7 +81,9 @@ static int b_destroy_qp(void *c, void *qp)
 
 static int b_modify_qp(void *c, void *qp, int state, uint32_t rq_psn, uint32_t sq_psn)
 {
-    (void)c;
+    int err = fault(c, SHIFT_OP_MODIFY_QP);
+    if (err)
+        return err;
     struct sn_qp_attr a = {0};
     int mask = SN_QP_STATE;
     a.qp_state = state;
@@ -79,10 +99,11 @@ static int b_modify_qp(void *c, void *qp, int state, uint32_t rq_psn, uint32_t s
 
 static int b_query_qp(void *c, void *qp, int *state, uint32_t *rq_psn, uint32_t *sq_psn)
 {
-    (void)c;
     sn_qp_s *q = qp;
     struct sn_qp_attr a;
-    int err = sn_query_qp(H_PTR(q->h), &a);
+    int err = fault(c, SHIFT_OP_QUERY_QP);
+    if (!err)
+        err = sn_query_qp(H_PTR(q->h), &a);
     if (err)
         return err;
     *state = a.qp_state;
@@ -93,37 +114,46 @@ static int b_query_qp(void *c, void *qp, int *state, uint32_t *rq_psn, uint32_t 
 
 static int b_reset_qp(void *c, void *qp)
 {
-    (void)c;
-    return sn__reconnect(qp);
+    int err = fault(c, SHIFT_OP_RESET_QP);
+    return err ? err : sn__reconnect(qp);
 }
 
 static int b_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
-    (void)c;
+    int err = fault(c, SHIFT_OP_POST_SEND);
+    if (err) {
+        if (bad)
+            *bad = wr;
+        return err;
+    }
     return sn__post_send(qp, wr, bad);
 }
 
 static int b_post_recv(void *c, void *qp, struct shift_recv_wr *wr)
 {
-    (void)c;
-    return sn__post_recv(qp, wr, NULL);
+    int err = fault(c, SHIFT_OP_POST_RECV);
+    return err ? err : sn__post_recv(qp, wr, NULL);
 }
 
 static int b_ring(void *c, void *qp)
 {
-    (void)c;
-    return sn__ring(qp);
+    int err = fault(c, SHIFT_OP_RING);
+    return err ? err : sn__ring(qp);
 }
 
 static int b_poll_cq(void *c, void *qp, int n, struct shift_wc *wc)
 {
-    (void)c;
+    int err = fault(c, SHIFT_OP_POLL_CQ);
+    if (err)
+        return -err;
     return sn__poll_cq(((sn_qp_s *)qp)->scq, n, wc);
 }
 
 static int b_sq_pending(void *c, void *qp, uint32_t i, struct shift_send_wr *out)
 {
-    (void)c;
+    int err = fault(c, SHIFT_OP_SQ_PENDING);
+    if (err)
+        return -err;
     return sn__sq_pending(qp, i, out);
 }
 
@@ -132,10 +162,14 @@ static int b_reg_mr(void *c, int path, uint64_t addr, size_t len, int access, ui
 {
     sim_ctx *x = c;
     sn_mr m;
-    int err = sn_reg_mr(x->fh, x->host, path, addr, len, access, &m);
+    int err = fault(c, SHIFT_OP_REG_MR);
+    if (err)
+        return err;
+    err = sn_reg_mr(x->fh, x->host, path, addr, len, access, &m);
     if (err)
         return err;
     sn_mr_keys(m, lkey, rkey);
+    sn__mr(m)->owned = 1;
     *mr = m;
     return 0;
 }
@@ -143,18 +177,33 @@ static int b_reg_mr(void *c, int path, uint64_t addr, size_t len, int access, ui
 static int b_dereg_mr(void *c, void *mr)
 {
     (void)c;
+    sn_mr_s *m = sn__mr(mr);
+    if (!m)
+        return EINVAL;
+    m->owned = 0;
     return sn_dereg_mr(mr);
 }
 
 static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
 {
-    (void)c;
-    return sn__ctl_send(qp, msg, len);
+    int err = fault(c, SHIFT_OP_CTL_SEND);
+    return err ? err : sn__ctl_send(qp, msg, len);
 }
 
 static const struct shift_backend_ops sim_ops = {
-    b_create_qp, b_destroy_qp, b_modify_qp, b_query_qp, b_reset_qp, b_post_send,
-    b_post_recv, b_ring, b_poll_cq, b_reg_mr, b_dereg_mr, b_ctl_send, b_sq_pending,
+    .create_qp = b_create_qp,
+    .destroy_qp = b_destroy_qp,
+    .modify_qp = b_modify_qp,
+    .query_qp = b_query_qp,
+    .reset_qp = b_reset_qp,
+    .post_send = b_post_send,
+    .post_recv = b_post_recv,
+    .ring = b_ring,
+    .poll_cq = b_poll_cq,
+    .reg_mr = b_reg_mr,
+    .dereg_mr = b_dereg_mr,
+    .ctl_send = b_ctl_send,
+    .sq_pending = b_sq_pending,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
@@ -196,14 +245,19 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
         err = sn_connect(c->ctx[0].qph[p], c->ctx[1].qph[p]);
         if (err)
             goto fail;
-        for (int h = 0; h < 2; h++)
-            sn_set_ctl_handler(c->ctx[h].qph[p], on_ctl, &c->ctx[h]);
+        for (int h = 0; h < 2; h++) { /* the QPs are owned: set the handler inside */
+            sn_qp_s *q = sn__qp(c->ctx[h].qph[p]);
+            q->ctl_fn = on_ctl;
+            q->ctl_arg = &c->ctx[h];
+        }
     }
     c->h = h_new(c, H_CONN);
     if (!c->h) {
         err = ENOMEM;
         goto fail;
     }
+    for (int h = 0; h < 2; h++)
+        shift__ep_own(c->ep[h], 1);
     f->users++;
     *out = H_PTR(c->h);
     return 0;
@@ -219,8 +273,10 @@ int shift_sim_close(shift_conn ch)
     conn_s *c = conn_get(ch);
     if (!c)
         return EINVAL;
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < 2; h++) {
+        shift__ep_own(c->ep[h], 0);
         shift_ep_destroy(c->ep[h]);
+    }
     c->f->users--;
     h_free(c->h);
     free(c);
@@ -267,4 +323,15 @@ int shift_sim_timeout(shift_conn ch, int host, int path)
     if (sn__timeout(c->f, host, path) > 0)
         return 1;
     return shift_timer(c->ep[host], path);
+}
+
+int shift_sim_fail_op(shift_conn ch, int host, int op, uint32_t after, int err)
+{
+    conn_s *c = conn_get(ch);
+    if (!c || (host != 0 && host != 1) || op < 0 || op >= SHIFT_OP_COUNT || err < 0 ||
+        err > 4095)
+        return EINVAL;
+    c->ctx[host].fault[op].after = after;
+    c->ctx[host].fault[op].err = err;
+    return 0;
 }

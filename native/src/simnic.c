@@ -15,6 +15,7 @@ static int psn_diff(uint32_t a, uint32_t b) { return (int)(int32_t)(a - b); }
 
 sn_fab *sn__fab(sn_fabric f) { return h_get(f, H_FABRIC); }
 sn_qp_s *sn__qp(sn_qp qp) { return h_get(qp, H_QP); }
+sn_mr_s *sn__mr(sn_mr mr) { return h_get(mr, H_MR); }
 
 static sn_pkt *pkt_new(sn_fab *f, uint32_t len)
 {
@@ -530,6 +531,8 @@ int sn_dereg_mr(sn_mr m)
     sn_mr_s *mr = h_get(m, H_MR);
     if (!mr)
         return EINVAL;
+    if (mr->owned)
+        return EBUSY;
     mr->f->host[mr->host].nic[mr->nic].mrs[mr->idx] = NULL;
     h_free(mr->h);
     free(mr);
@@ -715,6 +718,8 @@ int sn_destroy_qp(sn_qp q)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->owned)
+        return EBUSY; /* a connection's endpoint holds it (issue: use after free) */
     sn_fab *f = qp->f;
     sn_nic *n = &f->host[qp->host].nic[qp->nic];
     for (int i = 0; i < n->nqp; i++)
@@ -856,6 +861,8 @@ int sn_post_send(sn_qp q, struct shift_send_wr *wr, struct shift_send_wr **bad)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->owned)
+        return EBUSY; /* the layer's data path */
     if (!wr) {
         if (bad)
             *bad = NULL;
@@ -876,18 +883,23 @@ int sn_ring(sn_qp q)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->owned)
+        return EBUSY; /* the layer's data path */
     return sn__ring(qp);
 }
 
 int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
 {
+    /* a QP in ERR flushes each WR at once, so the queue never fills: one call takes
+     * at most a queue's worth (a cyclic chain ends in ENOMEM, not a hang) */
+    uint32_t flushed = 0;
     for (; wr; wr = wr->next) {
         int err = 0;
         if (wr->num_sge < 0 || wr->num_sge > 1)
             err = EINVAL;
         else if (qp->state == SHIFT_QPS_RESET || qp->rq_cap == 0)
             err = EINVAL;
-        else if (qp->rq_tail - qp->rq_head >= qp->rq_cap)
+        else if (qp->rq_tail - qp->rq_head + flushed >= qp->rq_cap)
             err = ENOMEM;
         if (err) {
             if (bad)
@@ -897,6 +909,7 @@ int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **
         sn_rwqe r = {wr->wr_id, wr->sg, wr->num_sge};
         if (qp->state == SHIFT_QPS_ERR) {
             recv_cqe(qp, &r, SHIFT_WC_WR_FLUSH_ERR, SHIFT_WC_RECV, 0, 0, 0);
+            flushed++;
             continue;
         }
         qp->rq[qp->rq_tail % qp->rq_cap] = r;
@@ -910,6 +923,8 @@ int sn_post_recv(sn_qp q, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->owned)
+        return EBUSY; /* the layer's data path */
     if (!wr) {
         if (bad)
             *bad = NULL;
@@ -940,6 +955,8 @@ int sn_ctl_send(sn_qp q, const void *msg, uint32_t len)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->owned)
+        return EBUSY; /* the layer's data path */
     return sn__ctl_send(qp, msg, len);
 }
 
@@ -948,6 +965,8 @@ int sn_set_ctl_handler(sn_qp q, sn_ctl_handler fn, void *arg)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->owned)
+        return EBUSY;
     qp->ctl_fn = fn;
     qp->ctl_arg = arg;
     return 0;
