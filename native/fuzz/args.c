@@ -148,18 +148,19 @@ uint64_t new_id(int kind, int owner)
     return W->nid++;
 }
 
-/* After a post of chain[0..n) (cyclic if cyc): which ids were taken. A failed post
- * names in *bad the first WR not posted; a live target must name one of the chain. */
-void settle_ids(void *const *nodes, const uint64_t *ids, int n, int cyc, int err,
-                       const void *bad, int strict)
+/* After a post of chain[0..n): which ids were taken. A failed post names in *bad the
+ * first WR not posted; a live target (strict) must name one of the chain. Unknown
+ * (a cycle, or no bad asked for): each may have been posted any number of times. */
+void settle_ids(void *const *nodes, const uint64_t *ids, int n, int unknown, int err,
+                const void *bad, int strict)
 {
     int k = n;
-    if (err) {
+    if (err && !unknown) {
         k = -1;
         for (int i = 0; i < n; i++)
             if (nodes[i] == bad)
                 k = i;
-        if (strict && !cyc)
+        if (strict)
             FZ_CHECK(k >= 0, err, n);
         if (k < 0)
             k = 0;
@@ -168,8 +169,8 @@ void settle_ids(void *const *nodes, const uint64_t *ids, int n, int cyc, int err
         if (ids[i] >= MAXID)
             continue;
         fz_id *r = &W->id[ids[i]];
-        if (cyc)
-            r->wild = 1; /* a cycle posts a WR any number of times */
+        if (unknown)
+            r->wild = 1;
         else
             r->state = i < k ? ID_POSTED : ID_REJECTED;
     }

@@ -166,7 +166,7 @@ static void op_destroy_cq(void)
 
 static void op_poll_raw_cq(void)
 {
-    struct shift_wc wc[8];
+    struct shift_wc wc[16]; /* room for n (at most 10) */
     int n = fz_u8(W->in) < 240 ? (int)fz_small(W->in, 9) : -(int)fz_u8(W->in);
     int r = sn_poll_cq(pick(T_CQ), n, fz_u8(W->in) < 250 ? wc : NULL);
     FZ_CHECK(r <= (n > 0 ? n : 0), r, n);
@@ -261,10 +261,11 @@ static void op_post_raw_send(void)
     sn_qp q = pick(T_QP);
     int cyc, n = make_send_chain(OWNER_RAW, &cyc);
     struct shift_send_wr *bad = &swr[0];
-    int r = sn_post_send(q, &swr[0], fz_u8(W->in) < 240 ? &bad : NULL);
+    int ask = fz_u8(W->in) < 240;
+    int r = sn_post_send(q, &swr[0], ask ? &bad : NULL);
     if (owned_qp(q))
         FZ_CHECK(r == EBUSY, r, 0); /* the layer's data path: not the caller's */
-    settle_ids(send_nodes, chain_ids, n, cyc, r, r ? bad : NULL, raw_qp_of(q) >= 0 && r);
+    settle_ids(send_nodes, chain_ids, n, cyc || (r && !ask), r, bad, raw_qp_of(q) >= 0);
 }
 
 static void op_post_raw_recv(void)
@@ -272,10 +273,11 @@ static void op_post_raw_recv(void)
     sn_qp q = pick(T_QP);
     int cyc, n = make_recv_chain(OWNER_RAW, &cyc);
     struct shift_recv_wr *bad = &rwr[0];
-    int r = sn_post_recv(q, &rwr[0], fz_u8(W->in) < 240 ? &bad : NULL);
+    int ask = fz_u8(W->in) < 240;
+    int r = sn_post_recv(q, &rwr[0], ask ? &bad : NULL);
     if (owned_qp(q))
         FZ_CHECK(r == EBUSY, r, 0);
-    settle_ids(recv_nodes, chain_ids, n, cyc, r, r ? bad : NULL, raw_qp_of(q) >= 0 && r);
+    settle_ids(recv_nodes, chain_ids, n, cyc || (r && !ask), r, bad, raw_qp_of(q) >= 0);
 }
 
 static void op_ring(void)
@@ -546,9 +548,10 @@ static void op_ep_post_send(void)
     fz_ep *e = ep_of(h);
     int cyc, n = make_send_chain(e ? e->owner : OWNER_RAW, &cyc);
     struct shift_send_wr *bad = &swr[0];
-    int r = shift_post_send(h, &swr[0], fz_u8(W->in) < 240 ? &bad : NULL);
+    int ask = fz_u8(W->in) < 240;
+    int r = shift_post_send(h, &swr[0], ask ? &bad : NULL);
     FZ_CHECK(e || r == EINVAL, r, 0);
-    settle_ids(send_nodes, chain_ids, n, cyc, r, r ? bad : NULL, e != NULL);
+    settle_ids(send_nodes, chain_ids, n, cyc || (r && !ask), r, bad, e != NULL);
 }
 
 static void op_ep_post_recv(void)
@@ -557,16 +560,17 @@ static void op_ep_post_recv(void)
     fz_ep *e = ep_of(h);
     int cyc, n = make_recv_chain(e ? e->owner : OWNER_RAW, &cyc);
     struct shift_recv_wr *bad = &rwr[0];
-    int r = shift_post_recv(h, &rwr[0], fz_u8(W->in) < 240 ? &bad : NULL);
+    int ask = fz_u8(W->in) < 240;
+    int r = shift_post_recv(h, &rwr[0], ask ? &bad : NULL);
     FZ_CHECK(e || r == EINVAL, r, 0);
-    settle_ids(recv_nodes, chain_ids, n, cyc, r, r ? bad : NULL, e != NULL);
+    settle_ids(recv_nodes, chain_ids, n, cyc || (r && !ask), r, bad, e != NULL);
 }
 
 static void op_ep_poll(void)
 {
     shift_ep h = pick(T_EP);
     fz_ep *e = ep_of(h);
-    struct shift_wc wc[8];
+    struct shift_wc wc[16]; /* room for n (at most 10) */
     if (fz_u8(W->in) & 1) {
         int r = shift_poll_step(h, fz_u8(W->in) < 250 ? wc : NULL);
         FZ_CHECK(r <= 2 && (e || r == -EINVAL), r, 0);

@@ -100,7 +100,7 @@ int raw_qp_of(sn_qp h);
 uint64_t pick_addr(uint32_t len, int readable);
 uint32_t pick_key(void);
 uint64_t new_id(int kind, int owner);
-void settle_ids(void *const *nodes, const uint64_t *ids, int n, int cyc, int err,
+void settle_ids(void *const *nodes, const uint64_t *ids, int n, int unknown, int err,
                 const void *bad, int strict);
 int make_send_chain(int owner, int *cyc);
 int make_recv_chain(int owner, int *cyc);

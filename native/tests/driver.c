@@ -436,12 +436,12 @@ typedef struct {
     uint64_t a_src, b_dst;
 } lay_t;
 
-static void lay_open(lay_t *L, int design, int retries, unsigned flags)
+static void lay_open_n(lay_t *L, int design, int retries, unsigned flags, uint32_t max_wr)
 {
     struct sn_fabric_attr a = {0, (uint32_t)retries, 7, 0};
     memset(L, 0, sizeof *L);
     CHECK(sn_fabric_create(&a, &L->f) == 0);
-    struct shift_conn_attr ca = {design, 32, 32, 2, flags};
+    struct shift_conn_attr ca = {design, max_wr, max_wr, 2, flags};
     CHECK(shift_sim_connect(L->f, &ca, &L->c) == 0);
     for (int h = 0; h < 2; h++) {
         size_t size;
@@ -451,6 +451,11 @@ static void lay_open(lay_t *L, int design, int retries, unsigned flags)
     }
     L->a_src = (uint64_t)(uintptr_t)L->mem[0];
     L->b_dst = (uint64_t)(uintptr_t)L->mem[1];
+}
+
+static void lay_open(lay_t *L, int design, int retries, unsigned flags)
+{
+    lay_open_n(L, design, retries, flags, 32);
 }
 
 static void lay_close(lay_t *L)
@@ -790,6 +795,553 @@ static void test_layer_bad_inputs(void)
 
 }
 
+/* ------------------------------------------------ regressions and branches ------ */
+
+/* A signaled 8-byte WR of the layer: A's region + off to B's region + off. */
+static struct shift_send_wr lwr(lay_t *L, uint64_t id, int op, unsigned flags, uint64_t off)
+{
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    w.wr_id = id;
+    w.opcode = op;
+    w.send_flags = flags;
+    w.num_sge = 1;
+    w.sg.addr = L->a_src + off;
+    w.sg.length = 8;
+    w.sg.lkey = L->k[0].lkey;
+    w.remote_addr = L->b_dst + off;
+    w.rkey = L->k[1].rkey;
+    w.imm_data = (uint32_t)id;
+    return w;
+}
+
+/* Every completion the application can take from ep now (at most max stored); a poll
+ * that says 0 while the layer still buffers completions is polled again. */
+static int poll_all(shift_ep ep, struct shift_wc *wc, int max)
+{
+    int n = 0;
+    for (int i = 0; i < 10000; i++) {
+        struct shift_wc x;
+        int r = shift_poll_step(ep, &x);
+        if (r < 0) {
+            CHECK(r >= 0);
+            break;
+        }
+        if (r == 1) {
+            if (n < max)
+                wc[n] = x;
+            n++;
+            continue;
+        }
+        if (r == 2)
+            continue;
+        struct shift_ep_info info;
+        if (shift_ep_query(ep, &info) != 0 || info.buffered == 0)
+            break;
+    }
+    return n;
+}
+
+/* Fuzzer finding (use after free): sn_destroy_qp freed a QP a connection's endpoint
+ * still used. A connection's QPs and endpoints are its own: EBUSY until it closes. */
+static void test_conn_owns_qps(void)
+{
+    sn_fabric f;
+    shift_conn c;
+    shift_ep a, b;
+    sn_qp q;
+    CHECK(sn_fabric_create(NULL, &f) == 0);
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 8, 8, 2, 0};
+    CHECK(shift_sim_connect(f, &ca, &c) == 0);
+    CHECK(shift_sim_ep(c, 0, &a) == 0 && shift_sim_ep(c, 1, &b) == 0);
+    CHECK(shift_sim_qp(c, 0, 1, &q) == 0);
+    CHECK(sn_destroy_qp(q) == EBUSY); /* was: freed under the endpoint */
+    struct sn_qp_attr qa;
+    CHECK(sn_query_qp(q, &qa) == 0 && qa.qp_state == SHIFT_QPS_RTS && qa.nic == 1);
+    for (int h = 0; h < 2; h++)
+        for (int p = 1; p <= 2; p++) {
+            sn_qp o;
+            CHECK(shift_sim_qp(c, h, p, &o) == 0 && sn_destroy_qp(o) == EBUSY);
+        }
+    /* the layer's data path and control channel are not the caller's either */
+    uint8_t *mem[2];
+    size_t size;
+    struct shift_mr_keys k[2];
+    for (int h = 0; h < 2; h++) {
+        CHECK(sn_host_mem(f, h, &mem[h], &size) == 0);
+        CHECK(shift_sim_reg_mr(c, h, (uint64_t)(uintptr_t)mem[h], 4096, 15, &k[h]) == 0);
+    }
+    struct shift_send_wr w, *bad = &w;
+    memset(&w, 0, sizeof w);
+    w.wr_id = 7;
+    w.opcode = SHIFT_WR_RDMA_WRITE;
+    w.send_flags = SHIFT_SEND_SIGNALED;
+    w.num_sge = 1;
+    w.sg.addr = (uint64_t)(uintptr_t)mem[0];
+    w.sg.length = 8;
+    w.sg.lkey = k[0].lkey;
+    w.remote_addr = (uint64_t)(uintptr_t)mem[1] + 64;
+    w.rkey = k[1].rkey;
+    struct shift_recv_wr r = {1, NULL, {0, 0, 0}, 0};
+    CHECK(sn_set_ctl_handler(q, NULL, NULL) == EBUSY);
+    CHECK(sn_post_send(q, &w, NULL) == EBUSY);
+    CHECK(sn_post_recv(q, &r, NULL) == EBUSY);
+    CHECK(sn_ring(q) == EBUSY);
+    CHECK(sn_ctl_send(q, "x", 1) == EBUSY);
+    CHECK(shift_ep_destroy(a) == EBUSY && shift_ep_destroy(b) == EBUSY);
+    CHECK(sn_fabric_destroy(f) == EBUSY);
+    /* the endpoint works normally after all of that */
+    memcpy(mem[0], "owned-ok", 8);
+    CHECK(shift_post_send(a, &w, &bad) == 0 && bad == NULL);
+    CHECK(sn_pump(f, 1000) > 0);
+    struct shift_wc wc[2];
+    CHECK(shift_poll_cq(a, 2, wc) == 1 && wc[0].wr_id == 7 && wc[0].status == SHIFT_WC_SUCCESS);
+    CHECK(memcmp(mem[1] + 64, "owned-ok", 8) == 0);
+    struct shift_ep_info info;
+    CHECK(shift_ep_query(a, &info) == 0 && info.state == SHIFT_STATE_DEFAULT &&
+          info.failovers == 0 && info.outstanding == 0);
+    /* closing frees them all: every old handle is stale */
+    CHECK(shift_sim_close(c) == 0);
+    CHECK(sn_destroy_qp(q) == EINVAL);
+    CHECK(sn_query_qp(q, &qa) == EINVAL);
+    CHECK(sn_post_send(q, &w, NULL) == EINVAL);
+    CHECK(sn_set_ctl_handler(q, NULL, NULL) == EINVAL);
+    CHECK(shift_ep_destroy(a) == EINVAL && shift_ep_destroy(b) == EINVAL);
+    CHECK(shift_post_send(a, &w, NULL) == EINVAL);
+    CHECK(shift_ep_query(a, &info) == EINVAL);
+    CHECK(shift_sim_qp(c, 0, 1, &q) == EINVAL && shift_sim_ep(c, 0, &a) == EINVAL);
+    CHECK(shift_sim_close(c) == EINVAL);
+    CHECK(sn_fabric_destroy(f) == 0);
+}
+
+/* Fuzzer finding (hang): a cyclic chain posted in direct mode looped forever. It now
+ * ends in ENOMEM once a queue's worth is posted, as a full send queue does. */
+static void test_cyclic_send_chain(int len, unsigned flags)
+{
+    lay_t L;
+    lay_open_n(&L, SHIFT_DESIGN_SHIFT, 1, flags, 8);
+    struct shift_send_wr cyc[3], *bad = NULL;
+    for (int i = 0; i < len; i++) {
+        cyc[i] = lwr(&L, 10 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED,
+                     8 * (uint64_t)i);
+        cyc[i].next = &cyc[(i + 1) % len];
+    }
+    CHECK(shift_post_send(L.ep[0], cyc, &bad) == ENOMEM);
+    CHECK(bad == &cyc[8 % len]); /* the 9th in chain order: the first that did not fit */
+    struct shift_ep_info info;
+    CHECK(shift_ep_query(L.ep[0], &info) == 0 && info.state == SHIFT_STATE_DEFAULT &&
+          info.outstanding == 8 && info.failovers == 0);
+    CHECK(sn_pump(L.f, 10000) > 0);
+    struct shift_wc wc[16];
+    int n = poll_all(L.ep[0], wc, 16);
+    CHECK(n == 8);
+    for (int i = 0; i < n && i < 16; i++)
+        CHECK(wc[i].status == SHIFT_WC_SUCCESS && wc[i].wr_id == 10 + (uint64_t)(i % len));
+    /* later posts and polls work */
+    struct shift_send_wr w = lwr(&L, 99, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 64);
+    CHECK(shift_post_send(L.ep[0], &w, &bad) == 0 && bad == NULL);
+    CHECK(sn_pump(L.f, 1000) > 0);
+    n = poll_all(L.ep[0], wc, 16);
+    CHECK(n == 1 && wc[0].wr_id == 99 && wc[0].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &info) == 0 && info.state == SHIFT_STATE_DEFAULT &&
+          info.outstanding == 0 && info.failovers == 0);
+    lay_close(&L);
+}
+
+/* A chain longer than max_send_wr: ENOMEM, *bad the first WR that did not fit, and
+ * exactly max_send_wr WRs posted; the rest can be posted from *bad. */
+static void test_send_chain_over_capacity(unsigned flags)
+{
+    lay_t L;
+    lay_open_n(&L, SHIFT_DESIGN_SHIFT, 1, flags, 8);
+    struct shift_send_wr ch[11], *bad = NULL;
+    for (int i = 0; i < 11; i++) {
+        ch[i] = lwr(&L, 20 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED,
+                    8 * (uint64_t)i);
+        ch[i].next = i < 10 ? &ch[i + 1] : NULL;
+    }
+    CHECK(shift_post_send(L.ep[0], ch, &bad) == ENOMEM && bad == &ch[8]);
+    CHECK(sn_pump(L.f, 10000) > 0);
+    struct shift_wc wc[16];
+    int n = poll_all(L.ep[0], wc, 16);
+    CHECK(n == 8);
+    for (int i = 0; i < n && i < 16; i++)
+        CHECK(wc[i].status == SHIFT_WC_SUCCESS && wc[i].wr_id == 20 + (uint64_t)i);
+    struct shift_send_wr *bad2 = bad;
+    CHECK(shift_post_send(L.ep[0], bad, &bad2) == 0 && bad2 == NULL);
+    CHECK(sn_pump(L.f, 10000) > 0);
+    n = poll_all(L.ep[0], wc, 16);
+    CHECK(n == 3);
+    for (int i = 0; i < n && i < 16; i++)
+        CHECK(wc[i].status == SHIFT_WC_SUCCESS && wc[i].wr_id == 28 + (uint64_t)i);
+    struct shift_ep_info info;
+    CHECK(shift_ep_query(L.ep[0], &info) == 0 && info.state == SHIFT_STATE_DEFAULT &&
+          info.outstanding == 0 && info.failovers == 0);
+    lay_close(&L);
+}
+
+/* Fuzzer finding (hang): a cyclic receive chain on a QP in ERR never filled the queue
+ * (each WR is flushed at once). It ends in ENOMEM after a queue's worth of flushes. */
+static void test_raw_err_cyclic_chains(void)
+{
+    raw_t r;
+    raw_open(&r, 1);
+    struct sn_qp_attr at;
+    memset(&at, 0, sizeof at);
+    at.qp_state = SHIFT_QPS_ERR;
+    CHECK(sn_modify_qp(r.qp[1], &at, SN_QP_STATE) == 0);
+    struct shift_recv_wr rw[3], *rbad = NULL;
+    for (int i = 0; i < 3; i++) {
+        rw[i].wr_id = 40 + (uint64_t)i;
+        rw[i].next = &rw[(i + 1) % 3];
+        rw[i].sg.addr = (uint64_t)(uintptr_t)(r.mem[1] + 64 * i);
+        rw[i].sg.length = 64;
+        rw[i].sg.lkey = r.lkey[1];
+        rw[i].num_sge = 1;
+    }
+    CHECK(sn_post_recv(r.qp[1], rw, &rbad) == ENOMEM);
+    CHECK(rbad == &rw[64 % 3]); /* max_recv_wr (64) flushed, the 65th refused */
+    struct shift_wc wc;
+    int n = 0, ok = 1;
+    while (poll1(r.cq[1], &wc) == 1) {
+        ok &= wc.status == SHIFT_WC_WR_FLUSH_ERR && (wc.opcode & SHIFT_WC_RECV) &&
+              wc.wr_id == 40 + (uint64_t)(n % 3);
+        n++;
+    }
+    CHECK(n == 64 && ok);
+    rw[0].next = NULL; /* a plain post still flushes */
+    CHECK(sn_post_recv(r.qp[1], rw, &rbad) == 0);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 40 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(poll1(r.cq[1], &wc) == 0);
+    /* the same for sends: a QP in ERR takes a slot per WR until the poll frees it */
+    CHECK(sn_modify_qp(r.qp[0], &at, SN_QP_STATE) == 0);
+    struct shift_send_wr sw[2], *sbad = NULL;
+    for (int i = 0; i < 2; i++) {
+        sw[i] = mkwr(50 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+        sw[i].next = &sw[1 - i];
+    }
+    CHECK(sn_post_send(r.qp[0], sw, &sbad) == ENOMEM && sbad == &sw[0]);
+    n = 0;
+    ok = 1;
+    while (poll1(r.cq[0], &wc) == 1) {
+        ok &= wc.status == SHIFT_WC_WR_FLUSH_ERR && wc.wr_id == 50 + (uint64_t)(n % 2);
+        n++;
+    }
+    CHECK(n == 64 && ok);
+    sw[0].next = NULL;
+    CHECK(sn_post_send(r.qp[0], sw, &sbad) == 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 50 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(sn_fabric_destroy(r.f) == 0);
+}
+
+/* give_up, requester: the default path dies, then the backup path before the peer's
+ * counter arrives; the control timer fires ctl_retries + 1 times. */
+static void test_layer_give_up(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, flags); /* ctl_retries 2 */
+    struct shift_send_wr w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = lwr(&L, 1 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED,
+                   8 * (uint64_t)i);
+        w[i].next = i < 2 ? &w[i + 1] : NULL;
+    }
+    CHECK(shift_post_send(L.ep[0], w, NULL) == 0);
+    CHECK(sn_link_down(L.f, 1) == 1);
+    CHECK(sn_transmit(L.f, 0, 1) == 1);            /* lost on the dead link */
+    CHECK(shift_sim_timeout(L.c, 0, 1) == 1);      /* no retries: RETRY_EXC_ERR */
+    struct shift_wc wc[8];
+    CHECK(shift_poll_step(L.ep[0], wc) == 2);      /* the trigger */
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          ia.failovers == 1 && ia.held == 3);
+    CHECK(sn_link_down(L.f, 2) == 1);              /* the backup path goes too */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_HANDSHAKE);
+    CHECK(sn_pump(L.f, 1000) == 0);                /* the counter went nowhere */
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.sent_ctr && ia.peer_ctr == -1);
+    for (int i = 0; i < 2; i++) {                  /* ctl_retries resends */
+        CHECK(shift_sim_timeout(L.c, 0, 2) == 1);
+        CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK);
+        CHECK(shift_poll_step(L.ep[0], wc) == 0);
+    }
+    CHECK(shift_sim_timeout(L.c, 0, 2) == 1);      /* then it gives up */
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_ERROR &&
+          ia.ctl_sent == 3 && ia.outstanding == 0 && ia.buffered == 3);
+    int n = poll_all(L.ep[0], wc, 8);
+    CHECK(n == 3);
+    CHECK(wc[0].wr_id == 1 && wc[0].status == SHIFT_WC_RETRY_EXC_ERR);
+    CHECK(wc[1].wr_id == 2 && wc[1].status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(wc[2].wr_id == 3 && wc[2].status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(shift_poll_step(L.ep[0], wc) == 0);      /* each exactly once */
+    CHECK(shift_sim_timeout(L.c, 0, 2) == 0);      /* Error is terminal */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE);
+    /* a later post completes WR_FLUSH_ERR, as on a QP in ERR */
+    struct shift_send_wr x = lwr(&L, 9, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 0);
+    CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
+    n = poll_all(L.ep[0], wc, 8);
+    CHECK(n == 1 && wc[0].wr_id == 9 && wc[0].status == SHIFT_WC_WR_FLUSH_ERR);
+    lay_close(&L);
+}
+
+/* give_up, responder: its default NIC dies, then the backup path: its receives (moved
+ * to the backup QP by the handshake) come back WR_FLUSH_ERR, each once, in order. */
+static void test_layer_give_up_responder(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, 0);
+    struct shift_recv_wr r[2] = {{31, NULL, {0, 0, 0}, 0}, {32, NULL, {0, 0, 0}, 0}};
+    r[0].next = &r[1];
+    CHECK(shift_post_recv(L.ep[1], r, NULL) == 0);
+    CHECK(sn_link_down(L.f, 2) == 1);
+    CHECK(sn_nic_fail(L.f, 1, 1) == 1);
+    struct shift_wc wc[8];
+    CHECK(shift_poll_step(L.ep[1], wc) == 2);
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_HANDSHAKE);
+    struct shift_ep_info ib;
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_FALLBACK &&
+          ib.outstanding == 2);
+    CHECK(shift_sim_timeout(L.c, 1, 2) == 1);
+    CHECK(shift_sim_timeout(L.c, 1, 2) == 1);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_FALLBACK);
+    CHECK(shift_sim_timeout(L.c, 1, 2) == 1);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_ERROR &&
+          ib.outstanding == 0);
+    int n = poll_all(L.ep[1], wc, 8);
+    CHECK(n == 2);
+    CHECK(wc[0].wr_id == 31 && wc[0].status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(wc[1].wr_id == 32 && wc[1].status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(shift_poll_step(L.ep[1], wc) == 0);
+    lay_close(&L);
+}
+
+/* A wire probe that fails: the default path comes back, progress reconnects and posts
+ * the probe, the link dies again before it is delivered and the NIC's timer expires. */
+static void test_layer_probe_failed(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, SHIFT_EP_WIRE_PROBE);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    struct shift_send_wr w[2];
+    for (int i = 0; i < 2; i++) {
+        w[i] = lwr(&L, 1 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED,
+                   8 * (uint64_t)i);
+        w[i].next = i < 1 ? &w[i + 1] : NULL;
+    }
+    CHECK(shift_post_send(L.ep[0], w, NULL) == 0);
+    CHECK(sn_link_down(L.f, 1) == 1);
+    CHECK(sn_transmit(L.f, 0, 1) == 1);
+    CHECK(shift_sim_timeout(L.c, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 0); /* failover, handshake, replay on the backup */
+    CHECK(na == 2 && sa[0].wr_id == 1 && sa[0].status == SHIFT_WC_SUCCESS);
+    CHECK(na == 2 && sa[1].wr_id == 2 && sa[1].status == SHIFT_WC_SUCCESS);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          ia.replayed && !ia.probing && ia.failovers == 1 && ia.replayed_wrs == 2);
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* the default path is down */
+    CHECK(sn_link_up(L.f, 1) == 1);
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_RECONNECT);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.probing && ia.state == SHIFT_STATE_FALLBACK);
+    CHECK(sn_link_down(L.f, 1) == 1);                  /* down again */
+    CHECK(sn_transmit(L.f, 0, 1) == 1);                /* the probe is lost */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* no answer yet */
+    CHECK(shift_sim_timeout(L.c, 0, 1) == 1);          /* RETRY_EXC_ERR for the probe */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_PROBE_FAILED);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          !ia.probing && ia.failbacks == 0 && ia.failovers == 1);
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* it cannot reconnect yet */
+    CHECK(shift_poll_step(L.ep[0], sa + na) == 0);     /* the probe is not the app's */
+    /* still on the backup path: traffic flows */
+    struct shift_send_wr x = lwr(&L, 3, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 16);
+    CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
+    CHECK(na == 3 && sa[2].wr_id == 3 && sa[2].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK);
+    /* the path heals: a second probe succeeds and the fail-back completes */
+    CHECK(sn_link_up(L.f, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_WAIT_SIGNALED);
+    x = lwr(&L, 4, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 24); /* the fence */
+    CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
+    CHECK(na == 4 && sa[3].wr_id == 4 && sa[3].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_DEFAULT &&
+          ia.failbacks == 1);
+    struct shift_ep_info ib;
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_DEFAULT);
+    lay_close(&L);
+}
+
+/* Post WRs 1..n on A as one chain, execute them all at B, and fail A's default NIC
+ * with every ACK still on the wire: B has them, A does not know. */
+static void lay_exec_unacked(lay_t *L, struct shift_send_wr *w, int n)
+{
+    for (int i = 0; i < n; i++)
+        w[i].next = i + 1 < n ? &w[i + 1] : NULL;
+    CHECK(shift_post_send(L->ep[0], w, NULL) == 0);
+    for (int i = 0; i < n; i++)
+        CHECK(sn_transmit(L->f, 0, 1) == 1);
+    for (int i = 0; i < n; i++)
+        CHECK(sn_deliver(L->f, 1, SN_AtoB) == 1);
+    CHECK(sn_wire_len(L->f, 1, SN_BtoA) == n);
+    CHECK(sn_nic_fail(L->f, 0, 1) == 1);
+}
+
+/* The failover up to A's replay, one step at a time; B's counter is peer_ctr. */
+static void lay_failover_to_replay(lay_t *L, int64_t peer_ctr)
+{
+    struct shift_wc wc;
+    CHECK(shift_poll_step(L->ep[0], &wc) == 2);
+    CHECK(shift_progress(L->ep[0]) == SHIFT_STEP_HANDSHAKE);
+    CHECK(sn_pump(L->f, 1000) > 0);
+    CHECK(shift_progress(L->ep[1]) == SHIFT_STEP_TRIGGER);
+    CHECK(shift_progress(L->ep[1]) == SHIFT_STEP_HANDSHAKE);
+    CHECK(sn_pump(L->f, 1000) > 0);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L->ep[0], &ia) == 0 && ia.peer_ctr == peer_ctr);
+    CHECK(shift_progress(L->ep[0]) == SHIFT_STEP_REPLAY);
+}
+
+/* A signaled WRITE, then a notification the peer received: the WRITE is replayed, the
+ * notification skipped, and its success waits for the WRITE's (post order). */
+static void test_layer_skipped_waits(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, flags);
+    struct shift_recv_wr r = {50, NULL, {0, 0, 0}, 0};
+    CHECK(shift_post_recv(L.ep[1], &r, NULL) == 0);
+    struct shift_send_wr w[2];
+    w[0] = lwr(&L, 1, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 0);
+    w[1] = lwr(&L, 2, SHIFT_WR_RDMA_WRITE_WITH_IMM, SHIFT_SEND_SIGNALED, 8);
+    lay_exec_unacked(&L, w, 2);
+    lay_failover_to_replay(&L, 1);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.replayed_wrs == 1 && ia.skipped_wrs == 1 &&
+          ia.outstanding == 2 && ia.buffered == 0); /* the notification's success waits */
+    struct shift_wc wc[8];
+    CHECK(shift_poll_step(L.ep[0], wc) == 0);
+    CHECK(sn_pump(L.f, 1000) > 0);
+    int n = poll_all(L.ep[0], wc, 8);
+    CHECK(n == 2);
+    CHECK(wc[0].wr_id == 1 && wc[0].status == SHIFT_WC_SUCCESS &&
+          wc[0].opcode == SHIFT_WC_RDMA_WRITE);
+    CHECK(wc[1].wr_id == 2 && wc[1].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.outstanding == 0 &&
+          ia.state == SHIFT_STATE_FALLBACK);
+    n = poll_all(L.ep[1], wc, 8); /* B took the notification once, before the failover */
+    CHECK(n == 1 && wc[0].wr_id == 50 && wc[0].status == SHIFT_WC_SUCCESS &&
+          wc[0].imm_data == 2);
+    lay_close(&L);
+}
+
+/* complete_upto's deferred-notification branch: the signaled WR that holds back a
+ * skipped notification fails its replay with an application error (the region's
+ * backup rkey was never given to the layer), so the skipped success is released by
+ * the completion of a later replayed WR (an unsignaled one, flushed, that precedes a
+ * second received notification). Completions reach the application in post order. */
+static void test_layer_skipped_after_replay_error(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, flags);
+    sn_mr mr;
+    uint32_t rkey_nic1;
+    CHECK(sn_reg_mr(L.f, 1, 1, L.b_dst + 8192, 64, 15, &mr) == 0); /* NIC 1 only */
+    CHECK(sn_mr_keys(mr, NULL, &rkey_nic1) == 0);
+    struct shift_recv_wr r[2] = {{51, NULL, {0, 0, 0}, 0}, {52, NULL, {0, 0, 0}, 0}};
+    r[0].next = &r[1];
+    CHECK(shift_post_recv(L.ep[1], r, NULL) == 0);
+    struct shift_send_wr w[4];
+    w[0] = lwr(&L, 1, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 0);
+    w[0].remote_addr = L.b_dst + 8192;
+    w[0].rkey = rkey_nic1;
+    w[1] = lwr(&L, 2, SHIFT_WR_RDMA_WRITE_WITH_IMM, SHIFT_SEND_SIGNALED, 8);
+    w[2] = lwr(&L, 3, SHIFT_WR_RDMA_WRITE, 0, 16);
+    w[3] = lwr(&L, 4, SHIFT_WR_RDMA_WRITE_WITH_IMM, SHIFT_SEND_SIGNALED, 24);
+    lay_exec_unacked(&L, w, 4);
+    lay_failover_to_replay(&L, 2);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.replayed_wrs == 2 && ia.skipped_wrs == 2 &&
+          ia.outstanding == 4 && ia.buffered == 0);
+    CHECK(sn_pump(L.f, 1000) > 0); /* WR 1's replay: REM_ACCESS_ERR; WR 3 flushed */
+    struct shift_wc wc[8];
+    int n = poll_all(L.ep[0], wc, 8);
+    CHECK(n == 3);
+    CHECK(wc[0].wr_id == 1 && wc[0].status == SHIFT_WC_REM_ACCESS_ERR);
+    CHECK(wc[1].wr_id == 2 && wc[1].status == SHIFT_WC_SUCCESS);
+    CHECK(wc[2].wr_id == 4 && wc[2].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_poll_step(L.ep[0], wc) == 0);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_ERROR &&
+          ia.outstanding == 0 && ia.buffered == 0);
+    CHECK(sn_dereg_mr(mr) == 0);
+    lay_close(&L);
+}
+
+/* The failed post in direct mode: an EIO from the backend's post_send (a path error)
+ * with WRs outstanding triggers the failover inside shift_post_send. */
+static void test_layer_direct_post_eio(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    struct shift_send_wr w[4], *bad = &w[0];
+    for (int i = 0; i < 4; i++) {
+        uint64_t v = 500 + (uint64_t)i;
+        memcpy(L.mem[0] + 8 * i, &v, 8);
+        w[i] = lwr(&L, 1 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED,
+                   8 * (uint64_t)i);
+    }
+    w[0].next = &w[1];
+    CHECK(shift_post_send(L.ep[0], w, &bad) == 0 && bad == NULL); /* direct: 1, 2 */
+    CHECK(shift_sim_fail_op(L.c, 0, SHIFT_OP_POST_SEND, 0, EIO) == 0);
+    bad = &w[0];
+    CHECK(shift_post_send(L.ep[0], &w[2], &bad) == 0 && bad == NULL);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          ia.failovers == 1 && ia.held == 3 && ia.outstanding == 3);
+    CHECK(shift_post_send(L.ep[0], &w[3], &bad) == 0 && bad == NULL); /* held too */
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
+    CHECK(na == 4);
+    for (int i = 0; i < na && i < 4; i++)
+        CHECK(sa[i].wr_id == 1 + (uint64_t)i && sa[i].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_poll_step(L.ep[0], sa) == 0); /* exactly once */
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 1 && ia.replayed_wrs == 4 &&
+          ia.outstanding == 0);
+    for (int i = 0; i < 4; i++) {
+        uint64_t v;
+        memcpy(&v, L.mem[1] + 8 * i, 8);
+        CHECK(v == 500 + (uint64_t)i);
+    }
+    lay_close(&L);
+}
+
+/* The same in post_direct_each (a chain longer than the queue): EIO at the third WR;
+ * the first two are replayed, the rest is taken in Fallback up to the capacity. */
+static void test_layer_direct_each_post_eio(void)
+{
+    lay_t L;
+    lay_open_n(&L, SHIFT_DESIGN_SHIFT, 1, 0, 8);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    struct shift_send_wr ch[10], *bad = NULL;
+    for (int i = 0; i < 10; i++) {
+        ch[i] = lwr(&L, 1 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED,
+                    8 * (uint64_t)i);
+        ch[i].next = i < 9 ? &ch[i + 1] : NULL;
+    }
+    CHECK(shift_sim_fail_op(L.c, 0, SHIFT_OP_POST_SEND, 2, EIO) == 0);
+    CHECK(shift_post_send(L.ep[0], ch, &bad) == ENOMEM && bad == &ch[8]);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          ia.failovers == 1 && ia.held == 8);
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
+    CHECK(na == 8);
+    for (int i = 0; i < na && i < 8; i++)
+        CHECK(sa[i].wr_id == 1 + (uint64_t)i && sa[i].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.replayed_wrs == 8 && ia.outstanding == 0);
+    lay_close(&L);
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -801,6 +1353,20 @@ int main(void)
     test_layer_atomic_refused();
     test_layer_bad_inputs();
     test_fake_backend_failed_post();
+    test_conn_owns_qps();
+    for (unsigned fl = 0; fl <= SHIFT_EP_COPY_POSTS; fl += SHIFT_EP_COPY_POSTS) {
+        test_cyclic_send_chain(1, fl);
+        test_cyclic_send_chain(3, fl);
+        test_send_chain_over_capacity(fl);
+        test_layer_give_up(fl);
+        test_layer_skipped_waits(fl);
+        test_layer_skipped_after_replay_error(fl);
+    }
+    test_raw_err_cyclic_chains();
+    test_layer_give_up_responder();
+    test_layer_probe_failed();
+    test_layer_direct_post_eio();
+    test_layer_direct_each_post_eio();
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
