@@ -638,15 +638,22 @@ static void op_ep_query(void)
 
 /* Traffic as an application makes it (valid keys and buffers): receives on the
  * responder, a chain of sends on the requester. Reaches deep states in few bytes. */
+static void op_traffic_on(fz_conn *c);
+static void settle_conn(fz_conn *c, int rounds, int timers);
+
 static void op_traffic(void)
+{
+    fz_conn *c = &W->conn[fz_pick(W->in, NCONN)];
+    if (c->live)
+        op_traffic_on(c);
+}
+
+static void op_traffic_on(fz_conn *c)
 {
     static const int opcodes[] = {SHIFT_WR_RDMA_WRITE, SHIFT_WR_RDMA_WRITE_WITH_IMM,
                                   SHIFT_WR_SEND, SHIFT_WR_SEND_WITH_IMM, SHIFT_WR_RDMA_WRITE,
                                   SHIFT_WR_RDMA_READ, SHIFT_WR_ATOMIC_FETCH_AND_ADD,
                                   SHIFT_WR_ATOMIC_CMP_AND_SWP};
-    fz_conn *c = &W->conn[fz_pick(W->in, NCONN)];
-    if (!c->live)
-        return;
     fz_fab *f = &W->fab[c->fab];
     for (int h = 0; c->nkeys < 2 && h < 2; h++) /* both hosts' first 4 KiB, both NICs */
         if (shift_sim_reg_mr(c->h, h, (uint64_t)(uintptr_t)f->mem[h], 4096, 15,
@@ -766,6 +773,34 @@ static void op_raw_traffic(void)
     }
 }
 
+/* A whole failover and fail-back on a live connection, as a NIC or link dies and
+ * comes back under traffic: the states between are what the other steps rarely meet. */
+static void op_failover_cycle(void)
+{
+    fz_conn *c = &W->conn[fz_pick(W->in, NCONN)];
+    if (!c->live)
+        return;
+    fz_fab *f = &W->fab[c->fab];
+    int host = (int)fz_pick(W->in, 2), link = fz_u8(W->in) & 1;
+    op_traffic_on(c);
+    if (link ? sn_link_down(f->h, 1) == 1 : sn_nic_fail(f->h, host, 1) == 1) {
+        if (link)
+            f->link[1] = 0;
+        else
+            f->alive[host][1] = 0;
+    }
+    settle_conn(c, 1 + (int)fz_pick(W->in, 12), 1);
+    if (link ? sn_link_up(f->h, 1) == 1 : sn_nic_recover(f->h, host, 1) == 1) {
+        if (link)
+            f->link[1] = 1;
+        else
+            f->alive[host][1] = 1;
+    }
+    settle_conn(c, 1 + (int)fz_pick(W->in, 12), 0);
+    op_traffic_on(c); /* the fence */
+    settle_conn(c, 1 + (int)fz_pick(W->in, 12), 0);
+}
+
 /* A raw QP walked through the states as a verbs application connects one, with the
  * attribute mask of each step chosen by the input. */
 static void op_qp_walk(void)
@@ -788,10 +823,8 @@ static void op_qp_walk(void)
 
 /* Let a connection run as an application's loop does: the wire moves, both sides
  * poll and make progress; now and then a timer fires. */
-static void op_settle(void)
+static void settle_conn(fz_conn *c, int rounds, int timers)
 {
-    fz_conn *c = &W->conn[fz_pick(W->in, NCONN)];
-    int rounds = 1 + (int)fz_pick(W->in, 12), timers = fz_u8(W->in) & 1;
     for (int i = 0; i < rounds && c->live; i++) {
         sn_pump(W->fab[c->fab].h, 256);
         for (int h = 0; h < 2; h++) {
@@ -806,6 +839,13 @@ static void op_settle(void)
                 shift_sim_timeout(c->h, h, 1 + (i & 1));
         }
     }
+}
+
+static void op_settle(void)
+{
+    fz_conn *c = &W->conn[fz_pick(W->in, NCONN)];
+    int rounds = 1 + (int)fz_pick(W->in, 12), timers = fz_u8(W->in) & 1;
+    settle_conn(c, rounds, timers);
 }
 
 /* ------------------------------------------------------------- the rest ------- */
@@ -858,7 +898,7 @@ static const struct {
     OP(op_ring),
     OP(op_ctl_send_raw),
     OP(op_set_handler),
-    OP(op_wire),
+    OP(op_failover_cycle),
     OP(op_wire),
     OP(op_wire),
     OP(op_fault),
