@@ -212,7 +212,8 @@ static void op_destroy_qp(void)
         FZ_CHECK(r == 0, r, raw);
         W->raw[raw].qp_live = 0;
     } else {
-        FZ_CHECK(owned ? r == EBUSY : r == EINVAL, r, owned);
+        /* (a guessed handle may hit a connection's QP the harness was never shown) */
+        FZ_CHECK(owned ? r == EBUSY : r == EINVAL || r == EBUSY, r, owned);
     }
 }
 

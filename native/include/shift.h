@@ -190,6 +190,9 @@ struct shift_conn_attr {
     uint32_t ctl_retries;
     unsigned int flags;     /* enum shift_ep_flags, both endpoints */
 };
+/* The connection owns both endpoints and the QPs, CQs and MRs they make: those are
+ * released by shift_sim_close alone (shift_ep_destroy, sn_destroy_qp, sn_dereg_mr on
+ * them give EBUSY, as do simnic's data-path calls on its QPs). */
 int shift_sim_connect(sn_fabric f, const struct shift_conn_attr *attr, shift_conn *out);
 int shift_sim_close(shift_conn c);
 /* the endpoint of a host (SN_HOST_A: requester, SN_HOST_B: responder) */

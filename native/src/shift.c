@@ -266,6 +266,23 @@ static void complete_upto(ep_s *e, uint64_t seq)
     pend_gc(e);
 }
 
+/* A completion of p settles every WR up to it (RC order). The application gets, in
+ * post order: the skipped notifications before p, then wc if report, then those p's
+ * completion released after it. 1 and *out the first of them, or 0 if none. */
+static int settle_report(ep_s *e, pend_t *p, const struct shift_wc *wc, int report,
+                         struct shift_wc *out)
+{
+    complete_upto(e, p->wr.wr_id);
+    if (report)
+        buf_push(e, wc);
+    release_skipped(e);
+    if (e->bhead == e->btail)
+        return 0;
+    *out = e->buf[e->bhead & e->bmask];
+    e->bhead++;
+    return 1;
+}
+
 /* ------------------------------------------------------------ keys ---------- */
 
 static uint32_t xlate(const keypair *t, int n, uint32_t key)
@@ -358,8 +375,8 @@ static void drain(ep_s *e, int path)
             if (wc.opcode & SHIFT_WC_RECV)
                 continue;
             wc.wr_id = p->app_id;
+            complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
             buf_push(e, &wc);
-            complete_upto(e, p->wr.wr_id);
         } else {
             rpend_t *r = rpend_at(e, wc.wr_id);
             if (!r || (r->flags & PF_DONE))
@@ -1148,14 +1165,11 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
                  * executed before the failure: its replay failing changes nothing. It
                  * completes as the success it was (silently if unsignaled), so the
                  * application never sees an error after a later WR's success. */
-                complete_upto(e, p->wr.wr_id);
-                release_skipped(e);
-                if (!(p->wr.send_flags & SHIFT_SEND_SIGNALED))
-                    continue;
                 wc.status = SHIFT_WC_SUCCESS;
                 wc.wr_id = p->app_id;
-                *out = wc;
-                return 1;
+                if (settle_report(e, p, &wc, (p->wr.send_flags & SHIFT_SEND_SIGNALED) != 0, out))
+                    return 1;
+                continue;
             }
             wc.wr_id = p->app_id;
             if (wc.status == SHIFT_WC_SUCCESS && e->state == SHIFT_STATE_DEFAULT &&
@@ -1166,8 +1180,7 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
                 e->phead = p->wr.wr_id + 1;
                 pend_gc(e);
             } else if (wc.status == SHIFT_WC_SUCCESS) {
-                complete_upto(e, p->wr.wr_id);
-                release_skipped(e);
+                return settle_report(e, p, &wc, 1, out);
             } else {
                 p->flags |= PF_DONE;
                 pend_gc(e);
@@ -1175,6 +1188,8 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
                     e->err_path = path;
                     e->state = SHIFT_STATE_ERROR;
                 }
+                /* the notifications it held back executed at the peer: they follow */
+                release_skipped(e);
             }
         } else {
             rpend_t *r = rpend_at(e, wc.wr_id);

@@ -97,10 +97,9 @@ def test_fuzzing_for_a_bounded_time_finds_nothing(build, tmp_path):
 
 
 def _line_coverage(report: str) -> dict[str, float]:
-    """Line coverage by file from `llvm-cov report` (the column after 'Missed Lines')."""
+    """Line coverage by file from `llvm-cov report` (columns are set apart by 2+ spaces)."""
     header = next(line for line in report.splitlines() if line.startswith("Filename"))
-    cols = header.split()
-    at = cols.index("Lines") - 1  # 'Filename' is one column; the others are numbers
+    at = re.split(r"\s{2,}", header.strip()).index("Lines")
     cover = {}
     for line in report.splitlines():
         parts = line.split()
@@ -108,6 +107,14 @@ def _line_coverage(report: str) -> dict[str, float]:
             lines, missed = int(parts[at]), int(parts[at + 1])
             cover[Path(parts[0]).name] = 100.0 * (lines - missed) / lines
     return cover
+
+
+def test_the_coverage_report_is_read_by_its_header():
+    report = ("Filename   Regions    Missed Regions     Cover   Functions  Missed Functions  "
+              "Executed       Lines      Missed Lines     Cover\n"
+              "---\n"
+              "shift.c       1099   81   92.63%   64   3   95.31%   1133   120   89.41%\n")
+    assert _line_coverage(report) == {"shift.c": 100.0 * (1133 - 120) / 1133}
 
 
 def test_corpus_covers_the_core(build):
