@@ -166,8 +166,8 @@ static void op_destroy_cq(void)
 
 static void op_poll_raw_cq(void)
 {
-    struct shift_wc wc[16]; /* room for n (at most 10) */
-    int n = fz_u8(W->in) < 240 ? (int)fz_small(W->in, 9) : -(int)fz_u8(W->in);
+    struct shift_wc wc[16]; /* room for n (at most 15) */
+    int n = fz_u8(W->in) < 240 ? (int)(fz_small(W->in, 9) % 16) : -(int)fz_u8(W->in);
     int r = sn_poll_cq(pick(T_CQ), n, fz_u8(W->in) < 250 ? wc : NULL);
     FZ_CHECK(r <= (n > 0 ? n : 0), r, n);
     if (r > 0)
@@ -575,7 +575,7 @@ static void op_ep_poll(void)
 {
     shift_ep h = pick(T_EP);
     fz_ep *e = ep_of(h);
-    struct shift_wc wc[16]; /* room for n (at most 10) */
+    struct shift_wc wc[16]; /* room for n (at most 15) */
     if (fz_u8(W->in) & 1) {
         int r = shift_poll_step(h, fz_u8(W->in) < 250 ? wc : NULL);
         FZ_CHECK(r <= 2 && (e || r == -EINVAL), r, 0);
@@ -583,7 +583,7 @@ static void op_ep_poll(void)
             took(e->owner, wc, 1, e->check_ids);
         return;
     }
-    int n = fz_u8(W->in) < 240 ? (int)fz_small(W->in, 9) : -(int)fz_u8(W->in);
+    int n = fz_u8(W->in) < 240 ? (int)(fz_small(W->in, 9) % 16) : -(int)fz_u8(W->in);
     int r = shift_poll_cq(h, n, fz_u8(W->in) < 250 ? wc : NULL);
     FZ_CHECK(r <= (n > 0 ? n : 0) && (e || r == -EINVAL), r, n);
     if (r > 0 && e)
