@@ -6,7 +6,7 @@
  * of A, link p and NIC p of B (rail-aligned). Each path carries two FIFO channels of
  * packets, AtoB (0) and BtoA (1). Nothing moves by itself: the wire, the NICs' timers
  * and the faults advance only through the step functions below, the events of the
- * project's vocabulary (DESIGN.md section 3), so a run is reproducible from its
+ * project's event vocabulary (docs/design.md), so a run is reproducible from its
  * event trace. No threads, no clocks.
  *
  * Handles (sn_fabric, sn_cq, sn_qp, sn_mr) are checked on every call: NULL, freed or

@@ -586,12 +586,18 @@ static void replay(ep_s *e)
             continue;
         }
         int err = post_pend(e, p, 2, 0);
-        if (err) {
-            /* the backup QP refused the WR: the path is unusable */
-            buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
-            p->flags |= PF_DONE;
+        if (err && e->state != SHIFT_STATE_ERROR) {
+            /* the backup QP refused the WR: the path is unusable. It goes to ERR and
+             * this WR and the rest are posted to it, so that each flushes after the
+             * ones before it (post order), as posts in Error do */
+            e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0);
             e->state = SHIFT_STATE_ERROR;
             e->err_path = 2;
+            err = post_pend(e, p, 2, 0);
+        }
+        if (err) { /* not even the dead QP takes it: report it now */
+            buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
+            p->flags |= PF_DONE;
             continue;
         }
         p->where = W_BACKUP;

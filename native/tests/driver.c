@@ -1283,6 +1283,40 @@ static void test_layer_skipped_after_replay_error(unsigned flags, int nwr, int s
     lay_close(&L);
 }
 
+/* The backup QP refuses a replayed post (EIO on the second): the path is unusable, the
+ * layer enters Error and every WR completes WR_FLUSH_ERR in post order, the refused one
+ * after the one replayed before it. */
+static void test_layer_replay_refused(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, flags);
+    struct shift_send_wr w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = lwr(&L, 1 + (uint64_t)i, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 8 * (uint64_t)i);
+        w[i].next = i < 2 ? &w[i + 1] : NULL;
+    }
+    CHECK(shift_post_send(L.ep[0], w, NULL) == 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    struct shift_wc wc[8];
+    CHECK(shift_poll_step(L.ep[0], wc) == 2);
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_HANDSHAKE);
+    sn_pump(L.f, 1000);
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_TRIGGER);
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_HANDSHAKE);
+    sn_pump(L.f, 1000);
+    CHECK(shift_sim_fail_op(L.c, 0, SHIFT_OP_POST_SEND, 1, EIO) == 0);
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_REPLAY);
+    sn_pump(L.f, 1000);
+    int n = poll_all(L.ep[0], wc, 8);
+    CHECK(n == 3);
+    for (int i = 0; i < n && i < 3; i++)
+        CHECK(wc[i].wr_id == 1 + (uint64_t)i && wc[i].status == SHIFT_WC_WR_FLUSH_ERR);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_ERROR &&
+          ia.outstanding == 0 && ia.buffered == 0);
+    lay_close(&L);
+}
+
 /* The failed post in direct mode: an EIO from the backend's post_send (a path error)
  * with WRs outstanding triggers the failover inside shift_post_send. */
 static void test_layer_direct_post_eio(void)
@@ -1367,6 +1401,7 @@ int main(void)
         test_send_chain_over_capacity(fl);
         test_layer_give_up(fl);
         test_layer_skipped_waits(fl);
+        test_layer_replay_refused(fl);
         test_layer_skipped_after_replay_error(fl, 4, 0);
         test_layer_skipped_after_replay_error(fl, 4, 1); /* WR 3 signaled: post order */
         test_layer_skipped_after_replay_error(fl, 2, 0); /* nothing after: not lost */
