@@ -1,0 +1,244 @@
+/*
+ * ops_layer.c - steps on the layer and its simnic binding: connections, lone
+ * endpoints over the hostile backend, posts, polls, progress, timers, control input.
+ */
+#include "ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------- connections ------- */
+
+void op_sim_connect(void)
+{
+    unsigned ci = fz_pick(W->in, NCONN), fi = fz_pick(W->in, NFAB);
+    fz_conn *c = &W->conn[ci];
+    sn_fabric h = fz_u8(W->in) < 240 ? W->fab[fi].h : pick(T_FAB);
+    struct shift_conn_attr a = {(int)fz_small(W->in, 3), 1 + fz_small(W->in, 8),
+                                1 + fz_small(W->in, 8), fz_small(W->in, 4),
+                                fz_small(W->in, 4)};
+    shift_conn out;
+    int r = shift_sim_connect(h, fz_u8(W->in) < 250 ? &a : NULL, c->live ? NULL : &out);
+    if (r || c->live)
+        return;
+    FZ_CHECK(fab_of(h) != NULL, r, 0);
+    memset(c, 0, sizeof *c);
+    c->h = out;
+    c->live = 1;
+    c->fab = (int)(fab_of(h) - W->fab);
+    for (int host = 0; host < 2; host++) {
+        fz_ep *e = &c->ep[host];
+        FZ_CHECK(shift_sim_ep(out, host, &e->h) == 0, host, 0);
+        e->live = 1;
+        e->owner = OWNER_CONN + (int)ci * 2 + host;
+        e->cap = host == 0 ? a.max_send_wr : a.max_recv_wr;
+        e->check_ids = 2;
+    }
+}
+
+fz_conn *conn_of(shift_conn h)
+{
+    for (int i = 0; i < NCONN; i++)
+        if (W->conn[i].live && W->conn[i].h == h)
+            return &W->conn[i];
+    return NULL;
+}
+
+void op_sim_close(void)
+{
+    shift_conn h = pick(T_CONN);
+    fz_conn *c = conn_of(h);
+    int r = shift_sim_close(h);
+    FZ_CHECK(c ? r == 0 : r == EINVAL, r, 0);
+    if (c)
+        c->live = c->ep[0].live = c->ep[1].live = 0;
+}
+
+void op_sim_misc(void)
+{
+    shift_conn h = pick(T_CONN);
+    fz_conn *c = conn_of(h);
+    int host = pick_host(), path = pick_path(), r;
+    switch (fz_pick(W->in, 4)) {
+    case 0: {
+        shift_ep ep;
+        r = shift_sim_ep(h, host, fz_u8(W->in) < 250 ? &ep : NULL);
+        if (c && !r)
+            FZ_CHECK(ep == c->ep[host].h, host, 0);
+        break;
+    }
+    case 1: {
+        sn_qp q;
+        r = shift_sim_qp(h, host, path, fz_u8(W->in) < 250 ? &q : NULL);
+        if (c && !r)
+            c->qp[host][path] = q;
+        break;
+    }
+    case 2:
+        r = shift_sim_timeout(h, host, path);
+        FZ_CHECK(r == 0 || r == 1 || r == -EINVAL, r, 0);
+        break;
+    default:
+        r = shift_sim_fail_op(h, host, (int)fz_small(W->in, SHIFT_OP_COUNT),
+                              fz_small(W->in, 6), fz_errnos[fz_pick(W->in, 7)]);
+        FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+        break;
+    }
+}
+
+void op_sim_reg_mr(void)
+{
+    shift_conn h = pick(T_CONN);
+    fz_conn *c = conn_of(h);
+    int host = pick_host();
+    size_t len = 1 + fz_small(W->in, 8192);
+    struct shift_mr_keys k;
+    int r = shift_sim_reg_mr(h, host, pick_addr(0, 0), len, (int)fz_small(W->in, 16),
+                             fz_u8(W->in) < 250 ? &k : NULL);
+    if (c && !r && c->nkeys < 2)
+        c->keys[c->nkeys++] = k;
+}
+
+/* ------------------------------------------------------------ endpoints ------- */
+
+void op_ep_create(void)
+{
+    fz_lone *l = &W->lone[fz_pick(W->in, NLONE)];
+    struct shift_backend_ops broken = fz_script_ops;
+    const struct shift_backend_ops *ops = &fz_script_ops;
+    switch (fz_pick(W->in, 4)) {
+    case 0:
+        ops = &fz_script_ops_sq;
+        break;
+    case 1:
+        broken.ring = NULL; /* a table without an op it needs */
+        ops = fz_u8(W->in) & 1 ? &broken : NULL;
+        break;
+    default:
+        break;
+    }
+    struct shift_ep_attr a = {(int)fz_small(W->in, 2), (int)fz_small(W->in, 3),
+                              1 + fz_small(W->in, 8), 1 + fz_small(W->in, 8),
+                              fz_small(W->in, 4), fz_small(W->in, 4)};
+    l->ctx.in = W->in;
+    shift_ep out;
+    int r = shift_ep_create(ops, &l->ctx, fz_u8(W->in) < 250 ? &a : NULL,
+                            l->ep.live ? NULL : &out);
+    if (r || l->ep.live)
+        return;
+    FZ_CHECK(ops == &fz_script_ops || ops == &fz_script_ops_sq, 0, 0);
+    memset(&l->ep, 0, sizeof l->ep);
+    l->ep.h = out;
+    l->ep.live = 1;
+    l->ep.owner = OWNER_LONE + (int)(l - W->lone);
+    l->ep.cap = a.role == SHIFT_ROLE_REQUESTER ? a.max_send_wr : a.max_recv_wr;
+    /* in direct mode completions are the backend's, forged or not; otherwise the
+     * layer maps them to the application's ids (a forged opcode still passes) */
+    l->ep.check_ids = ops == &fz_script_ops_sq && !(a.flags & SHIFT_EP_COPY_POSTS) ? 0 : 1;
+}
+
+void op_ep_destroy(void)
+{
+    shift_ep h = pick(T_EP);
+    fz_ep *e = ep_of(h);
+    int r = shift_ep_destroy(h);
+    if (!e) {
+        FZ_CHECK(r == EINVAL, r, 0);
+    } else if (e->owner >= OWNER_LONE) {
+        FZ_CHECK(r == 0, r, 0);
+        e->live = 0;
+    } else {
+        FZ_CHECK(r == EBUSY, r, 0); /* its connection owns it */
+    }
+}
+
+void op_ep_post_send(void)
+{
+    shift_ep h = pick(T_EP);
+    fz_ep *e = ep_of(h);
+    int cyc, n = make_send_chain(e ? e->owner : OWNER_RAW, &cyc);
+    struct shift_send_wr *bad = &swr[0];
+    int ask = fz_u8(W->in) < 240;
+    void *head = fz_u8(W->in) < 250 ? &swr[0] : NULL; /* NULL: an empty post */
+    int r = shift_post_send(h, head, ask ? &bad : NULL);
+    FZ_CHECK(e || r == EINVAL, r, 0);
+    settle_ids(send_nodes, chain_ids, n, cyc || (r && !ask), r, bad, e && head);
+}
+
+void op_ep_post_recv(void)
+{
+    shift_ep h = pick(T_EP);
+    fz_ep *e = ep_of(h);
+    int cyc, n = make_recv_chain(e ? e->owner : OWNER_RAW, &cyc);
+    struct shift_recv_wr *bad = &rwr[0];
+    int ask = fz_u8(W->in) < 240;
+    void *head = fz_u8(W->in) < 250 ? &rwr[0] : NULL; /* NULL: an empty post */
+    int r = shift_post_recv(h, head, ask ? &bad : NULL);
+    FZ_CHECK(e || r == EINVAL, r, 0);
+    settle_ids(recv_nodes, chain_ids, n, cyc || (r && !ask), r, bad, e && head);
+}
+
+void op_ep_poll(void)
+{
+    shift_ep h = pick(T_EP);
+    fz_ep *e = ep_of(h);
+    struct shift_wc wc[16]; /* room for n (at most 15) */
+    if (fz_u8(W->in) & 1) {
+        int r = shift_poll_step(h, fz_u8(W->in) < 250 ? wc : NULL);
+        FZ_CHECK(r <= 2 && (e || r == -EINVAL), r, 0);
+        if (r == 1 && e)
+            took(e->owner, wc, 1, e->check_ids);
+        return;
+    }
+    int n = fz_u8(W->in) < 240 ? (int)(fz_small(W->in, 9) % 16) : -(int)fz_u8(W->in);
+    int r = shift_poll_cq(h, n, fz_u8(W->in) < 250 ? wc : NULL);
+    FZ_CHECK(r <= (n > 0 ? n : 0) && (e || r == -EINVAL), r, n);
+    if (r > 0 && e)
+        took(e->owner, wc, r, e->check_ids);
+}
+
+void op_ep_step(void)
+{
+    shift_ep h = pick(T_EP);
+    int live = ep_of(h) != NULL, r;
+    if (fz_u8(W->in) & 1) {
+        r = shift_progress(h);
+        FZ_CHECK(live ? r >= SHIFT_STEP_NONE && r <= SHIFT_STEP_RELEASE : r == -EINVAL, r, 0);
+    } else {
+        r = shift_timer(h, pick_path());
+        FZ_CHECK(r == 0 || r == 1 || r == -EINVAL, r, 0);
+    }
+}
+
+void op_ctl_input(void)
+{
+    uint8_t msg[300] = {0};
+    shift_ep h = pick(T_EP);
+    int path = pick_path();
+    uint32_t len = make_ctl(msg);
+    int r = shift_ctl_input(h, path, fz_u8(W->in) < 250 ? msg : NULL, len);
+    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+}
+
+void op_ep_keys(void)
+{
+    shift_ep h = pick(T_EP);
+    struct shift_mr_keys k;
+    if (fz_u8(W->in) & 1) {
+        int r = shift_reg_mr(h, pick_addr(0, 0), 1 + fz_small(W->in, 4096),
+                             (int)fz_small(W->in, 16), fz_u8(W->in) < 250 ? &k : NULL);
+        FZ_CHECK(r >= 0, r, 0);
+    } else {
+        int r = shift_add_remote_keys(h, pick_key(), pick_key());
+        FZ_CHECK(r == 0 || r == EINVAL || r == ENOMEM, r, 0);
+    }
+}
+
+void op_ep_query(void)
+{
+    struct shift_ep_info info;
+    shift_ep h = pick(T_EP);
+    int r = shift_ep_query(h, fz_u8(W->in) < 250 ? &info : NULL);
+    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+}

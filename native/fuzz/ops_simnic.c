@@ -1,0 +1,396 @@
+/*
+ * ops_simnic.c - steps on simnic: fabrics, raw CQs, QPs and MRs (with what their
+ * answers must be), control messages and handlers that re-enter the API, the wire, faults.
+ */
+#include "ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- fabrics -------- */
+
+void op_fabric_create(void)
+{
+    fz_fab *f = &W->fab[fz_pick(W->in, NFAB)];
+    struct sn_fabric_attr a = {fz_u8(W->in) < 200 ? 4096u << fz_pick(W->in, 5) : fz_u64(W->in),
+                               fz_small(W->in, 8), fz_small(W->in, 8), (int)fz_small(W->in, 2)};
+    int use_attr = fz_u8(W->in) & 1;
+    if (f->live) {
+        FZ_CHECK(sn_fabric_create(use_attr ? &a : NULL, NULL) == EINVAL, 0, 0);
+        return;
+    }
+    sn_fabric h;
+    int r = sn_fabric_create(use_attr ? &a : NULL, &h);
+    if (r) {
+        FZ_CHECK(r == EINVAL || r == ENOMEM, r, 0);
+        FZ_CHECK(h == NULL, r, 0);
+        return;
+    }
+    memset(f, 0, sizeof *f);
+    f->h = h;
+    f->live = 1;
+    for (int host = 0; host < 2; host++)
+        FZ_CHECK(sn_host_mem(h, host, &f->mem[host], &f->size) == 0, host, 0);
+    for (int p = 1; p <= 2; p++)
+        f->link[p] = f->alive[0][p] = f->alive[1][p] = 1;
+}
+
+static void forget_fabric(fz_fab *f)
+{
+    sn_fabric h = f->h;
+    f->live = 0;
+    for (int i = 0; i < NRAW; i++) {
+        fz_raw *r = &W->raw[i];
+        if (r->qp_live && &W->fab[r->qp_fab] == f)
+            r->qp_live = 0;
+        if (r->cq_live && &W->fab[r->cq_fab] == f)
+            r->cq_live = 0;
+        if (r->mr_live && &W->fab[r->mr_fab] == f)
+            r->mr_live = 0;
+    }
+    f->h = h; /* kept: a stale handle to try later */
+}
+
+void op_fabric_destroy(void)
+{
+    sn_fabric h = pick(T_FAB);
+    fz_fab *f = fab_of(h);
+    int users = 0;
+    for (int i = 0; i < NCONN; i++)
+        users += W->conn[i].live && f && &W->fab[W->conn[i].fab] == f;
+    int r = sn_fabric_destroy(h);
+    if (!f) {
+        FZ_CHECK(r == EBADF, r, 0);
+    } else if (users) {
+        FZ_CHECK(r == EBUSY, r, users);
+    } else {
+        FZ_CHECK(r == 0, r, 0);
+        forget_fabric(f);
+    }
+}
+
+void op_fabric_queries(void)
+{
+    sn_fabric h = pick(T_FAB);
+    int host = pick_host(), path = pick_path(), dir = (int)fz_small(W->in, 2);
+    uint8_t *base;
+    size_t size;
+    struct sn_counters c;
+    int live = fab_of(h) != NULL;
+    int r = sn_host_mem(h, host, fz_u8(W->in) & 1 ? &base : NULL, &size);
+    FZ_CHECK(live ? (r == 0 || r == EINVAL) : r == EBADF, r, live);
+    r = sn_counters_get(h, fz_u8(W->in) & 1 ? &c : NULL);
+    FZ_CHECK(live ? (r == 0 || r == EINVAL) : r == EBADF, r, live);
+    FZ_CHECK(sn_wire_len(h, path, dir) >= 0, path, dir);
+    FZ_CHECK(sn_wire_head_kind(h, path, dir) >= 0, path, dir);
+    FZ_CHECK(live || sn_path_healthy(h, path) == 0, path, 0);
+    FZ_CHECK(live || sn_nic_alive(h, host, path) == 0, host, path);
+}
+
+/* --------------------------------------------------------- raw CQ, QP, MR ----- */
+
+void op_reg_mr(void)
+{
+    fz_raw *s = &W->raw[fz_pick(W->in, NRAW)];
+    unsigned fi = fz_pick(W->in, NFAB);
+    sn_fabric h = fz_u8(W->in) < 240 ? W->fab[fi].h : pick(T_FAB);
+    int host = pick_host(), nic = pick_path(), access = (int)fz_small(W->in, 32);
+    size_t len = fz_u8(W->in) < 200 ? 1 + fz_small(W->in, 8192) : fz_u64(W->in);
+    uint64_t addr = pick_addr(0, 0);
+    sn_mr m;
+    int r = sn_reg_mr(h, host, nic, addr, len, access, s->mr_live ? NULL : &m);
+    if (r || s->mr_live)
+        return;
+    FZ_CHECK(fab_of(h) != NULL, r, 0); /* registered on a live fabric only */
+    s->mr = m;
+    s->mr_live = 1;
+    s->mr_fab = (int)(fab_of(h) - W->fab);
+    FZ_CHECK(sn_mr_keys(m, &s->lkey, &s->rkey) == 0, 0, 0);
+}
+
+void op_mr_keys(void)
+{
+    uint32_t l, k;
+    int r = sn_mr_keys(pick(T_MR), fz_u8(W->in) & 1 ? &l : NULL, fz_u8(W->in) & 1 ? &k : NULL);
+    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+}
+
+void op_dereg_mr(void)
+{
+    sn_mr m = pick(T_MR);
+    int r = sn_dereg_mr(m);
+    for (int i = 0; i < NRAW; i++)
+        if (W->raw[i].mr_live && W->raw[i].mr == m) {
+            FZ_CHECK(r == 0, r, i);
+            W->raw[i].mr_live = 0;
+            return;
+        }
+    FZ_CHECK(r == EINVAL || r == EBUSY, r, 0);
+}
+
+void op_create_cq(void)
+{
+    fz_raw *s = &W->raw[fz_pick(W->in, NRAW)];
+    unsigned fi = fz_pick(W->in, NFAB);
+    sn_fabric h = fz_u8(W->in) < 240 ? W->fab[fi].h : pick(T_FAB);
+    int host = pick_host(), cqe = fz_u8(W->in) < 240 ? (int)fz_small(W->in, 40) : (int)fz_u32(W->in);
+    sn_cq cq;
+    int r = sn_create_cq(h, host, cqe, s->cq_live ? NULL : &cq);
+    if (r || s->cq_live)
+        return;
+    FZ_CHECK(fab_of(h) != NULL, r, 0);
+    s->cq = cq;
+    s->cq_live = 1;
+    s->cq_fab = (int)(fab_of(h) - W->fab);
+}
+
+void op_destroy_cq(void)
+{
+    sn_cq cq = pick(T_CQ);
+    int r = sn_destroy_cq(cq);
+    for (int i = 0; i < NRAW; i++)
+        if (W->raw[i].cq_live && W->raw[i].cq == cq) {
+            FZ_CHECK(r == 0 || r == EBUSY, r, i); /* EBUSY: a QP still uses it */
+            if (!r)
+                W->raw[i].cq_live = 0;
+            return;
+        }
+    FZ_CHECK(r == EINVAL, r, 0);
+}
+
+void op_poll_raw_cq(void)
+{
+    struct shift_wc wc[16]; /* room for n (at most 15) */
+    int n = fz_u8(W->in) < 240 ? (int)(fz_small(W->in, 9) % 16) : -(int)fz_u8(W->in);
+    int r = sn_poll_cq(pick(T_CQ), n, fz_u8(W->in) < 250 ? wc : NULL);
+    FZ_CHECK(r <= (n > 0 ? n : 0), r, n);
+    if (r > 0)
+        took(OWNER_RAW, wc, r, 2);
+}
+
+void op_create_qp(void)
+{
+    fz_raw *s = &W->raw[fz_pick(W->in, NRAW)];
+    unsigned fi = fz_pick(W->in, NFAB);
+    sn_fabric h = fz_u8(W->in) < 240 ? W->fab[fi].h : pick(T_FAB);
+    int host = pick_host(), nic = pick_path();
+    struct sn_qp_init_attr a = {pick(T_CQ), pick(T_CQ), fz_small(W->in, 9), fz_small(W->in, 9),
+                                fz_small(W->in, 80)};
+    sn_qp qp;
+    int r = sn_create_qp(h, host, nic, fz_u8(W->in) < 250 ? &a : NULL, s->qp_live ? NULL : &qp);
+    if (r || s->qp_live)
+        return;
+    FZ_CHECK(fab_of(h) != NULL, r, 0);
+    s->qp = qp;
+    s->qp_live = 1;
+    s->qp_fab = (int)(fab_of(h) - W->fab);
+}
+
+/* the QP is one a connection owns (handed out by shift_sim_qp, connection live) */
+int owned_qp(sn_qp q)
+{
+    for (int i = 0; i < NCONN; i++)
+        for (int h = 0; h < 2; h++)
+            for (int p = 1; p <= 2; p++)
+                if (W->conn[i].live && q && W->conn[i].qp[h][p] == q)
+                    return 1;
+    return 0;
+}
+
+void op_destroy_qp(void)
+{
+    sn_qp q = pick(T_QP);
+    int raw = raw_qp_of(q), owned = owned_qp(q);
+    int r = sn_destroy_qp(q);
+    if (raw >= 0) {
+        FZ_CHECK(r == 0, r, raw);
+        W->raw[raw].qp_live = 0;
+    } else {
+        /* (a guessed handle may hit a connection's QP the harness was never shown) */
+        FZ_CHECK(owned ? r == EBUSY : r == EINVAL || r == EBUSY, r, owned);
+    }
+}
+
+uint32_t pick_qpn(void)
+{
+    sn_qp q = pick(T_QP);
+    struct sn_qp_attr a;
+    if (fz_u8(W->in) < 220 && sn_query_qp(q, &a) == 0)
+        return a.qp_num;
+    return fz_u32(W->in);
+}
+
+void op_modify_qp(void)
+{
+    sn_qp q = pick(T_QP);
+    struct sn_qp_attr a = {(int)fz_small(W->in, 7), pick_qpn(), fz_small(W->in, 4),
+                           fz_small(W->in, 4), 0, 0, 0};
+    int mask = (int)fz_small(W->in, 16);
+    int r = sn_modify_qp(q, fz_u8(W->in) < 250 ? &a : NULL, mask);
+    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+}
+
+void op_query_qp(void)
+{
+    struct sn_qp_attr a;
+    sn_qp q = pick(T_QP);
+    int r = sn_query_qp(q, fz_u8(W->in) < 250 ? &a : NULL);
+    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+    FZ_CHECK(raw_qp_of(q) < 0 || r == 0 || r == EINVAL, r, 0);
+}
+
+void op_connect_qps(void)
+{
+    int r = sn_connect(pick(T_QP), pick(T_QP));
+    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+}
+
+void op_reconnect(void)
+{
+    int r = sn_reconnect(pick(T_QP));
+    FZ_CHECK(r == 0 || r == EINVAL || r == ENOTCONN || r == ENETUNREACH, r, 0);
+}
+
+void op_post_raw_send(void)
+{
+    sn_qp q = pick(T_QP);
+    int cyc, n = make_send_chain(OWNER_RAW, &cyc);
+    struct shift_send_wr *bad = &swr[0];
+    int ask = fz_u8(W->in) < 240;
+    void *head = fz_u8(W->in) < 250 ? &swr[0] : NULL; /* NULL: an empty post */
+    int r = sn_post_send(q, head, ask ? &bad : NULL);
+    if (owned_qp(q))
+        FZ_CHECK(r == EBUSY, r, 0); /* the layer's data path: not the caller's */
+    settle_ids(send_nodes, chain_ids, n, cyc || (r && !ask), r, bad, raw_qp_of(q) >= 0 && head);
+}
+
+void op_post_raw_recv(void)
+{
+    sn_qp q = pick(T_QP);
+    int cyc, n = make_recv_chain(OWNER_RAW, &cyc);
+    struct shift_recv_wr *bad = &rwr[0];
+    int ask = fz_u8(W->in) < 240;
+    void *head = fz_u8(W->in) < 250 ? &rwr[0] : NULL; /* NULL: an empty post */
+    int r = sn_post_recv(q, head, ask ? &bad : NULL);
+    if (owned_qp(q))
+        FZ_CHECK(r == EBUSY, r, 0);
+    settle_ids(recv_nodes, chain_ids, n, cyc || (r && !ask), r, bad, raw_qp_of(q) >= 0 && head);
+}
+
+void op_ring(void)
+{
+    sn_qp q = pick(T_QP);
+    int r = sn_ring(q);
+    FZ_CHECK(raw_qp_of(q) < 0 || r == 0, r, 0);
+}
+
+/* a control message: well-formed with hostile fields, or any bytes */
+uint32_t make_ctl(uint8_t *msg)
+{
+    uint8_t b = fz_u8(W->in);
+    if (b < 160) {
+        const uint32_t magic = 0x53484654u, epoch = fz_small(W->in, 4), pad = 0;
+        const uint8_t kind = (uint8_t)fz_small(W->in, 3), reply = fz_u8(W->in) & 1;
+        const uint16_t pad16 = 0;
+        const int64_t count = fz_u8(W->in) < 200 ? (int64_t)fz_small(W->in, 8) - 1
+                                                 : (int64_t)fz_u64(W->in);
+        memcpy(msg, &magic, 4);
+        msg[4] = kind;
+        msg[5] = reply;
+        memcpy(msg + 6, &pad16, 2);
+        memcpy(msg + 8, &epoch, 4);
+        memcpy(msg + 12, &pad, 4);
+        memcpy(msg + 16, &count, 8);
+        return b < 150 ? 24 : fz_small(W->in, 300);
+    }
+    uint32_t len = fz_small(W->in, 300);
+    fz_bytes(W->in, msg, len < 300 ? len : 300);
+    return len;
+}
+
+void op_ctl_send_raw(void)
+{
+    uint8_t msg[300] = {0};
+    sn_qp q = pick(T_QP);
+    uint32_t len = make_ctl(msg);
+    int r = sn_ctl_send(q, fz_u8(W->in) < 250 ? msg : NULL, len);
+    FZ_CHECK(!owned_qp(q) || r == EBUSY, r, 0);
+}
+
+static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
+{
+    (void)arg, (void)qp, (void)msg, (void)len;
+    if (W->depth)
+        return;
+    W->depth++; /* re-enter the API from inside the delivery */
+    run_op();
+    W->depth--;
+}
+
+void op_set_handler(void)
+{
+    sn_qp q = pick(T_QP);
+    int r = sn_set_ctl_handler(q, fz_u8(W->in) & 1 ? on_ctl : NULL, NULL);
+    if (owned_qp(q))
+        FZ_CHECK(r == EBUSY, r, 0);
+    else if (raw_qp_of(q) >= 0)
+        FZ_CHECK(r == 0, r, 0);
+}
+
+/* ----------------------------------------------------------- wire, faults ----- */
+
+void op_wire(void)
+{
+    sn_fabric h = pick(T_FAB);
+    int host = pick_host(), path = pick_path(), dir = (int)fz_small(W->in, 2);
+    int r;
+    switch (fz_pick(W->in, 5)) {
+    case 0:
+        r = sn_transmit(h, host, path);
+        break;
+    case 1:
+        r = sn_deliver(h, path, dir);
+        break;
+    case 2:
+        r = sn_drop(h, path, dir);
+        break;
+    case 3:
+        r = sn_timeout(h, host, path);
+        break;
+    default:
+        r = (int)sn_pump(h, (long)fz_small(W->in, 64));
+        FZ_CHECK(r >= 0 || (r == -EBADF && !fab_of(h)), r, 0);
+        return;
+    }
+    FZ_CHECK(r == 0 || r == 1 || r == -EINVAL || r == -ENOMEM || (r == -EBADF && !fab_of(h)),
+             r, 0); /* (ENOMEM: an allocation the input failed) */
+}
+
+void op_fault(void)
+{
+    sn_fabric h = pick(T_FAB);
+    int host = pick_host(), path = pick_path(), kind = (int)fz_pick(W->in, 4), r;
+    switch (kind) {
+    case 0:
+        r = sn_link_down(h, path);
+        break;
+    case 1:
+        r = sn_link_up(h, path);
+        break;
+    case 2:
+        r = sn_nic_fail(h, host, path);
+        break;
+    default:
+        r = sn_nic_recover(h, host, path);
+        break;
+    }
+    fz_fab *f = fab_of(h);
+    FZ_CHECK(f ? r == 0 || r == 1 || r == -EINVAL : r == -EBADF, r, kind);
+    if (f && r == 1) {
+        if (kind < 2)
+            f->link[path] = kind == 1;
+        else
+            f->alive[host][path] = kind == 3;
+    }
+}
