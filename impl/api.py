@@ -53,7 +53,7 @@ class Status(IntEnum):
 
 
 class Op(StrEnum):
-    """Operations of the event vocabulary (DESIGN.md section 3)."""
+    """Operations of the event vocabulary (docs/design.md, the event vocabulary)."""
 
     WRITE = "WRITE"
     WRITE_IMM = "WRITE_IMM"

@@ -1,4 +1,4 @@
-"""The event vocabulary (DESIGN.md section 3): the one list of what can happen.
+"""The event vocabulary (docs/design.md, the event vocabulary): the one list of what can happen.
 
 Every nondeterministic choice of the system is an event; given the initial workload and a
 sequence of events, the model (and the C implementation) are deterministic. The names and

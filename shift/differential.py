@@ -5,7 +5,7 @@ trace (Init first) is applied to the model and, translated by `Bridge`, to a
 `shift.impl.Connection`; after every step the observable projections are compared field
 by field (`COMPARED`), and the properties the design declares it keeps are checked on the
 implementation's observation (`observed_violations`). This module is the only place where
-the model and the implementation meet (DESIGN.md section 2); docs/differential.md explains
+the model and the implementation meet (docs/design.md, the layers); docs/differential.md explains
 what is compared, what cannot be, and why.
 
 Mapping of the model's abstract program (Workloads.tla) onto real work requests:

@@ -1,6 +1,6 @@
 ------------------------------ MODULE Properties ------------------------------
 (***************************************************************************)
-(* The properties of DESIGN.md section 4, over the state and the history *)
+(* The properties of docs/design.md, over the state and the history     *)
 (* of what each application saw. Safety properties are invariants;      *)
 (* Liveness is checked under the designs' fairness.                      *)
 (***************************************************************************)

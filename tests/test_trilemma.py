@@ -1,7 +1,7 @@
 """The trilemma table, reproduced by running TLC and the explorer on the packaged spec.
 
 One `shift check --bound small --engine all` run (module fixture) backs every assertion
-here: the verdicts of DESIGN.md's trilemma (TLC's, and the explorer's agreeing with every
+here: the verdicts of the trilemma in docs/design.md (TLC's, and the explorer's agreeing with every
 one of them), each violation with a counterexample whose last state shows the violation
 itself, each explorer counterexample replaying through `shift replay` to the same
 violation, and the exit status. Slow-ish (a few minutes), so run once.

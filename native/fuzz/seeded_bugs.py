@@ -83,7 +83,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=300, help="budget per mutant")
     ap.add_argument("--only", nargs="*", help="mutant names")
     ap.add_argument("--save", action="store_true", help="keep each catching input")
-    ap.add_argument("--corpus", type=Path, default=CORPUS, help="where fuzzing starts")
+    ap.add_argument("--corpus", type=Path, default=CORPUS,
+                    help="where fuzzing starts (an empty directory: from nothing)")
     args = ap.parse_args()
     rows = []
     for m in MUTANTS:
