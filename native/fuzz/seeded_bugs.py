@@ -1,7 +1,8 @@
 """The fuzz target's kill table: each defect the fuzzer found, put back into a scratch copy
-of native/, must be caught (a crash, a sanitizer report, a failed check or a hang) within
-a time budget. The first input that catches it is kept in native/fuzz/regressions/ under
-the defect's name, so the fixed core replays it in CI.
+of native/, must be caught (a crash, a sanitizer report, a failed check or a hang): by the
+committed regression inputs (what CI replays), and by fuzzing from the corpus within a
+time budget. With --save, the first input fuzzing catches it with is kept in
+native/fuzz/regressions/ under the defect's name.
 
     python3 native/fuzz/seeded_bugs.py [--seconds 300] [--only NAME ...] [--save]
 """
@@ -66,6 +67,19 @@ def _build(tree: Path) -> Path:
     return tree / "build" / "fuzz" / "fuzz_api"
 
 
+def _replay(exe: Path) -> str | None:
+    """The first regression input that catches the mutant, if any."""
+    for reg in sorted(REGRESSIONS.iterdir()):
+        try:
+            r = subprocess.run([str(exe), "-timeout=5", str(reg)], capture_output=True,
+                               text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return reg.name
+        if r.returncode != 0:
+            return reg.name
+    return None
+
+
 def _hunt(exe: Path, seconds: int, work: Path, corpus: Path) -> Path | None:
     """Fuzz from the corpus until something is caught; the input that caught it."""
     work.mkdir()
@@ -99,19 +113,22 @@ def main() -> int:
                 sys.exit(f"{m.name}: the fixed code is not in {m.file} exactly once")
             src.write_text(text.replace(m.fixed, m.buggy))
             exe = _build(tree)
+            replayed = _replay(exe)
             t0 = time.monotonic()
             hit = _hunt(exe, args.seconds, Path(tmp) / "work", args.corpus)
             took = time.monotonic() - t0
             verdict = f"killed in {took:.0f} s ({hit.name.split('-')[0]})" if hit else "SURVIVED"
-            rows.append((m.name, m.what, verdict))
-            print(f"{m.name:22} {verdict}", flush=True)
+            by_reg = f"by `{replayed}`" if replayed else "SURVIVED"
+            rows.append((m.name, m.what, by_reg, verdict))
+            print(f"{m.name:22} regression inputs: {by_reg:32} fuzzing: {verdict}", flush=True)
             if hit and args.save:
                 REGRESSIONS.mkdir(exist_ok=True)
                 shutil.copy(hit, REGRESSIONS / m.name)
-    print("\n| defect put back | caught |\n|---|---|")
-    for name, what, verdict in rows:
-        print(f"| `{name}`: {what} | {verdict} |")
-    return 0 if all("killed" in r[2] for r in rows) else 1
+    print("\n| defect put back | the regression inputs | fuzzing from the corpus |")
+    print("|---|---|---|")
+    for name, what, by_reg, verdict in rows:
+        print(f"| `{name}`: {what} | {by_reg} | {verdict} |")
+    return 0 if all("SURVIVED" not in r[2] for r in rows) else 1
 
 
 if __name__ == "__main__":
