@@ -146,6 +146,18 @@ void op_raw_traffic(void)
     }
 }
 
+/* Path 1 of f goes down (up = 0) or comes back: its link, or host's NIC; the harness
+ * records what the fabric says it did. */
+static void set_path1(fz_fab *f, int link, int host, int up)
+{
+    int r = link ? (up ? sn_link_up(f->h, 1) : sn_link_down(f->h, 1))
+                 : (up ? sn_nic_recover(f->h, host, 1) : sn_nic_fail(f->h, host, 1));
+    if (r == 1 && link)
+        f->link[1] = up;
+    else if (r == 1)
+        f->alive[host][1] = up;
+}
+
 /* A whole failover and fail-back on a live connection, as a NIC or link dies and
  * comes back under traffic: the states between are what the other steps rarely meet. */
 void op_failover_cycle(void)
@@ -156,19 +168,9 @@ void op_failover_cycle(void)
     fz_fab *f = &W->fab[c->fab];
     int host = (int)fz_pick(W->in, 2), link = fz_u8(W->in) & 1;
     op_traffic_on(c);
-    if (link ? sn_link_down(f->h, 1) == 1 : sn_nic_fail(f->h, host, 1) == 1) {
-        if (link)
-            f->link[1] = 0;
-        else
-            f->alive[host][1] = 0;
-    }
+    set_path1(f, link, host, 0);
     settle_conn(c, 1 + (int)fz_pick(W->in, 12), 1);
-    if (link ? sn_link_up(f->h, 1) == 1 : sn_nic_recover(f->h, host, 1) == 1) {
-        if (link)
-            f->link[1] = 1;
-        else
-            f->alive[host][1] = 1;
-    }
+    set_path1(f, link, host, 1);
     settle_conn(c, 1 + (int)fz_pick(W->in, 12), 0);
     op_traffic_on(c); /* the fence */
     settle_conn(c, 1 + (int)fz_pick(W->in, 12), 0);
