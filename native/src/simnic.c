@@ -17,6 +17,16 @@ sn_fab *sn__fab(sn_fabric f) { return h_get(f, H_FABRIC); }
 sn_qp_s *sn__qp(sn_qp qp) { return h_get(qp, H_QP); }
 sn_mr_s *sn__mr(sn_mr mr) { return h_get(mr, H_MR); }
 
+/* A QP the caller may act on: EINVAL for a bad handle, EBUSY for one a connection owns
+ * (its data path and its lifetime are the layer's). */
+static int caller_qp(sn_qp q, sn_qp_s **out)
+{
+    *out = sn__qp(q);
+    if (!*out)
+        return EINVAL;
+    return (*out)->owned ? EBUSY : 0;
+}
+
 static sn_pkt *pkt_new(sn_fab *f, uint32_t len)
 {
     sn_pkt *p = f->freel;
@@ -715,11 +725,10 @@ int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *
 
 int sn_destroy_qp(sn_qp q)
 {
-    sn_qp_s *qp = sn__qp(q);
-    if (!qp)
-        return EINVAL;
-    if (qp->owned)
-        return EBUSY; /* a connection's endpoint holds it (issue: use after free) */
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    if (err)
+        return err;
     sn_fab *f = qp->f;
     sn_nic *n = &f->host[qp->host].nic[qp->nic];
     for (int i = 0; i < n->nqp; i++)
@@ -858,11 +867,10 @@ int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out)
 
 int sn_post_send(sn_qp q, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
-    sn_qp_s *qp = sn__qp(q);
-    if (!qp)
-        return EINVAL;
-    if (qp->owned)
-        return EBUSY; /* the layer's data path */
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    if (err)
+        return err;
     if (!wr) {
         if (bad)
             *bad = NULL;
@@ -880,11 +888,10 @@ int sn__ring(sn_qp_s *qp)
 
 int sn_ring(sn_qp q)
 {
-    sn_qp_s *qp = sn__qp(q);
-    if (!qp)
-        return EINVAL;
-    if (qp->owned)
-        return EBUSY; /* the layer's data path */
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    if (err)
+        return err;
     return sn__ring(qp);
 }
 
@@ -920,11 +927,10 @@ int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **
 
 int sn_post_recv(sn_qp q, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
 {
-    sn_qp_s *qp = sn__qp(q);
-    if (!qp)
-        return EINVAL;
-    if (qp->owned)
-        return EBUSY; /* the layer's data path */
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    if (err)
+        return err;
     if (!wr) {
         if (bad)
             *bad = NULL;
@@ -952,21 +958,19 @@ int sn__ctl_send(sn_qp_s *qp, const void *msg, uint32_t len)
 
 int sn_ctl_send(sn_qp q, const void *msg, uint32_t len)
 {
-    sn_qp_s *qp = sn__qp(q);
-    if (!qp)
-        return EINVAL;
-    if (qp->owned)
-        return EBUSY; /* the layer's data path */
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    if (err)
+        return err;
     return sn__ctl_send(qp, msg, len);
 }
 
 int sn_set_ctl_handler(sn_qp q, sn_ctl_handler fn, void *arg)
 {
-    sn_qp_s *qp = sn__qp(q);
-    if (!qp)
-        return EINVAL;
-    if (qp->owned)
-        return EBUSY;
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    if (err)
+        return err;
     qp->ctl_fn = fn;
     qp->ctl_arg = arg;
     return 0;
