@@ -15,8 +15,10 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 NATIVE = os.path.join(ROOT, "native")
-HEADERS = ("shift_verbs.h", "simnic.h", "shift.h")
-SOURCES = ("common.c", "simnic.c", "shift.c", "sim.c")
+HEADERS = ("shift_verbs.h", "simnic.h", "shift.h", "shift_sim.h")
+SOURCES = ("common.c", "simnic_fabric.c", "simnic_qp.c", "simnic_rc.c", "simnic_wire.c",
+           "endpoint.c", "pending.c", "datapath.c", "failover.c", "sim.c")
+PREAMBLE = '#include "shift_sim.h"\n'  # the header that declares all of HEADERS' cdefs
 
 
 def cdef_text() -> str:
@@ -41,7 +43,7 @@ ffibuilder = FFI()
 ffibuilder.cdef(cdef_text())
 ffibuilder.set_source(
     "shift.impl._native",
-    '#include "shift.h"\n',
+    PREAMBLE,
     sources=[_path(NATIVE, "src", s) for s in SOURCES],
     include_dirs=[_path(NATIVE, d) for d in ("include", "src")],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],

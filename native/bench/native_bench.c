@@ -11,8 +11,8 @@
  *   native_bench state                  bytes of backup state per connection
  */
 #define _POSIX_C_SOURCE 199309L
-#include "shift.h"
-#include "internal.h"
+#include "shift_sim.h"
+#include "simnic_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /*
  * fuzz_api.c - a coverage-guided fuzz target over the whole public C API
- * (shift_verbs.h, simnic.h, shift.h). An input is a program: each step picks an entry
- * point and its arguments, handles included (valid, stale, forged, of the wrong type,
- * NULL); WR chains are long, malformed or cyclic; control messages are random or
- * well-formed with hostile fields; faults strike at any step; control handlers re-enter
- * the API; lone endpoints run over a backend whose every answer the input chooses; any
- * allocation may fail. After every step the checks of checks.c run.
+ * (shift_verbs.h, simnic.h, shift.h, shift_sim.h). An input is a program: each step
+ * picks an entry point and its arguments, handles included (valid, stale, forged, of
+ * the wrong type, NULL); WR chains are long, malformed or cyclic; control messages are
+ * random or well-formed with hostile fields; faults strike at any step; control
+ * handlers re-enter the API; lone endpoints run over a backend whose every answer the
+ * input chooses; any allocation may fail. After every step the checks of checks.c run.
  *
  *   make -C native fuzz && native/build/fuzz/fuzz_api native/fuzz/corpus
  */

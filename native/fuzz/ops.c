@@ -36,7 +36,7 @@ static void op_alloc_fail(void)
 }
 
 typedef void (*op_fn)(void);
-#define OP(f) {f, #f}
+#define OP(f) {.fn = f, .name = #f}
 
 static const struct {
     op_fn fn;

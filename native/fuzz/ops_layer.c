@@ -218,7 +218,7 @@ void op_ctl_input(void)
     int path = pick_path();
     uint32_t len = make_ctl(msg);
     int r = shift_ctl_input(h, path, fz_u8(W->in) < 250 ? msg : NULL, len);
-    FZ_CHECK(r == 0 || r == EINVAL, r, 0);
+    FZ_CHECK(r == 0 || r == -EINVAL, r, 0);
 }
 
 void op_ep_keys(void)

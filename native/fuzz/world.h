@@ -8,7 +8,7 @@
 
 #include "input.h"
 #include "script_backend.h"
-#include "shift.h"
+#include "shift_sim.h"
 
 enum { NFAB = 2, NCONN = 3, NLONE = 2, NRAW = 6, MAXID = 1 << 14, MAXCHAIN = 10 };
 

@@ -1,6 +1,6 @@
 /*
  * shift.h - the SHIFT cross-NIC failover core, after "SHIFT: Exploring the Boundary
- * of RDMA Network Fault Tolerance" (arXiv 2512.11094), and its simnic binding.
+ * of RDMA Network Fault Tolerance" (arXiv 2512.11094).
  *
  * A connection carries application traffic from a requester endpoint to a responder
  * endpoint over two QP pairs: path 1 (default) and path 2 (backup, pre-built on the
@@ -8,7 +8,7 @@
  * both directions fail over independently, as in the paper.
  *
  * The core is written against shift_backend_ops, a table of verbs operations, and
- * knows nothing of simnic; shift_sim_* binds it to simnic. A libibverbs backend is a
+ * knows nothing of simnic; shift_sim.h binds it to simnic. A libibverbs backend is a
  * second table. Nothing runs behind the caller's back: the layer's background work
  * (handshake, replay, probe, fail-back) is one step per shift_progress() call; a real
  * deployment calls it from its progress thread, tests call it as an event.
@@ -17,12 +17,27 @@
  *   requester send state  Default -> Fallback -> WaitSignaled -> WaitDrained -> Default
  *                         (Error: refused, or the backup path failed too: terminal)
  *   responder recv state  Default -> Fallback -> Default
+ *
+ * Return values, for every entry point of shift_verbs.h, simnic.h, shift.h and
+ * shift_sim.h (the one statement of the convention):
+ *  - a call that does one thing and succeeds or fails (create, destroy, register,
+ *    post, modify, query, connect, check) returns 0 or a positive errno, as
+ *    ibv_post_send and ibv_modify_qp do;
+ *  - a call that returns a count or what it did - the polls and the events of the
+ *    event vocabulary: shift_poll_cq, shift_poll_step, shift_progress, shift_timer,
+ *    shift_ctl_input, shift_sim_timeout, sn_poll_cq, sn_transmit ... sn_nic_recover,
+ *    sn_pump - returns it (>= 0) or a negative errno, as ibv_poll_cq does;
+ *  - a call that cannot fail answers a bad argument in its own terms: the name
+ *    functions NULL ("unknown" for shift_wc_status_str), simnic's wire and health
+ *    queries 0.
+ * A NULL, freed or forged handle is EINVAL (EBADF for a fabric), with its call's sign.
+ * The backend table's operations follow the same rule (poll_cq and sq_pending return
+ * a negative errno, the others a positive one).
  */
 #ifndef SHIFT_H
 #define SHIFT_H
 
 #include "shift_verbs.h"
-#include "simnic.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,7 +45,6 @@ extern "C" {
 
 /* CDEF-BEGIN */
 typedef struct shift_ep_opaque *shift_ep;
-typedef struct shift_conn_opaque *shift_conn;
 
 enum shift_design {
     SHIFT_DESIGN_SHIFT = 0,        /* counter handshake, filtered replay, refusal, fail-back */
@@ -174,7 +188,8 @@ int shift_poll_step(shift_ep ep, struct shift_wc *wc);
 int shift_progress(shift_ep ep);
 /* The layer's control timer for path fired (handshake retransmission): 1 if it acted. */
 int shift_timer(shift_ep ep, int path);
-/* A control message from the peer arrived on path (called by the backend). */
+/* A control message from the peer arrived on path (called by the backend): 0, or
+ * -EINVAL if it is not a well-formed control message of the layer. */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 const char *shift_state_name(int state);
@@ -182,47 +197,6 @@ const char *shift_design_name(int design);
 /* Bytes of layer state per endpoint needed to fail over, for given queue sizes. */
 uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr);
 
-/* ---- binding to simnic: a connection from host A (requester) to host B ---- */
-struct shift_conn_attr {
-    int design;
-    uint32_t max_send_wr;
-    uint32_t max_recv_wr;
-    uint32_t ctl_retries;
-    unsigned int flags;     /* enum shift_ep_flags, both endpoints */
-};
-/* The connection owns both endpoints and the QPs, CQs and MRs they make: those are
- * released by shift_sim_close alone (shift_ep_destroy, sn_destroy_qp, sn_dereg_mr on
- * them give EBUSY, as do simnic's data-path calls on its QPs). */
-int shift_sim_connect(sn_fabric f, const struct shift_conn_attr *attr, shift_conn *out);
-int shift_sim_close(shift_conn c);
-/* the endpoint of a host (SN_HOST_A: requester, SN_HOST_B: responder) */
-int shift_sim_ep(shift_conn c, int host, shift_ep *out);
-/* register [addr, addr+len) of host on both its NICs; the peer learns the keys */
-int shift_sim_reg_mr(shift_conn c, int host, uint64_t addr, size_t length, int access,
-                     struct shift_mr_keys *keys);
-/* Timeout(host, path): the NIC's timers; if none went off, the layer's control timer */
-int shift_sim_timeout(shift_conn c, int host, int path);
-/* the simnic QP of a host and path, for tests */
-int shift_sim_qp(shift_conn c, int host, int path, sn_qp *out);
-/* The backend operations a connection's endpoints call, for shift_sim_fail_op. */
-enum shift_backend_op {
-    SHIFT_OP_MODIFY_QP = 0,
-    SHIFT_OP_QUERY_QP = 1,
-    SHIFT_OP_RESET_QP = 2,
-    SHIFT_OP_POST_SEND = 3,
-    SHIFT_OP_POST_RECV = 4,
-    SHIFT_OP_RING = 5,
-    SHIFT_OP_POLL_CQ = 6,
-    SHIFT_OP_REG_MR = 7,
-    SHIFT_OP_CTL_SEND = 8,
-    SHIFT_OP_SQ_PENDING = 9,
-    SHIFT_OP_COUNT = 10
-};
-/* Fault injection at the backend: host's endpoint's call of op after `after` more
- * calls of it fails with err (a positive errno; poll_cq and sq_pending return -err)
- * without acting; err 0 cancels. One pending fault per host and op. (Creating and
- * destroying QPs and dereg are not injected: teardown has no error to report.) */
-int shift_sim_fail_op(shift_conn c, int host, int op, uint32_t after, int err);
 /* CDEF-END */
 
 #ifdef __cplusplus

@@ -10,9 +10,10 @@
  * event trace. No threads, no clocks.
  *
  * Handles (sn_fabric, sn_cq, sn_qp, sn_mr) are checked on every call: NULL, freed or
- * forged handles give EINVAL (EBADF for a fabric), never a crash. Functions return 0
- * or a positive errno, like ibv_post_send. A QP or MR that a shift connection owns is
- * not the caller's to destroy or to post on: EBUSY.
+ * forged handles give EINVAL (EBADF for a fabric), never a crash. Return values follow
+ * the convention stated in shift.h (0 or a positive errno for a verbs call, a count or
+ * -errno for a poll or an event). A QP or MR that a shift connection owns is not the
+ * caller's to destroy or to post on: EBUSY.
  *
  * RC semantics implemented (see docs/performance.md and native/README.md):
  *  - one packet per message (messages up to SHIFT_MAX_MSG bytes), one PSN per WR;

@@ -1,5 +1,6 @@
 /* sim.c - the SHIFT core's backend table over simnic, and a connection helper. */
-#include "internal.h"
+#include "shift_sim.h"
+#include "simnic_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -46,31 +46,31 @@ class Mutant:
 
 
 MUTANTS = (
-    Mutant("no-counter-filter", "shift.c",
+    Mutant("no-counter-filter", "failover.c",
            "if (is_shift(e) && NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr) {",
            "if (0 && is_shift(e) && NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr) {",
            "the replay skips nothing: notifications the peer received are sent again"),
-    Mutant("replay-before-receives", "shift.c",
+    Mutant("replay-before-receives", "failover.c",
            "e->state == SHIFT_STATE_FALLBACK && e->peer_ctr >= 0 && !e->replayed",
            "e->state == SHIFT_STATE_FALLBACK && !e->replayed",
            "sends are replayed before the peer reposted its receives (and sent its counter)"),
-    Mutant("atomic-not-refused", "shift.c",
+    Mutant("atomic-not-refused", "failover.c",
            "(atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE))",
            "((p->flags & PF_INELIGIBLE))",
            "an outstanding atomic does not refuse the failover"),
-    Mutant("doorbell-before-fence", "shift.c",
+    Mutant("doorbell-before-fence", "datapath.c",
            "            path = 1;\n            nodb = 1;",
            "            path = 1;\n            nodb = 0;",
            "WRs after the fence ring the default doorbell before the fence drains"),
-    Mutant("fence-ignored", "shift.c",
+    Mutant("fence-ignored", "failover.c",
            "    return !p || (p->flags & PF_DONE);",
            "    (void)p;\n    return 1;",
            "fail-back releases the held WRs without waiting for the fence"),
-    Mutant("responder-no-drain", "shift.c",
+    Mutant("responder-no-drain", "failover.c",
            "    drain(e, 1);\n    if (e->direct)",
            "    if (is_req(e))\n        drain(e, 1);\n    if (e->direct)",
            "the responder answers with a counter that misses executed, unpolled notifications"),
-    Mutant("completion-twice", "shift.c",
+    Mutant("completion-twice", "failover.c",
            "                if (p->wr.send_flags & SHIFT_SEND_SIGNALED)\n"
            "                    buf_send(e, p, SHIFT_WC_SUCCESS);\n"
            "                pend_done(e, p);\n            }\n            continue;",
@@ -79,15 +79,15 @@ MUTANTS = (
            "                buf_send(e, p, SHIFT_WC_SUCCESS);\n"
            "                pend_done(e, p);\n            }\n            continue;",
            "a skipped notification's completion is reported twice"),
-    Mutant("first-failed-off-by-one", "simnic.c",
+    Mutant("first-failed-off-by-one", "simnic_rc.c",
            "qp_fail(qp, qp->una, SHIFT_WC_RETRY_EXC_ERR);",
            "qp_fail(qp, qp->una + 1, SHIFT_WC_RETRY_EXC_ERR);",
            "the retry-exceeded status goes to the WR after the first failed one"),
-    Mutant("flush-status-wrong", "simnic.c",
+    Mutant("flush-status-wrong", "simnic_qp.c",
            "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_WR_FLUSH_ERR, k);",
            "send_cqe(qp, &w->wr, k == err_idx ? err_status : SHIFT_WC_GENERAL_ERR, k);",
            "WRs behind a failed one complete with GENERAL_ERR instead of WR_FLUSH_ERR"),
-    Mutant("duplicate-write-reexecuted", "simnic.c",
+    Mutant("duplicate-write-reexecuted", "simnic_rc.c",
            "        } else {\n            respond(f, qp, SYN_ACK, p->psn, 0, NULL, 0);\n"
            "        }\n        return;",
            "        } else {\n"
@@ -97,7 +97,7 @@ MUTANTS = (
            "            respond(f, qp, SYN_ACK, p->psn, 0, NULL, 0);\n"
            "        }\n        return;",
            "the responder re-executes a duplicate WRITE"),
-    Mutant("error-poll-retires", "simnic.c",
+    Mutant("error-poll-retires", "simnic_fabric.c",
            "if (status == SHIFT_WC_SUCCESS && s->idx >= qp->good)",
            "if (s->idx >= qp->good)",
            "a polled error completion frees its WR for the replay too: the failed WR is lost"),
@@ -121,7 +121,7 @@ def build(m: Mutant, work: Path) -> Path:
 
     sys.path.insert(0, str(ROOT / "impl"))
     try:
-        from _build import SOURCES, cdef_text  # type: ignore[import-not-found]
+        from _build import PREAMBLE, SOURCES, cdef_text  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
     src = work / "native"
@@ -130,7 +130,7 @@ def build(m: Mutant, work: Path) -> Path:
     mutate(src, m)
     ffi = FFI()
     ffi.cdef(cdef_text())
-    ffi.set_source("_native", '#include "shift.h"\n',
+    ffi.set_source("_native", PREAMBLE,
                    sources=[str(src / "src" / s) for s in SOURCES],
                    include_dirs=[str(src / "include"), str(src / "src")],
                    extra_compile_args=["-std=c11", "-O1", "-w"])
@@ -186,11 +186,11 @@ def validation_kill(examples: int, seed: int) -> dict[str, object] | None:
         for model in models:
             rec = record(model, model.bound.workloads[n % len(model.bound.workloads)],
                          seed * 1000 + n)
-            verdict = validate(model, rec)
-            if not verdict.ok:
+            result = validate(model, rec)
+            if not result.ok:
                 return {"design": model.design.name, "bound": model.bound.name,
                         "traces": f"validation:{n + 1}", "trace": describe(rec),
-                        "events": len(rec.events), "where": verdict.failure}
+                        "events": len(rec.events), "where": result.failure}
     return None
 
 

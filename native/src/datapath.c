@@ -1,0 +1,499 @@
+/*
+ * datapath.c - the application's data path through the layer: posting sends (direct,
+ * copied, or by state outside Default) and receives, and polling completions. A failed
+ * post or a path error completion starts the failover (failover.c's trigger).
+ */
+#include "layer.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* errors a post returns for a bad WR or a full queue: the application's, not a path's */
+static int app_error(int err) { return err == EINVAL || err == ENOMEM; }
+
+/* Completion errors that say the path failed (the trigger). The others (protection,
+ * access, invalid request, length) are the application's: re-executing the WR on
+ * another path would fail the same way, so they reach the application as on plain RC. */
+static int path_error(int status)
+{
+    switch (status) {
+    case SHIFT_WC_WR_FLUSH_ERR:
+    case SHIFT_WC_RETRY_EXC_ERR:
+    case SHIFT_WC_RNR_RETRY_EXC_ERR:
+    case SHIFT_WC_FATAL_ERR:
+    case SHIFT_WC_RESP_TIMEOUT_ERR:
+    case SHIFT_WC_GENERAL_ERR:
+    case SHIFT_WC_REM_ABORT_ERR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------ posting API --- */
+
+/* The failure-free path (state Default): copy the application's chain into the
+ * pending ring, chained, and hand it to the backend in one call; the backend checks
+ * the WRs as a NIC driver does, and only what it accepted is committed. */
+COLD_PATH static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    const unsigned rare = SHIFT_SEND_NO_DOORBELL | SHIFT_SEND_INLINE | SHIFT_SEND_INELIGIBLE;
+    const size_t body = sizeof *wr - offsetof(struct shift_send_wr, sg);
+    uint64_t start = e->ptail, seq = start;
+    uint64_t room = e->pcap - ((e->ptail - e->phead) + (e->btail - e->bhead));
+    uint64_t notes = e->notes_posted;
+    uint64_t idx = start & e->pmask, to_end = e->pmask + 1 - idx;
+    pend_t *ring = e->pq, *p = &ring[idx], *first = p;
+    /* one bound per contiguous run of the ring: its end, or the room left */
+    pend_t *stop = p + (room < to_end ? room : to_end);
+    struct shift_send_wr *w = wr;
+    int err = 0;
+    while (w) {
+        if (p == stop) {
+            if (seq - start == room) {
+                err = ENOMEM;
+                break;
+            }
+            p[-1].wr.next = &ring->wr; /* the chain wraps with the ring */
+            p = ring;
+            stop = ring + (room - (seq - start));
+        }
+        struct shift_send_wr *next = w->next;
+        uint64_t id = w->wr_id;
+        unsigned fl = w->send_flags;
+        int op = w->opcode;
+        memcpy(&p->wr.sg, &w->sg, body);
+        p->wr.wr_id = seq;
+        p->wr.next = &p[1].wr; /* the last one is cut below */
+        p->app_id = id;
+        p->wf = W_DEFAULT; /* where = Default, flags = 0 */
+        if (fl & rare) {
+            if ((fl & SHIFT_SEND_NO_DOORBELL) ||
+                ((fl & SHIFT_SEND_INLINE) && shift_send_wr_check(w, SHIFT_MAX_INLINE))) {
+                err = EINVAL;
+                break;
+            }
+            if (fl & SHIFT_SEND_INELIGIBLE) {
+                p->wr.send_flags &= ~(unsigned)SHIFT_SEND_INELIGIBLE;
+                p->flags = PF_INELIGIBLE;
+            }
+            if ((fl & SHIFT_SEND_INLINE) && w->num_sge && w->sg.length) {
+                memcpy(p->inl, (const void *)(uintptr_t)w->sg.addr, w->sg.length);
+                p->wr.sg.addr = (uint64_t)(uintptr_t)p->inl;
+            }
+        }
+        notes += notifies[op & 7]; /* an unknown opcode is the backend's to refuse */
+        p->cum = notes;
+        p++;
+        seq++;
+        w = next;
+    }
+    if (seq != start)
+        ring[(seq - 1) & e->pmask].wr.next = NULL;
+    uint64_t n = seq - start, ok = n;
+    int berr = 0;
+    if (n) {
+        struct shift_send_wr *bw = NULL;
+        berr = e->ops->post_send(e->ctx, e->qp[1], &first->wr, &bw);
+        if (berr) {
+            /* which pending entry the backend stopped at */
+            ok = 0;
+            for (uint64_t s2 = start; s2 < seq; s2++, ok++)
+                if (&e->pq[s2 & e->pmask].wr == bw)
+                    break;
+            if (!app_error(berr) && failover(e))
+                ok = n; /* the path failed: keep them all, held for the replay */
+        }
+        /* (the chain's next pointers stay: post_pend resets them before any re-post) */
+        uint64_t cum = ok ? e->pq[(start + ok - 1) & e->pmask].cum : e->notes_posted;
+        e->st.sends_posted += cum - e->notes_posted;
+        e->notes_posted = cum;
+        e->ptail = start + ok;
+    }
+    if (berr && !app_error(berr) && failover(e)) {
+        for (uint64_t s2 = start; s2 < start + ok; s2++)
+            e->pq[s2 & e->pmask].where = W_HELD;
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        berr = 0;
+        if (!err && bad)
+            *bad = NULL;
+    }
+    if (berr || err) {
+        /* report the application's WR at which the post stopped */
+        struct shift_send_wr *a = wr;
+        for (uint64_t i = 0; i < ok && a; i++)
+            a = a->next;
+        if (bad)
+            *bad = a;
+        return berr ? berr : err;
+    }
+    if (bad)
+        *bad = NULL;
+    return 0;
+}
+
+static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad);
+
+/* post_direct's failed post: the backend stopped at bw with err (an acyclic chain of
+ * at most a queue's worth, so bw tells how many it took). */
+COLD_PATH static int post_direct_rest(ep_s *e, struct shift_send_wr *wr, int err,
+                                      struct shift_send_wr *bw, struct shift_send_wr **bad)
+{
+    uint64_t notes = 0;
+    for (struct shift_send_wr *w = wr; w && w != bw; w = w->next)
+        notes += (uint64_t)two_sided(w->opcode);
+    e->notes_posted += notes;
+    e->st.sends_posted += notes;
+    if (!app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+        /* the path failed under the post: what it took is replayed, the rest was never
+         * posted and goes as a post in the new state */
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        if (bw)
+            return post_slow(e, bw, bad);
+        err = 0;
+    }
+    if (bad)
+        *bad = err ? bw : NULL;
+    return err;
+}
+
+/* post_direct's rare chains: longer than the queue (or cyclic), or carrying the layer's
+ * doorbell flag. One WR at a time, each from a copy cut from the chain, at most a
+ * queue's worth: the count of what the backend took stays exact and a cycle ends in
+ * ENOMEM, as a full send queue does. */
+COLD_PATH static int post_direct_each(ep_s *e, struct shift_send_wr *wr,
+                                      struct shift_send_wr **bad)
+{
+    struct shift_send_wr *w = wr;
+    int err = 0;
+    for (uint32_t n = 0; w; w = w->next, n++) {
+        if (n == e->pcap) {
+            err = ENOMEM;
+            break;
+        }
+        if (w->send_flags & SHIFT_SEND_NO_DOORBELL) {
+            err = EINVAL;
+            break;
+        }
+        struct shift_send_wr one = *w;
+        one.next = NULL;
+        err = e->ops->post_send(e->ctx, e->qp[1], &one, NULL);
+        if (err)
+            break;
+        e->notes_posted += (uint64_t)two_sided(w->opcode);
+        e->st.sends_posted += (uint64_t)two_sided(w->opcode);
+    }
+    if (err && !app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        return post_slow(e, w, bad);
+    }
+    if (bad)
+        *bad = err ? w : NULL;
+    return err;
+}
+
+/* The failure-free path with a backend that keeps its send queue (direct mode): the
+ * application's chain goes to the default QP as it is; the layer only counts its
+ * notifications. The backend checks the WRs and the capacity (max_send_wr slots). */
+static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    uint64_t notes = 0;
+    unsigned flags = 0;
+    uint32_t n = 0;
+    const struct shift_send_wr *w = wr;
+    for (; w && n <= e->pcap; w = w->next, n++) {
+        flags |= w->send_flags;
+        notes += notifies[w->opcode & 7]; /* an unknown opcode is the backend's to refuse */
+    }
+    if (w || (flags & SHIFT_SEND_NO_DOORBELL))
+        return post_direct_each(e, wr, bad);
+    struct shift_send_wr *bw = NULL;
+    int err = e->ops->post_send(e->ctx, e->qp[1], wr, &bw);
+    if (err)
+        return post_direct_rest(e, wr, err, bw, bad);
+    e->notes_posted += notes;
+    e->st.sends_posted += notes;
+    if (bad)
+        *bad = NULL;
+    return 0;
+}
+
+int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    ep_s *e = ep_get(h);
+    if (e && wr && e->direct)
+        return post_direct(e, wr, bad); /* (only a requester enters direct mode) */
+    if (bad)
+        *bad = wr;
+    if (!e || !wr || !is_req(e))
+        return EINVAL;
+    if (e->state == SHIFT_STATE_DEFAULT) {
+        if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail) {
+            e->direct = 1;
+            return post_direct(e, wr, bad);
+        }
+        return post_fast(e, wr, bad);
+    }
+    return post_slow(e, wr, bad);
+}
+
+/* Posting outside the failure-free path: one WR at a time, by state. */
+COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
+{
+    for (; wr; wr = wr->next) {
+        if (bad)
+            *bad = wr;
+        int err = shift_send_wr_check(wr, SHIFT_MAX_INLINE);
+        if (err)
+            return err;
+        if (wr->send_flags & SHIFT_SEND_NO_DOORBELL)
+            return EINVAL;
+        if ((e->ptail - e->phead) + (e->btail - e->bhead) >= e->pcap)
+            return ENOMEM;
+        uint64_t seq = e->ptail;
+        pend_t *p = &e->pq[seq & e->pmask];
+        pend_fill(p, wr, seq);
+        int path = 0, nodb = 0, fence = 0;
+        switch (e->state) {
+        case SHIFT_STATE_DEFAULT:
+            path = 1;
+            break;
+        case SHIFT_STATE_WAIT_DRAINED:
+            path = 1;
+            nodb = 1;
+            break;
+        case SHIFT_STATE_FALLBACK:
+            path = e->replayed ? 2 : 0;
+            break;
+        case SHIFT_STATE_WAIT_SIGNALED:
+            path = 2;
+            fence = (wr->send_flags & SHIFT_SEND_SIGNALED) != 0;
+            break;
+        default:
+            /* Error: the WR goes to the dead QP, which flushes it after the older ones,
+             * as verbs does for a QP in ERR */
+            path = e->err_path;
+            break;
+        }
+        p->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
+        if (path) {
+            err = post_pend(e, p, path, nodb);
+            if (err && e->state == SHIFT_STATE_ERROR && !app_error(err)) {
+                buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
+                p->flags |= PF_DONE;
+                err = 0;
+            } else if (err && (app_error(err) || !failover(e) || path != 1 ||
+                               e->state != SHIFT_STATE_DEFAULT)) {
+                return err;
+            }
+        }
+        /* accepted */
+        e->ptail++;
+        if (two_sided(wr->opcode)) {
+            e->notes_posted++;
+            e->st.sends_posted++;
+        }
+        p->cum = e->notes_posted;
+        if (fence) {
+            e->fence_seq = seq;
+            e->has_fence = 1;
+            e->state = SHIFT_STATE_WAIT_DRAINED;
+        }
+        if (err && e->state == SHIFT_STATE_DEFAULT) {
+            /* a failed post on the default QP: the path is gone */
+            p->where = W_HELD;
+            trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+        }
+    }
+    if (bad)
+        *bad = NULL;
+    return 0;
+}
+
+int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
+{
+    ep_s *e = ep_get(h);
+    if (bad)
+        *bad = wr;
+    if (!e || !wr)
+        return EINVAL;
+    if (is_req(e))
+        return EINVAL;
+    for (; wr; wr = wr->next) {
+        if (bad)
+            *bad = wr;
+        if (wr->num_sge < 0 || wr->num_sge > 1)
+            return EINVAL;
+        if ((e->rtail - e->rhead) + (e->btail - e->bhead) >= e->rcap)
+            return ENOMEM;
+        uint64_t seq = e->rtail;
+        rpend_t *r = &e->rpend[seq & e->rmask];
+        r->wr = *wr;
+        r->wr.next = NULL;
+        r->wr.wr_id = seq;
+        r->app_id = wr->wr_id;
+        r->flags = 0;
+        int path = e->state == SHIFT_STATE_DEFAULT ? 1
+                   : e->state == SHIFT_STATE_ERROR ? e->err_path
+                   : e->sent_ctr ? 2 : 0;
+        r->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
+        if (path) {
+            int err = post_rpend(e, r, path);
+            if (err && e->state == SHIFT_STATE_ERROR && !app_error(err)) {
+                buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
+                r->flags |= PF_DONE;
+            } else if (err) {
+                return err;
+            }
+        }
+        e->rtail++;
+        e->st.recvs_posted++;
+    }
+    if (bad)
+        *bad = NULL;
+    return 0;
+}
+
+/* ------------------------------------------------------------ polling ------- */
+
+/* Direct mode: a completion of the default QP that is not a success. A path error
+ * triggers the failover (1: the completion is the layer's); any other error is the
+ * application's and ends in Error, as on plain RC (0: it goes to the application). */
+COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
+{
+    if (!failover(e) || e->state != SHIFT_STATE_DEFAULT)
+        return 0;
+    if (path_error(wc->status)) {
+        trigger(e, wc->status);
+        return 1;
+    }
+    e->err_path = 1;
+    e->state = SHIFT_STATE_ERROR;
+    return 0;
+}
+
+COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
+{
+    if (e->bhead < e->btail) {
+        *out = e->buf[e->bhead & e->bmask];
+        e->bhead++;
+        return 1;
+    }
+    if (e->direct) {
+        int n = poll_backend(e, 1, 1, out);
+        if (n == 1 && out->status != SHIFT_WC_SUCCESS && direct_error(e, out))
+            return 2;
+        return n;
+    }
+    int path = e->state == SHIFT_STATE_DEFAULT ? 1
+               : e->state == SHIFT_STATE_ERROR && e->err_path ? e->err_path : 2;
+    struct shift_wc wc;
+    for (;;) {
+        int n = poll_backend(e, path, 1, &wc);
+        if (n <= 0)
+            return n;
+        if (wc.wr_id == PROBE_ID)
+            continue;
+        if (is_req(e)) {
+            pend_t *p = pend_at(e, wc.wr_id);
+            if (!p || (p->flags & PF_DONE) || (wc.opcode & SHIFT_WC_RECV))
+                continue; /* stale: from before a reset */
+            if (wc.status != SHIFT_WC_SUCCESS && failover(e) &&
+                e->state == SHIFT_STATE_DEFAULT && path_error(wc.status)) {
+                trigger(e, wc.status);
+                return 2;
+            }
+            if (wc.status != SHIFT_WC_SUCCESS && p->wr.wr_id < e->known_exec &&
+                p->where == W_BACKUP && path_error(wc.status)) {
+                /* A replayed WR that precedes a notification the peer received had
+                 * executed before the failure: its replay failing changes nothing. It
+                 * completes as the success it was (silently if unsignaled), so the
+                 * application never sees an error after a later WR's success. */
+                wc.status = SHIFT_WC_SUCCESS;
+                wc.wr_id = p->app_id;
+                if (settle_report(e, p, &wc, (p->wr.send_flags & SHIFT_SEND_SIGNALED) != 0, out))
+                    return 1;
+                continue;
+            }
+            wc.wr_id = p->app_id;
+            if (wc.status == SHIFT_WC_SUCCESS && e->state == SHIFT_STATE_DEFAULT &&
+                !e->ndeferred) {
+                /* failure-free: every WR up to this one completed, in order */
+                e->st.sends_completed += p->cum - e->cum_done;
+                e->cum_done = p->cum;
+                e->phead = p->wr.wr_id + 1;
+                pend_gc(e);
+            } else if (wc.status == SHIFT_WC_SUCCESS) {
+                return settle_report(e, p, &wc, 1, out);
+            } else {
+                p->flags |= PF_DONE;
+                pend_gc(e);
+                if (failover(e) && e->state != SHIFT_STATE_ERROR) {
+                    e->err_path = path;
+                    e->state = SHIFT_STATE_ERROR;
+                }
+                /* the notifications it held back executed at the peer: they follow */
+                release_skipped(e);
+            }
+        } else {
+            rpend_t *r = rpend_at(e, wc.wr_id);
+            if (!r || (r->flags & PF_DONE))
+                continue;
+            if (wc.status != SHIFT_WC_SUCCESS && failover(e) &&
+                e->state == SHIFT_STATE_DEFAULT && path_error(wc.status)) {
+                trigger(e, wc.status);
+                return 2;
+            }
+            wc.wr_id = r->app_id;
+            r->flags |= PF_DONE;
+            rpend_gc(e);
+            if (wc.status == SHIFT_WC_SUCCESS)
+                e->recv_done++;
+            else if (failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+                e->err_path = path;
+                e->state = SHIFT_STATE_ERROR;
+            }
+        }
+        *out = wc;
+        return 1;
+    }
+}
+
+int shift_poll_step(shift_ep h, struct shift_wc *out)
+{
+    ep_s *e = ep_get(h);
+    if (!e || !out)
+        return -EINVAL;
+    return poll_step(e, out);
+}
+
+/* poll wc[k..n) one completion at a time */
+COLD_PATH static int poll_steps(ep_s *e, int k, int n, struct shift_wc *wc)
+{
+    while (k < n) {
+        int r = poll_step(e, &wc[k]);
+        if (r < 0)
+            return k ? k : r;
+        if (r == 0)
+            break;
+        if (r == 1)
+            k++;
+    }
+    return k;
+}
+
+int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
+{
+    ep_s *e = ep_get(h);
+    if (!e || n < 0 || (n > 0 && !wc))
+        return -EINVAL;
+    if (!e->direct || e->bhead != e->btail || n == 0)
+        return poll_steps(e, 0, n, wc);
+    /* failure-free: the default QP's completions go to the application as they are */
+    int r = poll_backend(e, 1, n, wc);
+    for (int k = 0; k < r; k++)
+        if (wc[k].status != SHIFT_WC_SUCCESS && direct_error(e, &wc[k]))
+            /* the failover started at wc[k]; what followed were the dead QP's flushes */
+            return poll_steps(e, k, n, wc);
+    return r;
+}

@@ -1,0 +1,258 @@
+/*
+ * endpoint.c - an endpoint's life: creating it over a backend table with its two QPs,
+ * destroying it, registering memory on both NICs and translating keys to the backup
+ * NIC's, querying its state and statistics, and the names of states and designs.
+ */
+#include "layer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------ keys ---------- */
+
+uint32_t xlate(const keypair *t, int n, uint32_t key)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].k[0] == key)
+            return t[i].k[1];
+    return key;
+}
+
+static int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*t)[i].k[0] == a) {
+            (*t)[i].k[1] = b;
+            return 0;
+        }
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 8;
+        keypair *x = realloc(*t, (size_t)c * sizeof *x);
+        if (!x)
+            return ENOMEM;
+        *t = x;
+        *cap = c;
+    }
+    (*t)[*n].k[0] = a;
+    (*t)[*n].k[1] = b;
+    (*n)++;
+    return 0;
+}
+
+/* ------------------------------------------------------------ lifecycle ----- */
+
+static uint64_t pow2(uint64_t n)
+{
+    uint64_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr)
+{
+    uint32_t bcap = (max_send_wr > max_recv_wr ? max_send_wr : max_recv_wr) + 1;
+    return sizeof(ep_s) + pow2(max_send_wr) * sizeof(pend_t) +
+           pow2(max_recv_wr) * sizeof(rpend_t) + pow2(bcap) * sizeof(struct shift_wc);
+}
+
+int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
+                    const struct shift_ep_attr *attr, shift_ep *out)
+{
+    if (!out)
+        return EINVAL;
+    *out = NULL;
+    if (!ops || !attr || !ops->create_qp || !ops->destroy_qp || !ops->modify_qp ||
+        !ops->query_qp || !ops->reset_qp || !ops->post_send || !ops->post_recv ||
+        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send)
+        return EINVAL;
+    if ((attr->role != SHIFT_ROLE_REQUESTER && attr->role != SHIFT_ROLE_RESPONDER) ||
+        attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_NO_FAILOVER ||
+        attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
+        attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
+        (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS)))
+        return EINVAL;
+    ep_s *e = calloc(1, sizeof *e);
+    if (!e)
+        return ENOMEM;
+    e->ops = ops;
+    e->ctx = ctx;
+    e->attr = *attr;
+    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS);
+    e->pcap = attr->max_send_wr;
+    e->rcap = attr->max_recv_wr;
+    e->bcap = (e->pcap > e->rcap ? e->pcap : e->rcap) + 1;
+    e->pmask = pow2(e->pcap) - 1;
+    e->rmask = pow2(e->rcap) - 1;
+    e->bmask = pow2(e->bcap) - 1;
+    e->pq = calloc(e->pmask + 1, sizeof *e->pq);
+    e->rpend = calloc(e->rmask + 1, sizeof *e->rpend);
+    e->buf = calloc(e->bmask + 1, sizeof *e->buf);
+    e->peer_ctr = -1;
+    int err = ENOMEM;
+    if (!e->pq || !e->rpend || !e->buf)
+        goto fail;
+    /* the default QP has the layer's capacity (in direct mode its send queue is the
+     * layer's); the backup QP keeps a spare slot */
+    struct shift_backend_qp_cap cap = {e->pcap, e->rcap, SHIFT_MAX_INLINE};
+    err = ops->create_qp(ctx, 1, &cap, &e->qp[1]);
+    if (err)
+        goto fail;
+    cap.max_send_wr++;
+    err = ops->create_qp(ctx, 2, &cap, &e->qp[2]);
+    if (err) {
+        ops->destroy_qp(ctx, e->qp[1]);
+        goto fail;
+    }
+    e->h = h_new(e, H_EP);
+    if (!e->h) {
+        ops->destroy_qp(ctx, e->qp[1]);
+        ops->destroy_qp(ctx, e->qp[2]);
+        err = ENOMEM;
+        goto fail;
+    }
+    *out = H_PTR(e->h);
+    return 0;
+fail:
+    free(e->pq);
+    free(e->rpend);
+    free(e->buf);
+    free(e);
+    return err;
+}
+
+void shift__ep_own(shift_ep h, int owned)
+{
+    ep_s *e = ep_get(h);
+    if (e)
+        e->owned = owned;
+}
+
+int shift_ep_destroy(shift_ep h)
+{
+    ep_s *e = ep_get(h);
+    if (!e)
+        return EINVAL;
+    if (e->owned)
+        return EBUSY;
+    e->ops->destroy_qp(e->ctx, e->qp[1]);
+    e->ops->destroy_qp(e->ctx, e->qp[2]);
+    for (int i = 0; i < e->nmr; i++)
+        e->ops->dereg_mr(e->ctx, e->mrs[i]);
+    h_free(e->h);
+    free(e->mrs);
+    free(e->lk);
+    free(e->rk);
+    free(e->pq);
+    free(e->rpend);
+    free(e->buf);
+    free(e);
+    return 0;
+}
+
+int shift_reg_mr(shift_ep h, uint64_t addr, size_t length, int access,
+                 struct shift_mr_keys *keys)
+{
+    ep_s *e = ep_get(h);
+    if (!e || !keys)
+        return EINVAL;
+    uint32_t lk[3] = {0}, rk[3] = {0};
+    void *mr[3] = {0};
+    int err = e->ops->reg_mr(e->ctx, 1, addr, length, access, &lk[1], &rk[1], &mr[1]);
+    if (err)
+        return err;
+    err = e->ops->reg_mr(e->ctx, 2, addr, length, access, &lk[2], &rk[2], &mr[2]);
+    if (err) {
+        e->ops->dereg_mr(e->ctx, mr[1]);
+        return err;
+    }
+    if (e->nmr + 2 > e->capmr) {
+        int c = e->capmr ? e->capmr * 2 : 8;
+        void **m = realloc(e->mrs, (size_t)c * sizeof *m);
+        if (!m)
+            goto nomem;
+        e->mrs = m;
+        e->capmr = c;
+    }
+    if (keys_add(&e->lk, &e->nlk, &e->caplk, lk[1], lk[2]))
+        goto nomem;
+    e->mrs[e->nmr++] = mr[1];
+    e->mrs[e->nmr++] = mr[2];
+    keys->lkey = lk[1];
+    keys->rkey = rk[1];
+    keys->lkey_backup = lk[2];
+    keys->rkey_backup = rk[2];
+    return 0;
+nomem:
+    e->ops->dereg_mr(e->ctx, mr[1]);
+    e->ops->dereg_mr(e->ctx, mr[2]);
+    return ENOMEM;
+}
+
+int shift_add_remote_keys(shift_ep h, uint32_t rkey, uint32_t rkey_backup)
+{
+    ep_s *e = ep_get(h);
+    if (!e)
+        return EINVAL;
+    return keys_add(&e->rk, &e->nrk, &e->caprk, rkey, rkey_backup);
+}
+
+int shift_ep_query(shift_ep h, struct shift_ep_info *info)
+{
+    ep_s *e = ep_get(h);
+    if (!e || !info)
+        return EINVAL;
+    *info = e->st;
+    info->role = e->attr.role;
+    info->design = e->attr.design;
+    info->state = e->state;
+    info->sent_ctr = e->sent_ctr;
+    info->peer_ctr = e->peer_ctr;
+    info->replayed = e->replayed;
+    info->probing = e->probing;
+    info->has_fence = e->has_fence && e->state == SHIFT_STATE_WAIT_DRAINED;
+    info->fence = info->has_fence ? e->pq[e->fence_seq & e->pmask].app_id : 0;
+    info->epoch = e->epoch;
+    uint64_t out = 0, held = 0;
+    if (e->direct) {
+        uint64_t notes;
+        direct_count(e, &out, &notes);
+        direct_sync(e, notes); /* the query brings the count up to date */
+        info->sends_completed = e->st.sends_completed;
+    } else if (is_req(e))
+        for (uint64_t s = e->phead; s < e->ptail; s++) {
+            pend_t *p = &e->pq[s & e->pmask];
+            if (p->flags & PF_DONE)
+                continue;
+            out++;
+            held += p->where == W_HELD;
+        }
+    else
+        for (uint64_t s = e->rhead; s < e->rtail; s++)
+            out += !(e->rpend[s & e->rmask].flags & PF_DONE);
+    info->outstanding = out;
+    info->held = held;
+    info->buffered = e->btail - e->bhead;
+    info->recvs_completed = e->recv_done;
+    info->backup_state_bytes = shift_backup_state_bytes(e->pcap, e->rcap) +
+                               (uint64_t)(e->caplk + e->caprk) * sizeof(keypair) +
+                               (uint64_t)e->capmr * sizeof(void *);
+    return 0;
+}
+
+const char *shift_state_name(int s)
+{
+    static const char *const n[] = {"Default", "Fallback", "WaitSignaled", "WaitDrained",
+                                    "Error"};
+    if (s < 0 || s > SHIFT_STATE_ERROR)
+        return NULL;
+    return n[s];
+}
+
+const char *shift_design_name(int d)
+{
+    static const char *const n[] = {"Shift", "NaiveReplay", "NoFailover"};
+    if (d < 0 || d > SHIFT_DESIGN_NO_FAILOVER)
+        return NULL;
+    return n[d];
+}
