@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import z3
 from shift.proofs import decisions as d
-from shift.proofs.core import Theorem, Verdict, conj, solver, valid
+from shift.proofs.core import ProofVerdict, Theorem, conj, solver, valid
 
 BOUND = 3
 
 
 def _witness(view: d.View, req: d.Requirement, staged: bool, allowed: list[int],
-             n: int = 1) -> tuple[Verdict | None, list[str]]:
+             n: int = 1) -> tuple[ProofVerdict | None, list[str]]:
     """Find some rule meeting `req` in every world of every program (sat), and show it."""
     p = d.program(n)
     rule = d.free_rule(p, view)
@@ -31,7 +31,7 @@ def _witness(view: d.View, req: d.Requirement, staged: bool, allowed: list[int],
         s.add(c)
     r = s.check()
     if r != z3.sat:
-        return Verdict("refuted" if r == z3.unsat else "unknown", f"no rule: {r}"), []
+        return ProofVerdict("refuted" if r == z3.unsat else "unknown", f"no rule: {r}"), []
     m = s.model()
     lines = [f"program: {[d.OP_NAMES[m.eval(o).as_long()] for o in p.ops[1:]]}"]
     for wd in d.worlds(n):
@@ -46,7 +46,7 @@ def _witness(view: d.View, req: d.Requirement, staged: bool, allowed: list[int],
 
 
 def _holds(rule: d.Rule, view: d.View, req: d.Requirement, staged: bool,
-           allowed: list[int], extra: z3.BoolRef | None = None) -> Verdict:
+           allowed: list[int], extra: z3.BoolRef | None = None) -> ProofVerdict:
     """The concrete rule meets `req` in every world of every program of 1..BOUND WRs."""
     for n in range(1, BOUND + 1):
         p = d.program(n)
@@ -56,17 +56,17 @@ def _holds(rule: d.Rule, view: d.View, req: d.Requirement, staged: bool,
         if v.status != "proved":
             v.detail = f"{n} WRs: {v.detail}"
             return v
-    return Verdict("proved")
+    return ProofVerdict("proved")
 
 
-def _combine(witness: tuple[Verdict | None, list[str]], *proofs: Verdict) -> Verdict:
+def _combine(witness: tuple[ProofVerdict | None, list[str]], *proofs: ProofVerdict) -> ProofVerdict:
     bad, lines = witness
     if bad is not None:
         return bad
     for v in proofs:
         if v.status != "proved":
             return v
-    return Verdict("proved", "sat with a witness; the design's rule proved", lines)
+    return ProofVerdict("proved", "sat with a witness; the design's rule proved", lines)
 
 
 # -- drop opacity: ReceiverQuery reads the responder NIC's expected PSN ------------------
@@ -77,7 +77,7 @@ def receiver_query_rule(p: d.Program, wd: d.World, w: int,
     return z3.If(z3.IntVal(w) >= args[-1], d.REPLAY, d.SKIP)
 
 
-def _receiver_query_parametric() -> Verdict:
+def _receiver_query_parametric() -> ProofVerdict:
     """For any n: with executed = [1, epsn) (the RC lemma), the psn rule applies every
     outstanding WR exactly once."""
     n, w, epsn, una, last = z3.Ints("n w epsn una last")
@@ -87,7 +87,7 @@ def _receiver_query_parametric() -> Verdict:
                  assumptions=[una >= 1, una <= epsn, epsn <= n + 1, last >= 0, last < una])
 
 
-def _receiver_query() -> Verdict:
+def _receiver_query() -> ProofVerdict:
     view = d.View(counter=True, epsn=True)
     allowed = list(d.OPS.values())
     return _combine(_witness(view, d.exactly_once_live, False, allowed),
@@ -102,7 +102,7 @@ def replay_all(p: d.Program, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.
     return z3.IntVal(d.REPLAY)
 
 
-def _staging_parametric() -> Verdict:
+def _staging_parametric() -> ProofVerdict:
     """For any n: a staged responder applies WR w once if it ever arrived, and replaying
     every outstanding WR makes each arrive."""
     w, epsn, n = z3.Ints("w epsn n")
@@ -111,7 +111,7 @@ def _staging_parametric() -> Verdict:
                  assumptions=[epsn >= 1, epsn <= n + 1])
 
 
-def _staging() -> Verdict:
+def _staging() -> ProofVerdict:
     view = d.View(counter=False)  # Staging needs no counter either
     allowed = list(d.OPS.values())
     return _combine(_witness(view, d.exactly_once_live, True, allowed),
@@ -134,7 +134,7 @@ def shift_rule(p: d.Program, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.
     return z3.If(atomic_out, d.FAIL, z3.If(skip, d.SKIP, d.REPLAY))
 
 
-def _shift_live() -> Verdict:
+def _shift_live() -> ProofVerdict:
     """Without atomics SHIFT never fails: it is live."""
     def live(p: d.Program, w: int, o: d.Outcome) -> z3.BoolRef:
         return z3.Implies(o.pending, o.decision != d.FAIL)
@@ -142,7 +142,7 @@ def _shift_live() -> Verdict:
     return _holds(shift_rule, d.View(counter=True), live, False, no_atomics)
 
 
-def _shift() -> Verdict:
+def _shift() -> ProofVerdict:
     view = d.View(counter=True)
     notes_only = [d.WRITE_IMM, d.SEND]
     return _combine(_witness(view, d.exactly_once_live, False, notes_only, n=2),

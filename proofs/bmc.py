@@ -9,29 +9,31 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import z3
-from shift.proofs import protocol as pr
+from shift.proofs.abstract_state import AbstractState, fresh
 from shift.proofs.core import solver
+from shift.proofs.decisions import OP_NAMES
+from shift.proofs.programs import Program
+from shift.proofs.properties import Property
+from shift.proofs.protocol import ReplayPolicy, action_names, init, next_
 
-Prop = Callable[[pr.Program, pr.State], z3.BoolRef]
 
-
-def find_violation(p: pr.Program, d: pr.Design, prop: Prop, depth: int,
+def find_violation(p: Program, d: ReplayPolicy, prop: Property, depth: int,
                    assume: z3.BoolRef | None = None, step: int = 4,
-                   hint: Callable[[pr.State], z3.BoolRef] | None = None,
+                   hint: Callable[[AbstractState], z3.BoolRef] | None = None,
                    timeout_ms: int = 30_000) -> tuple[z3.CheckSatResult, list[str]]:
     """Search for a trace of at most `depth` steps from Init to a state violating prop."""
-    names = pr.action_names(p, d)
+    names = action_names(p, d)
     s = solver(timeout_ms)
     s.add(p.wellformed())
     if assume is not None:
         s.add(assume)
-    states = [pr.fresh(p.n, "0")]
+    states = [fresh(p.n, "0")]
     acts: list[z3.ArithRef] = []
-    s.add(pr.init(p, states[0]))
+    s.add(init(p, states[0]))
     for k in range(1, depth + 1):
-        nxt = pr.fresh(p.n, str(k))
+        nxt = fresh(p.n, str(k))
         act = z3.Int(f"act_{k}")
-        s.add(pr.next_(p, d, states[-1], nxt, act, stutter=True))
+        s.add(next_(p, d, states[-1], nxt, act, stutter=True))
         if hint is not None:  # a proved invariant: true of every reachable state
             s.add(hint(nxt))
         if acts:  # stutter only at the end: one representative per trace length
@@ -49,14 +51,13 @@ def find_violation(p: pr.Program, d: pr.Design, prop: Prop, depth: int,
     return z3.unsat, []
 
 
-def _render(m: z3.ModelRef, p: pr.Program, states: list[pr.State], acts: list[z3.ArithRef],
+def _render(m: z3.ModelRef, p: Program, states: list[AbstractState], acts: list[z3.ArithRef],
             names: list[str]) -> list[str]:
     def val(x: z3.ExprRef) -> str:
         return str(m.eval(x, model_completion=True))
     prog = []
-    ops = {v: k for k, v in pr.OPS.items()}
     for w in range(1, p.n + 1):
-        op = ops.get(m.eval(p.op[w], model_completion=True).as_long(), "?")
+        op = OP_NAMES.get(m.eval(p.op[w], model_completion=True).as_long(), "?")
         prog.append(f"{w}:{op}(r{val(p.region[w])}:={val(p.value[w])}"
                     f"{', signaled' if val(p.sig[w]) == 'True' else ''})")
     lines = ["program " + " ".join(prog)]

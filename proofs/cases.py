@@ -11,13 +11,13 @@ in both worlds, for every initial value and every operand.
 from __future__ import annotations
 
 import z3
-from shift.proofs.core import Theorem, Verdict, solver, valid
+from shift.proofs.core import ProofVerdict, Theorem, unsat, valid
 from shift.proofs.decisions import FAIL, REPLAY
 
 INT = z3.IntSort()
 
 
-def _fadd_not_idempotent() -> Verdict:
+def _fadd_not_idempotent() -> ProofVerdict:
     m, delta = z3.Ints("m delta")
     once_mem, once_ret = m + delta, m
     twice_mem, twice_ret = once_mem + delta, once_mem
@@ -30,7 +30,7 @@ def _cas(m: z3.ArithRef, e: z3.ArithRef, n: z3.ArithRef) -> tuple[z3.ArithRef, z
     return z3.If(m == e, n, m), m == e
 
 
-def _cas_idempotent_iff() -> Verdict:
+def _cas_idempotent_iff() -> ProofVerdict:
     m, e, n = z3.Ints("m e n")
     m1, ok1 = _cas(m, e, n)
     m2, ok2 = _cas(m1, e, n)
@@ -38,18 +38,12 @@ def _cas_idempotent_iff() -> Verdict:
     return valid(idempotent == z3.Or(m != e, e == n))
 
 
-def _probe_unsat(*constraints: z3.BoolRef) -> Verdict:
-    s = solver()
-    s.add(*constraints)
-    r = s.check()
-    if r == z3.unsat:
-        return Verdict("proved", "unsat: no function of the probed value is right in both")
-    if r == z3.sat:
-        return Verdict("refuted", "a probe-based rule exists", [str(s.model())])
-    return Verdict("unknown", s.reason_unknown())
+def _probe_unsat(*constraints: z3.BoolRef) -> ProofVerdict:
+    return unsat(*constraints, proved="unsat: no function of the probed value is right in both",
+                 refuted="a probe-based rule exists")
 
 
-def _fadd_probe() -> Verdict:
+def _fadd_probe() -> ProofVerdict:
     """T1(x): FADD lost, probe reads x. T2(x): FADD applied, ACK lost, probe reads x+d.
     Safety: the region ends at x + d (applied exactly once); liveness: no FAIL."""
     rule = z3.Function("rule", INT, INT)
@@ -63,7 +57,7 @@ def _fadd_probe() -> Verdict:
     return _probe_unsat(delta != 0, z3.ForAll([x], z3.And(ok(x, False), ok(x, True))))
 
 
-def _cas_aba_probe() -> Verdict:
+def _cas_aba_probe() -> ProofVerdict:
     """T1: CAS(e->n) lost, probe reads e. T2: CAS applied (e->n), a third party's
     CAS(n->e) restores e (ABA), ACK lost, probe reads e. Safety: the sender's CAS
     succeeds exactly once; liveness: no FAIL."""
@@ -80,7 +74,7 @@ def _cas_aba_probe() -> Verdict:
     return _probe_unsat(e != n, ok(False), ok(True))
 
 
-def _write_reuse_probe() -> Verdict:
+def _write_reuse_probe() -> ProofVerdict:
     """T1(x): WRITE v lost, probe reads the old x. T2(u): WRITE v applied, then the
     receiver reuses the buffer (writes u != v), ACK lost, probe reads u. Safety: the
     region ends with its newest value (v in T1, u in T2: no stale overwrite)."""

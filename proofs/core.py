@@ -1,7 +1,7 @@
 """Theorems, their verdicts, and the few Z3 idioms every proof module uses.
 
 A theorem is a claim Z3 decides with one or more solver calls. Its `check` function
-returns a `Verdict`: `proved` (the negation is unsat, or the refutation we expect is
+returns a `ProofVerdict`: `proved` (the negation is unsat, or the refutation we expect is
 found), `refuted` (a counterexample or witness exists where the claim says none does),
 or `unknown`. Each theorem declares the status it is expected to reach; `shift prove`
 fails on any other. Some theorems are *expected* refutations: the claim is the
@@ -21,7 +21,7 @@ Status = Literal["proved", "refuted", "unknown"]
 
 
 @dataclass
-class Verdict:
+class ProofVerdict:
     """What one theorem came to: the status, and a witness or counterexample if any."""
 
     status: Status
@@ -37,7 +37,7 @@ class Theorem:
     group: str
     statement: str
     formula: str
-    check: Callable[[], Verdict]
+    check: Callable[[], ProofVerdict]
     expected: Status = "proved"
 
 
@@ -46,7 +46,7 @@ class Result:
     """A theorem's verdict and how long Z3 took."""
 
     theorem: Theorem
-    verdict: Verdict
+    verdict: ProofVerdict
     seconds: float
 
     @property
@@ -60,7 +60,7 @@ def run(theorem: Theorem) -> Result:
     try:
         verdict = theorem.check()
     except z3.Z3Exception as e:  # a solver failure is "unknown", not a crash
-        verdict = Verdict("unknown", f"z3: {e}")
+        verdict = ProofVerdict("unknown", f"z3: {e}")
     return Result(theorem, verdict, time.perf_counter() - start)
 
 
@@ -71,30 +71,32 @@ def solver(timeout_ms: int = 30_000) -> z3.Solver:
     return s
 
 
+def conclude(s: z3.Solver, r: z3.CheckSatResult, proved: str = "",
+             refuted: str = "a solution exists") -> ProofVerdict:
+    """What a checked solver, holding the claim's negation, comes to: unsat proves the
+    claim (`proved` says how), a model refutes it (`refuted`, the model as witness)."""
+    if r == z3.unsat:
+        return ProofVerdict("proved", proved)
+    if r == z3.sat:
+        return ProofVerdict("refuted", refuted, [str(s.model())])
+    return ProofVerdict("unknown", s.reason_unknown())
+
+
 def valid(claim: z3.BoolRef, *, assumptions: Sequence[z3.BoolRef] = (),
-          timeout_ms: int = 30_000) -> Verdict:
+          timeout_ms: int = 30_000) -> ProofVerdict:
     """Prove `assumptions => claim` by showing its negation unsat; a model refutes it."""
     s = solver(timeout_ms)
     s.add(*assumptions)
     s.add(z3.Not(claim))
-    r = s.check()
-    if r == z3.unsat:
-        return Verdict("proved")
-    if r == z3.sat:
-        return Verdict("refuted", "counterexample", [str(s.model())])
-    return Verdict("unknown", s.reason_unknown())
+    return conclude(s, s.check(), refuted="counterexample")
 
 
-def unsat(*constraints: z3.BoolRef, timeout_ms: int = 30_000) -> Verdict:
+def unsat(*constraints: z3.BoolRef, proved: str = "", refuted: str = "a solution exists",
+          timeout_ms: int = 30_000) -> ProofVerdict:
     """Prove that the constraints have no solution (e.g. no decision rule exists)."""
     s = solver(timeout_ms)
     s.add(*constraints)
-    r = s.check()
-    if r == z3.unsat:
-        return Verdict("proved")
-    if r == z3.sat:
-        return Verdict("refuted", "a solution exists", [str(s.model())])
-    return Verdict("unknown", s.reason_unknown())
+    return conclude(s, s.check(), proved, refuted)
 
 
 def conj(xs: Sequence[z3.BoolRef]) -> z3.BoolRef:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import z3
 from shift.proofs import decisions as d
-from shift.proofs.core import Theorem, Verdict, disj, solver
+from shift.proofs.core import ProofVerdict, Theorem, conclude, disj, solver
 
 
 def clash(p: d.Program, view: d.View, req: d.Requirement, *extra: z3.BoolRef,
@@ -29,13 +29,11 @@ def clash(p: d.Program, view: d.View, req: d.Requirement, *extra: z3.BoolRef,
     return r, core, s
 
 
-def _t1_t2() -> Verdict:
+def _t1_t2() -> ProofVerdict:
     prog = [("WRITE", True)]
     r, core, s = clash(d.concrete(prog), d.View(counter=True), d.exactly_once_live)
-    if r == z3.sat:
-        return Verdict("refuted", "a rule exists", [str(s.model())])
     if r != z3.unsat:
-        return Verdict("unknown", s.reason_unknown())
+        return conclude(s, r, refuted="a rule exists")
     names = [o for o, _ in prog]
     lines = []
     for wd in sorted(core, key=lambda w: w.e):
@@ -44,38 +42,35 @@ def _t1_t2() -> Verdict:
     lines.append("equal views in both: A saw no completion and an error; B's software "
                  "saw no receive completion (counter 0)")
     ok = sorted((w.u, w.e) for w in core) == [(0, 0), (0, 1)]
-    return Verdict("proved" if ok else "unknown",
+    return ProofVerdict("proved" if ok else "unknown",
                    "unsat; the clashing worlds are T1 and T2" if ok else f"core {core}", lines)
 
 
-def _no_rule(n: int) -> Verdict:
+def _no_rule(n: int) -> ProofVerdict:
     p = d.program(n)
     has_one_sided = disj([d.one_sided(o) for o in p.ops[1:]])
     r, core, s = clash(p, d.View(counter=True), d.exactly_once_live, p.wellformed(),
                        has_one_sided)
-    if r == z3.unsat:
-        return Verdict("proved", f"unsat for every program of {n} WRs with a one-sided WR")
-    if r == z3.sat:
-        return Verdict("refuted", "a rule exists", [str(s.model())])
-    return Verdict("unknown", s.reason_unknown())
+    return conclude(s, r, proved=f"unsat for every program of {n} WRs with a one-sided WR",
+                    refuted="a rule exists")
 
 
-def _no_rule_upto(n: int) -> Verdict:
+def _no_rule_upto(n: int) -> ProofVerdict:
     for k in range(1, n + 1):
         v = _no_rule(k)
         if v.status != "proved":
             return v
-    return Verdict("proved", f"unsat for every program of 1..{n} WRs with a one-sided WR")
+    return ProofVerdict("proved", f"unsat for every program of 1..{n} WRs with a one-sided WR")
 
 
-def _send_sliding() -> Verdict:
+def _send_sliding() -> ProofVerdict:
     """Two SENDs, the rule sees only the requester (Rocq's sender_view): queue sliding."""
     prog = [("SEND", True), ("SEND", True)]
     r, core, s = clash(d.concrete(prog), d.View(counter=False), d.exactly_once_live)
     if r != z3.unsat:
-        return Verdict("refuted" if r == z3.sat else "unknown", str(r))
+        return ProofVerdict("refuted" if r == z3.sat else "unknown", str(r))
     names = [o for o, _ in prog]
-    return Verdict("proved", "unsat: a replayed SEND that had executed consumes the next "
+    return ProofVerdict("proved", "unsat: a replayed SEND that had executed consumes the next "
                    "receive WR (sliding), one that had not is lost",
                    [f"U={w.u} E={w.e}: " + "; ".join(w.trace(names)) for w in core])
 

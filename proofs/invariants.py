@@ -22,20 +22,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import z3
-from shift.proofs import protocol as pr
-from shift.proofs.core import Verdict, conj, solver
+from shift.proofs.abstract_state import (
+    DEFAULT,
+    ERROR,
+    FALLBACK,
+    AbstractState,
+    Derived,
+    flat,
+    fresh,
+)
+from shift.proofs.core import ProofVerdict, conj, solver
+from shift.proofs.decisions import OP_NAMES
+from shift.proofs.programs import Program
+from shift.proofs.properties import Property, atomic_safety
+from shift.proofs.protocol import ReplayPolicy, action_names, init, next_
 
 Conjunct = tuple[str, z3.BoolRef]
 
 
-def _at(p: pr.Program, k: z3.ArithRef, table: Callable[[int], z3.ExprRef]) -> z3.ExprRef:
+def _at(p: Program, k: z3.ArithRef, table: Callable[[int], z3.ExprRef]) -> z3.ExprRef:
     return p.at(table, k, default=table(0))
 
 
-def shape(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def shape(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     n = p.n
     ws = range(1, n + 1)
-    q = pr.Derived(p, s)
+    q = Derived(p, s)
     cs: list[Conjunct] = [
         ("ranges A", conj([s.posted >= 0, s.posted <= n, s.pol1 >= 0, s.pol1 <= s.una1,
                            s.una1 <= s.ex1, s.ex1 <= s.sq1, s.sq1 <= s.posted,
@@ -43,26 +55,26 @@ def shape(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
         ("ranges B", conj([s.polB1 >= 0, s.polB1 <= s.c1, s.c1 <= s.rposted,
                            s.rposted <= p.num_notes(), s.taken >= 0,
                            s.rposted >= _at(p, s.posted, p.nb)])),
-        ("layers", conj([s.layerA >= pr.DEFAULT, s.layerA <= pr.ERROR,
-                         s.layerB >= pr.DEFAULT, s.layerB <= pr.FALLBACK])),
-        ("Default A", z3.Implies(s.layerA == pr.DEFAULT, conj(
+        ("layers", conj([s.layerA >= DEFAULT, s.layerA <= ERROR,
+                         s.layerB >= DEFAULT, s.layerB <= FALLBACK])),
+        ("Default A", z3.Implies(s.layerA == DEFAULT, conj(
             [s.sq1 == s.posted, z3.Not(s.sentA), z3.Not(s.replayed), s.sndLast == s.pol1,
              s.p2 == 0, s.x2 == 0, s.a2 == 0]
             + [z3.And(z3.Not(s.buf[w]), z3.Not(s.sq2[w]), z3.Not(s.eflush[w]),
                       s.pend[w] == z3.And(s.pol1 < w, w <= s.posted)) for w in ws]))),
-        ("after Trigger(A)", z3.Implies(s.layerA != pr.DEFAULT, z3.Not(s.qpA1))),
-        ("Error A: refused, nothing pending", z3.Implies(s.layerA == pr.ERROR, conj(
+        ("after Trigger(A)", z3.Implies(s.layerA != DEFAULT, z3.Not(s.qpA1))),
+        ("Error A: refused, nothing pending", z3.Implies(s.layerA == ERROR, conj(
             [z3.Not(s.replayed)] + [z3.And(z3.Not(s.pend[w]), z3.Not(s.sq2[w]))
                                     for w in ws]))),
-        ("Default B", z3.Implies(s.layerB == pr.DEFAULT, conj(
+        ("Default B", z3.Implies(s.layerB == DEFAULT, conj(
             [s.recvDone == s.polB1, s.taken == s.polB1, s.bh == s.bt, z3.Not(s.sentB)]))),
-        ("Fallback B", z3.Implies(s.layerB == pr.FALLBACK, conj(
+        ("Fallback B", z3.Implies(s.layerB == FALLBACK, conj(
             [z3.Not(s.qpB1), s.polB1 <= s.bh, s.bh <= s.bt, s.bt == s.c1,
              s.recvDone == s.bt + q.k2(), s.taken == s.bh + q.k2(),
              z3.Implies(q.k2() > 0, s.bh == s.bt)]))),
         ("pending and posted", conj([z3.Implies(s.pend[w], w <= s.posted) for w in ws]
                                     + [z3.Implies(s.eflush[w], z3.And(w <= s.posted,
-                                                                      s.layerA == pr.ERROR))
+                                                                      s.layerA == ERROR))
                                        for w in ws]
                                     + [z3.Implies(s.buf[w], w <= s.posted) for w in ws])),
         ("path 2 thresholds", conj(
@@ -78,7 +90,7 @@ def shape(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
     return cs
 
 
-def rc(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def rc(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     ws = range(1, p.n + 1)
     return [
         ("path 1 consumed receives", s.c1 == _at(p, s.ex1, p.nb)),
@@ -87,9 +99,9 @@ def rc(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
     ]
 
 
-def handshake(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def handshake(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     return [
-        ("B's counter", z3.Implies(s.sentB, z3.And(s.layerB == pr.FALLBACK,
+        ("B's counter", z3.Implies(s.sentB, z3.And(s.layerB == FALLBACK,
                                                    s.base2 == s.c1))),
         ("B's counter in flight", z3.Implies(s.ctlBA, z3.And(s.sentB, s.peerA == -1))),
         ("B's counter arrived", z3.And(s.peerA >= -1, z3.Implies(
@@ -97,17 +109,17 @@ def handshake(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
         ("A's counter", z3.And(
             z3.Implies(s.ctlAB, z3.And(s.sentA, s.peerB == -1)),
             z3.Or(s.peerB == -1, z3.And(s.peerB == 0, s.sentA, z3.Not(s.ctlAB))))),
-        ("A sent its counter in Fallback", z3.Implies(s.sentA, s.layerA == pr.FALLBACK)),
+        ("A sent its counter in Fallback", z3.Implies(s.sentA, s.layerA == FALLBACK)),
         ("replayed after both counters", z3.Implies(
-            s.replayed, z3.And(s.sentA, s.peerA >= 0, s.layerA == pr.FALLBACK))),
+            s.replayed, z3.And(s.sentA, s.peerA >= 0, s.layerA == FALLBACK))),
         ("backup QP never fails", s.qpA2),
     ]
 
 
-def replay(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def replay(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     """Which WRs are on the backup path, and what is pending before the replay."""
     ws = range(1, p.n + 1)
-    before = z3.And(s.layerA == pr.FALLBACK, z3.Not(s.replayed))
+    before = z3.And(s.layerA == FALLBACK, z3.Not(s.replayed))
     cs: list[Conjunct] = [
         ("pending before replay", z3.Implies(before, conj(
             [z3.Implies(z3.And(s.ex1 < w, w <= s.posted), s.pend[w]) for w in ws]
@@ -121,7 +133,7 @@ def replay(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
             + [z3.Implies(s.pend[w], s.sq2[w]) for w in ws]))),
         ("no atomic replayed from path 1", z3.Implies(s.replayed, conj(
             [z3.Implies(z3.And(s.sq2[w], w <= s.sq1), z3.Not(p.atomic(w))) for w in ws]))),
-        ("buffered before replayed", z3.Implies(s.layerA == pr.FALLBACK, conj(
+        ("buffered before replayed", z3.Implies(s.layerA == FALLBACK, conj(
             [z3.Implies(s.buf[w], w <= s.ex1) for w in ws]
             + [z3.Implies(z3.And(s.bok[w], s.buf[w]), w <= s.ex1) for w in ws]))),
     ]
@@ -139,15 +151,15 @@ def replay(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
     return cs
 
 
-def notes(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def notes(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     return [("NotificationIntegrity so far", z3.Not(s.nbad))]
 
 
-def atomics(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
-    return [("AtomicSafety", pr.atomic_safety(p, s))]
+def atomics(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
+    return [("AtomicSafety", atomic_safety(p, s))]
 
 
-def data(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def data(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     ws = range(1, p.n + 1)
     m: z3.ArithRef = _at(p, s.ex1, p.value_after)
     for w in ws:
@@ -162,16 +174,16 @@ def data(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
     ]
 
 
-def order(p: pr.Program, d: pr.Design, s: pr.State) -> list[Conjunct]:
+def order(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     ws = range(1, p.n + 1)
-    q = pr.Derived(p, s)
+    q = Derived(p, s)
     return [
         ("CompletionIntegrity so far", z3.Not(s.cbad)),
         ("completions to come follow the last seen", conj(
             [z3.Implies(s.buf[w], w > s.sndLast) for w in ws]
-            + [z3.Implies(z3.And(s.layerA != pr.DEFAULT, q.cq2_any(w)), w > s.sndLast)
+            + [z3.Implies(z3.And(s.layerA != DEFAULT, q.cq2_any(w)), w > s.sndLast)
                for w in ws]
-            + [z3.Implies(s.layerA != pr.DEFAULT, s.p2 <= s.sndLast)]
+            + [z3.Implies(s.layerA != DEFAULT, s.p2 <= s.sndLast)]
             + [z3.Implies(z3.And(s.buf[v], s.sq2[w], p.sig[w]), v < w)
                for v in ws for w in ws]
             + [z3.Implies(z3.And(s.eflush[w], s.buf[v]), v < w) for v in ws for w in ws]
@@ -186,57 +198,55 @@ GROUPS = {"shape": shape, "rc": rc, "handshake": handshake, "replay": replay, "n
           "atomics": atomics, "data": data, "order": order}
 
 
-def invariant(p: pr.Program, d: pr.Design, s: pr.State,
+def invariant(p: Program, d: ReplayPolicy, s: AbstractState,
               groups: tuple[str, ...] = tuple(GROUPS)) -> list[Conjunct]:
     return [c for g in groups for c in GROUPS[g](p, d, s)]
 
 
-def check_inductive(p: pr.Program, d: pr.Design, prop: Callable[[pr.Program, pr.State],
-                                                               z3.BoolRef],
-                    assume: z3.BoolRef, groups: tuple[str, ...] = tuple(GROUPS),
-                    timeout_ms: int = 60_000) -> Verdict:
+def check_inductive(p: Program, d: ReplayPolicy, prop: Property, assume: z3.BoolRef,
+                    groups: tuple[str, ...] = tuple(GROUPS),
+                    timeout_ms: int = 60_000) -> ProofVerdict:
     """Init => Inv, Inv /\\ Next => Inv', Inv => prop, conjunct by conjunct."""
-    s, t = pr.fresh(p.n, "s"), pr.fresh(p.n, "t")
+    s, t = fresh(p.n, "s"), fresh(p.n, "t")
     inv_s = invariant(p, d, s, groups)
     inv_t = invariant(p, d, t, groups)
     base = solver(timeout_ms)
-    base.add(assume, pr.init(p, s))
+    base.add(assume, init(p, s))
     if base.check() != z3.sat:  # guard against a vacuous proof
-        return Verdict("unknown", "no initial state satisfies the assumptions")
+        return ProofVerdict("unknown", "no initial state satisfies the assumptions")
     step = solver(timeout_ms)
     act = z3.Int("act")
-    step.add(assume, conj([c for _, c in inv_s]), pr.next_(p, d, s, t, act))
-    names = pr.action_names(p, d)
+    step.add(assume, conj([c for _, c in inv_s]), next_(p, d, s, t, act))
+    names = action_names(p, d)
     for (name, c), (_, c_t) in zip(inv_s, inv_t, strict=True):
         r = base.check(z3.Not(c))
         if r != z3.unsat:
-            return Verdict("refuted" if r == z3.sat else "unknown", f"Init => {name}: {r}")
+            return ProofVerdict("refuted" if r == z3.sat else "unknown", f"Init => {name}: {r}")
         r = step.check(z3.Not(c_t))
         if r == z3.sat:
             mdl = step.model()
             a = mdl.eval(act).as_long()
-            return Verdict("refuted", f"not inductive: {name} after {names[a]}",
+            return ProofVerdict("refuted", f"not inductive: {name} after {names[a]}",
                            _cti(mdl, p, s, t))
         if r != z3.unsat:
-            return Verdict("unknown", f"{name}: {step.reason_unknown()}")
+            return ProofVerdict("unknown", f"{name}: {step.reason_unknown()}")
     goal = solver(timeout_ms)
     goal.add(assume, conj([c for _, c in inv_s]), z3.Not(prop(p, s)))
     r = goal.check()
     if r == z3.sat:
-        return Verdict("refuted", "the invariant does not imply the property")
+        return ProofVerdict("refuted", "the invariant does not imply the property")
     if r != z3.unsat:
-        return Verdict("unknown", goal.reason_unknown())
-    return Verdict("proved", f"inductive: {len(inv_s)} conjuncts, {len(names)} actions, "
+        return ProofVerdict("unknown", goal.reason_unknown())
+    return ProofVerdict("proved", f"inductive: {len(inv_s)} conjuncts, {len(names)} actions, "
                    f"every program of {p.n} WRs")
 
 
-def _cti(m: z3.ModelRef, p: pr.Program, s: pr.State, t: pr.State) -> list[str]:
-    ops = {v: k for k, v in pr.OPS.items()}
-    prog = [f"{w}:{ops.get(m.eval(p.op[w], model_completion=True).as_long(), '?')}"
+def _cti(m: z3.ModelRef, p: Program, s: AbstractState, t: AbstractState) -> list[str]:
+    prog = [f"{w}:{OP_NAMES.get(m.eval(p.op[w], model_completion=True).as_long(), '?')}"
             f"{'/sig' if z3.is_true(m.eval(p.sig[w], model_completion=True)) else ''}"
             for w in range(1, p.n + 1)]
-    before = {k: str(m.eval(v, model_completion=True)) for k, v in pr.flat(s)}
-    after = {k: str(m.eval(v, model_completion=True)) for k, v in pr.flat(t)}
+    before = {k: str(m.eval(v, model_completion=True)) for k, v in flat(s)}
+    after = {k: str(m.eval(v, model_completion=True)) for k, v in flat(t)}
     lines = ["program " + " ".join(prog), "state: " + " ".join(f"{k}={v}" for k, v in
                                                                before.items())]
     lines.append("changed: " + " ".join(f"{k}: {before[k]}->{after[k]}" for k in before

@@ -27,222 +27,48 @@ Abstraction (docs/proofs.md, "The protocol encoding", says it in full):
   (designs.toml's `small` bound, without its limits on drops and retries). One region,
   as Workloads.tla. Any program of N WRs: ops, signaled flags, regions and values are
   symbolic. B sends no application traffic (as in the spec).
+
+This module is the relation: the replay policies, Init, the actions and Next. The
+programs are `programs`, the abstract state and its queues `abstract_state`, the
+properties `properties`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import z3
+from shift.proofs.abstract_state import (
+    DEFAULT,
+    ERROR,
+    FALLBACK,
+    LISTS,
+    AbstractState,
+    Derived,
+    fresh,
+    is_first,
+)
 from shift.proofs.core import conj
-from shift.proofs.decisions import CAS, FADD, OPS, READ, SEND, WRITE, WRITE_IMM
-
-DEFAULT, FALLBACK, ERROR = 0, 1, 2
-LAYERS = {DEFAULT: "Default", FALLBACK: "Fallback", ERROR: "Error"}
+from shift.proofs.programs import Program
 
 
 @dataclass(frozen=True)
-class Design:
-    """Failover.tla's record D, the fields that matter in this bound."""
+class ReplayPolicy:
+    """Failover.tla's record D, the fields that matter in this bound: which outstanding
+    WRs the replay does not re-post (D.skip), and whether the layer refuses to fail over
+    with an atomic outstanding (D.refuseAtomics)."""
 
     name: str
     skip: str            # "counter" (SHIFT), "prefix" (ShiftPrefix), "none" (NaiveReplay)
     refuse_atomics: bool
 
 
-SHIFT = Design("Shift", "counter", True)
-SHIFT_PREFIX = Design("ShiftPrefix", "prefix", True)
-NAIVE = Design("NaiveReplay", "none", False)
+SHIFT = ReplayPolicy("Shift", "counter", True)
+SHIFT_PREFIX = ReplayPolicy("ShiftPrefix", "prefix", True)
+NAIVE = ReplayPolicy("NaiveReplay", "none", False)
 
 
-@dataclass(frozen=True)
-class Program:
-    """N symbolic WRs, indexed 1..N (Workloads.tla's WR records)."""
-
-    n: int
-    op: list[z3.ArithRef]
-    sig: list[z3.BoolRef]
-    region: list[z3.ArithRef]
-    value: list[z3.ArithRef]
-
-    def two_sided(self, w: int) -> z3.BoolRef:
-        return z3.Or(self.op[w] == WRITE_IMM, self.op[w] == SEND)
-
-    def atomic(self, w: int) -> z3.BoolRef:
-        return z3.Or(self.op[w] == FADD, self.op[w] == CAS)
-
-    def writer(self, w: int) -> z3.BoolRef:
-        return z3.And(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM,
-                            self.op[w] == FADD, self.op[w] == CAS), self.region[w] != 0)
-
-    def nb(self, k: int) -> z3.ArithRef:
-        """NotesBefore(program, k)."""
-        return z3.Sum([z3.IntVal(0)] + [z3.If(self.two_sided(w), 1, 0)
-                                        for w in range(1, min(k, self.n) + 1)])
-
-    def note(self, w: int) -> z3.ArithRef:
-        """The WR's `note` field: its number among the notifications, 0 if one-sided."""
-        return z3.If(self.two_sided(w), self.nb(w), 0)
-
-    def at(self, table: Callable[[int], z3.ExprRef], k: z3.ArithRef, lo: int = 0,
-           default: z3.ExprRef | None = None) -> z3.ExprRef:
-        """table(k) for a symbolic k in lo..n (an ITE chain)."""
-        out = default if default is not None else table(self.n)
-        for i in range(self.n, lo - 1, -1):
-            out = z3.If(k == i, table(i), out)
-        return out
-
-    def note_wr(self, j: z3.ArithRef) -> z3.ArithRef:
-        """NoteWr(program, j): the WR carrying notification j (0 if none)."""
-        out: z3.ArithRef = z3.IntVal(0)
-        for w in range(self.n, 0, -1):
-            out = z3.If(z3.And(self.two_sided(w), self.nb(w) == j), z3.IntVal(w), out)
-        return out
-
-    def apply(self, w: int, old: z3.ArithRef) -> z3.ArithRef:
-        """Execute's memory update of region 1 by WR w."""
-        new = z3.If(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM), self.value[w],
-                    z3.If(self.op[w] == FADD, old + self.value[w], old))
-        return z3.If(z3.And(self.writer(w), self.region[w] == 1), new, old)
-
-    def value_after(self, k: int) -> z3.ArithRef:
-        """ValueAfter(program, 1, k)."""
-        v: z3.ArithRef = z3.IntVal(0)
-        for w in range(1, k + 1):
-            v = self.apply(w, v)
-        return v
-
-    def wellformed(self) -> z3.BoolRef:
-        """Any op, signaled flag and value; region 0 or 1; a notification writes no
-        region (as in Workloads.tla: DataAtNotification compares memory with the value
-        *before* the notification, so a WRITE_WITH_IMM carrying data would break it by
-        definition)."""
-        return conj([z3.And(z3.Or(*[self.op[w] == o for o in OPS.values()]),
-                            z3.Or(self.region[w] == 0, self.region[w] == 1),
-                            z3.Implies(self.two_sided(w), self.region[w] == 0))
-                     for w in range(1, self.n + 1)])
-
-    def no_reuse(self) -> z3.BoolRef:
-        """No buffer reuse: at most one WR writes the region."""
-        return conj([z3.Not(z3.And(self.writer(v), self.writer(w)))
-                     for v in range(1, self.n + 1) for w in range(v + 1, self.n + 1)])
-
-    def nccl_signaling(self) -> z3.BoolRef:
-        """Only notifications and atomics are signaled (NCCL's Simple protocol: bulk
-        WRITEs unsignaled, the WRITE_WITH_IMM signaled)."""
-        return conj([z3.Implies(self.sig[w], z3.Or(self.two_sided(w), self.atomic(w)))
-                     for w in range(1, self.n + 1)])
-
-    def num_notes(self) -> z3.ArithRef:
-        return self.nb(self.n)
-
-
-def program(n: int) -> Program:
-    return Program(n, [z3.IntVal(-1)] + [z3.Int(f"op{w}") for w in range(1, n + 1)],
-                   [z3.BoolVal(False)] + [z3.Bool(f"sig{w}") for w in range(1, n + 1)],
-                   [z3.IntVal(0)] + [z3.Int(f"region{w}") for w in range(1, n + 1)],
-                   [z3.IntVal(0)] + [z3.Int(f"value{w}") for w in range(1, n + 1)])
-
-
-def fixed(prog: list[tuple[str, int, int, bool]]) -> Program:
-    """A concrete program: (op, region, value, signaled) per WR, as Workloads.tla."""
-    return Program(len(prog), [z3.IntVal(-1)] + [z3.IntVal(OPS[o]) for o, _, _, _ in prog],
-                   [z3.BoolVal(False)] + [z3.BoolVal(s) for _, _, _, s in prog],
-                   [z3.IntVal(0)] + [z3.IntVal(r) for _, r, _, _ in prog],
-                   [z3.IntVal(0)] + [z3.IntVal(v) for _, _, v, _ in prog])
-
-
-WORKLOADS: dict[int, list[tuple[str, int, int, bool]]] = {
-    1: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True)],
-    2: [("SEND", 0, 0, True), ("SEND", 0, 0, True)],
-    3: [("FADD", 1, 1, True), ("WRITE_IMM", 0, 0, True)],
-    4: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True), ("WRITE", 1, 2, False),
-        ("WRITE_IMM", 0, 0, True)],
-}
-
-
-@dataclass(frozen=True)
-class State:
-    """The abstract state. Scalars are Z3 terms; per-WR fields are lists indexed 1..N."""
-
-    # A's application and layer
-    posted: z3.ArithRef
-    layerA: z3.ArithRef
-    pend: list[z3.BoolRef]     # pending
-    buf: list[z3.BoolRef]      # buffered["A"] holds a completion of w ...
-    bok: list[z3.BoolRef]      # ... with status SUCCESS
-    sentA: z3.BoolRef          # sentCtr["A"]
-    peerA: z3.ArithRef         # peerCtr["A"]
-    replayed: z3.BoolRef       # replayed["A"]
-    eflush: list[z3.BoolRef]   # w was posted in Error: a flush CQE on A's CQ of path 2
-    # path 1 (default)
-    qpA1: z3.BoolRef           # qp["A"][1] = "RTS"
-    qpB1: z3.BoolRef           # qp["B"][1] = "RTS"
-    sq1: z3.ArithRef           # sq[1] = <<1, ..., sq1>>
-    ex1: z3.ArithRef           # epsn[1] - 1
-    una1: z3.ArithRef          # una[1] - 1
-    pol1: z3.ArithRef          # the last WR whose completion A took from cq["A"][1]
-    c1: z3.ArithRef            # receive WRs 1..c1 consumed on path 1
-    polB1: z3.ArithRef         # B's application took receive completions 1..polB1
-    # path 2 (backup)
-    qpA2: z3.BoolRef
-    sq2: list[z3.BoolRef]      # w is in sq[2]
-    x2: z3.ArithRef            # every w in sq[2] up to x2 executed
-    a2: z3.ArithRef            # every w in sq[2] up to a2 acknowledged
-    p2: z3.ArithRef            # A polled cq["A"][2] up to WR p2
-    pB2: z3.ArithRef           # B polled cq["B"][2] up to WR pB2
-    # B's application and layer
-    rposted: z3.ArithRef       # recvPosted
-    layerB: z3.ArithRef
-    bh: z3.ArithRef            # buffered["B"] = receive completions bh+1..bt
-    bt: z3.ArithRef
-    recvDone: z3.ArithRef
-    sentB: z3.BoolRef
-    peerB: z3.ArithRef
-    base2: z3.ArithRef         # recvDone when B reposted: rq[2] = base2+1, base2+2, ...
-    ctlAB: z3.BoolRef          # A's counter in flight on path 2
-    ctlBA: z3.BoolRef          # B's counter (= base2) in flight on path 2
-    # responder memory and history
-    mem: z3.ArithRef           # mem[1]
-    execs: list[z3.ArithRef]
-    sndLast: z3.ArithRef       # the last WR A's application saw complete
-    taken: z3.ArithRef         # Len(NotesTaken)
-    cbad: z3.BoolRef
-    nbad: z3.BoolRef
-    dbad: z3.BoolRef
-    qbad: z3.BoolRef
-
-
-LISTS = {"pend", "buf", "bok", "eflush", "sq2", "execs"}
-BOOLS = {"sentA", "replayed", "qpA1", "qpB1", "qpA2", "sentB", "ctlAB", "ctlBA", "cbad",
-         "nbad", "dbad", "qbad", "pend", "buf", "bok", "eflush", "sq2"}
-
-
-def fresh(n: int, tag: str) -> State:
-    kw: dict[str, object] = {}
-    for f in fields(State):
-        mk = z3.Bool if f.name in BOOLS else z3.Int
-        if f.name in LISTS:
-            dummy = z3.BoolVal(False) if f.name in BOOLS else z3.IntVal(0)
-            kw[f.name] = [dummy] + [mk(f"{f.name}{w}_{tag}") for w in range(1, n + 1)]
-        else:
-            kw[f.name] = mk(f"{f.name}_{tag}")
-    return State(**kw)  # type: ignore[arg-type]
-
-
-def flat(s: State) -> list[tuple[str, z3.ExprRef]]:
-    out: list[tuple[str, z3.ExprRef]] = []
-    for f in fields(State):
-        v = getattr(s, f.name)
-        if f.name in LISTS:
-            out += [(f"{f.name}[{w}]", x) for w, x in enumerate(v) if w > 0]
-        else:
-            out.append((f.name, v))
-    return out
-
-
-def init(p: Program, s: State) -> z3.BoolRef:
+def init(p: Program, s: AbstractState) -> z3.BoolRef:
     """Failover.tla's Init, projected."""
     zero = ["posted", "sq1", "ex1", "una1", "pol1", "c1", "polB1", "x2", "a2", "p2", "pB2",
             "rposted", "bh", "bt", "recvDone", "base2", "mem", "sndLast", "taken"]
@@ -258,102 +84,15 @@ def init(p: Program, s: State) -> z3.BoolRef:
 
 
 # --------------------------------------------------------------------------------------
-# Derived views of the state (the queues the thresholds stand for)
-# --------------------------------------------------------------------------------------
-
-def first(n: int, cond: Callable[[int], z3.BoolRef]) -> z3.ArithRef:
-    """The least w in 1..n with cond(w), 0 if none."""
-    out: z3.ArithRef = z3.IntVal(0)
-    for w in range(n, 0, -1):
-        out = z3.If(cond(w), z3.IntVal(w), out)
-    return out
-
-
-def is_first(n: int, cond: Callable[[int], z3.BoolRef], w: int) -> z3.BoolRef:
-    return z3.And(cond(w), *[z3.Not(cond(v)) for v in range(1, w)])
-
-
-class Derived:
-    """The abstract state's queues, read off its thresholds."""
-
-    def __init__(self, p: Program, s: State) -> None:
-        self.p, self.s = p, s
-
-    def cq1_ok(self, w: int) -> z3.BoolRef:
-        """cq["A"][1] holds a SUCCESS for w (Acknowledge appended it, A has not taken it)."""
-        s = self.s
-        return z3.And(s.layerA == DEFAULT, self.p.sig[w], s.pol1 < w, w <= s.una1)
-
-    def cq1_err(self) -> z3.BoolRef:
-        """cq["A"][1] holds error CQEs (after every SUCCESS): the QP is in ERR with WRs
-        unacknowledged (Timeout, NicFail, or a post to the ERR QP)."""
-        s = self.s
-        return z3.And(s.layerA == DEFAULT, z3.Not(s.qpA1), s.una1 < s.sq1)
-
-    def cq2_ok(self, w: int) -> z3.BoolRef:
-        s = self.s
-        return z3.And(self.p.sig[w], s.sq2[w], s.p2 < w, w <= s.a2)
-
-    def cq2_err(self, w: int) -> z3.BoolRef:
-        s = self.s
-        return z3.And(s.p2 < w, z3.Or(z3.And(z3.Not(s.qpA2), s.sq2[w], w > s.a2),
-                                      s.eflush[w]))
-
-    def cq2_any(self, w: int) -> z3.BoolRef:
-        return z3.Or(self.cq2_ok(w), self.cq2_err(w))
-
-    def in_sq2_after(self, w: int) -> z3.BoolRef:
-        return z3.And(self.s.sq2[w], w > self.s.x2)
-
-    def c2(self) -> z3.ArithRef:
-        """Receive WRs consumed on path 2."""
-        s, p = self.s, self.p
-        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(p.two_sided(w), s.sq2[w], w <= s.x2), 1, 0)
-                                        for w in range(1, p.n + 1)])
-
-    def rank2(self, w: int) -> z3.ArithRef:
-        """Which receive WR of path 2 the two-sided w consumes (1 = the first)."""
-        s, p = self.s, self.p
-        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(p.two_sided(v), s.sq2[v]), 1, 0)
-                                        for v in range(1, w + 1)])
-
-    def k2(self) -> z3.ArithRef:
-        """Receive completions of path 2 B's application took."""
-        s, p = self.s, self.p
-        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(p.two_sided(v), s.sq2[v], v <= s.pB2), 1, 0)
-                                        for v in range(1, p.n + 1)])
-
-    def cqB2(self, w: int) -> z3.BoolRef:
-        """cq["B"][2] holds the receive completion of two-sided w, not yet taken."""
-        s, p = self.s, self.p
-        return z3.And(p.two_sided(w), s.sq2[w], s.pB2 < w, w <= s.x2)
-
-    def rq2_has(self) -> z3.BoolRef:
-        """rq[2] is not empty: B reposted, and fewer receives consumed than posted."""
-        s = self.s
-        return z3.And(s.sentB, s.base2 + self.c2() < s.rposted)
-
-    def execs_of(self, w: z3.ArithRef) -> z3.ArithRef:
-        return self.p.at(lambda i: self.s.execs[i] if i > 0 else z3.IntVal(0), w,
-                         default=z3.IntVal(0))
-
-    def can_post(self, w: int) -> z3.BoolRef:
-        """Failover.tla's CanPost(w): NCCL's flow control."""
-        s, p = self.s, self.p
-        return z3.And(z3.Implies(p.two_sided(w), s.rposted >= p.nb(w)),
-                      z3.Implies(p.writer(w), s.taken >= p.nb(w - 1)))
-
-
-# --------------------------------------------------------------------------------------
 # Transitions
 # --------------------------------------------------------------------------------------
 
 Updates = dict[str, object]
 
 
-def frame(s: State, t: State, upd: Updates) -> z3.BoolRef:
+def frame(s: AbstractState, t: AbstractState, upd: Updates) -> z3.BoolRef:
     cs = []
-    for f in fields(State):
+    for f in fields(AbstractState):
         new = upd.get(f.name, getattr(s, f.name))
         old_t = getattr(t, f.name)
         if f.name in LISTS:
@@ -370,7 +109,7 @@ def _set(xs: list[z3.ExprRef], w: int, v: z3.ExprRef) -> list[z3.ExprRef]:
 class Actions:
     """Every action of the abstract SHIFT system, each as (name, guard, updates)."""
 
-    def __init__(self, p: Program, d: Design, s: State, t: State) -> None:
+    def __init__(self, p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState) -> None:
         self.p, self.d, self.s, self.t = p, d, s, t
         self.q = Derived(p, s)
 
@@ -576,13 +315,14 @@ class Actions:
                 + self.poll_b() + self.progress() + self.path2())
 
 
-def transitions(p: Program, d: Design, s: State, t: State) -> list[tuple[str, z3.BoolRef]]:
+def transitions(p: Program, d: ReplayPolicy, s: AbstractState,
+                t: AbstractState) -> list[tuple[str, z3.BoolRef]]:
     """Each action as one formula over (s, t), with its frame."""
     return [(name, z3.And(g, frame(s, t, upd))) for name, g, upd in Actions(p, d, s, t).all()]
 
 
-def next_(p: Program, d: Design, s: State, t: State, act: z3.ArithRef | None = None,
-          stutter: bool = False) -> z3.BoolRef:
+def next_(p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
+          act: z3.ArithRef | None = None, stutter: bool = False) -> z3.BoolRef:
     """The transition relation: act = i names the action taken (the i-th of
     `action_names`; with `stutter`, act = len(actions) leaves the state unchanged).
 
@@ -594,7 +334,7 @@ def next_(p: Program, d: Design, s: State, t: State, act: z3.ArithRef | None = N
     top = len(acts) + (1 if stutter else 0)
     cs: list[z3.BoolRef] = [a >= 0, a < top]
     cs += [z3.Implies(a == i, g) for i, (_, g, _) in enumerate(acts)]
-    for f in fields(State):
+    for f in fields(AbstractState):
         old_v, new_v = getattr(s, f.name), getattr(t, f.name)
         writers = [(i, u[f.name]) for i, (_, _, u) in enumerate(acts) if f.name in u]
         if f.name in LISTS:
@@ -611,41 +351,7 @@ def next_(p: Program, d: Design, s: State, t: State, act: z3.ArithRef | None = N
     return conj(cs)
 
 
-def action_names(p: Program, d: Design) -> list[str]:
+def action_names(p: Program, d: ReplayPolicy) -> list[str]:
     s, t = fresh(p.n, "s"), fresh(p.n, "t")
     return [name for name, _ in transitions(p, d, s, t)]
 
-
-# --------------------------------------------------------------------------------------
-# Properties (Properties.tla), as state predicates over the history flags
-# --------------------------------------------------------------------------------------
-
-def notification_integrity(p: Program, s: State) -> z3.BoolRef:
-    return z3.Not(s.nbad)
-
-
-def data_at_notification(p: Program, s: State) -> z3.BoolRef:
-    return z3.Not(s.dbad)
-
-
-def completion_integrity(p: Program, s: State) -> z3.BoolRef:
-    return z3.Not(s.cbad)
-
-
-def atomic_safety(p: Program, s: State) -> z3.BoolRef:
-    return conj([z3.Implies(p.atomic(w), s.execs[w] <= 1) for w in range(1, p.n + 1)])
-
-
-def exactly_once(p: Program, s: State) -> z3.BoolRef:
-    return conj([s.execs[w] <= 1 for w in range(1, p.n + 1)])
-
-
-PROPERTIES: dict[str, Callable[[Program, State], z3.BoolRef]] = {
-    "NotificationIntegrity": notification_integrity,
-    "DataAtNotification": data_at_notification,
-    "CompletionIntegrity": completion_integrity,
-    "AtomicSafety": atomic_safety,
-    "ExactlyOnceExecution": exactly_once,
-}
-
-_ = READ  # every op of Workloads.tla is in OPS; READ changes nothing here

@@ -10,52 +10,55 @@ from __future__ import annotations
 import z3
 from shift.proofs import bmc
 from shift.proofs import invariants as iv
-from shift.proofs import protocol as pr
-from shift.proofs.core import Theorem, Verdict
+from shift.proofs.abstract_state import AbstractState
+from shift.proofs.core import ProofVerdict, Theorem
+from shift.proofs.programs import WORKLOADS, Program, fixed, program
+from shift.proofs.properties import PROPERTIES
+from shift.proofs.protocol import SHIFT, SHIFT_PREFIX, ReplayPolicy
 
 N = 4
 BASE = ("shape", "rc", "handshake", "replay")
 
 # SHIFT with its counter filter removed (and nothing else changed): the ablation.
-SHIFT_NO_FILTER = pr.Design("Shift without the counter filter", "none", True)
+SHIFT_NO_FILTER = ReplayPolicy("Shift without the counter filter", "none", True)
 
 
-def inductive(d: pr.Design, props: list[str], groups: tuple[str, ...],
-              restrict: str = "") -> Verdict:
-    p = pr.program(N)
+def inductive(d: ReplayPolicy, props: list[str], groups: tuple[str, ...],
+              restrict: str = "") -> ProofVerdict:
+    p = program(N)
     assume = p.wellformed()
     if "no_reuse" in restrict:
         assume = z3.And(assume, p.no_reuse())
     if "nccl" in restrict:
         assume = z3.And(assume, p.nccl_signaling())
 
-    def prop(pp: pr.Program, s: pr.State) -> z3.BoolRef:
-        return z3.And(*[pr.PROPERTIES[name](pp, s) for name in props])
+    def prop(pp: Program, s: AbstractState) -> z3.BoolRef:
+        return z3.And(*[PROPERTIES[name](pp, s) for name in props])
     return iv.check_inductive(p, d, prop, assume, BASE + groups)
 
 
-def violation(d: pr.Design, prop: str, workload: list[tuple[str, int, int, bool]],
-              depth: int, hint_groups: tuple[str, ...] = BASE) -> Verdict:
+def violation(d: ReplayPolicy, prop: str, workload: list[tuple[str, int, int, bool]],
+              depth: int, hint_groups: tuple[str, ...] = BASE) -> ProofVerdict:
     """A trace from Init of at most `depth` steps that breaks `prop`. The search only
     visits states satisfying invariant groups proved elsewhere (`hint_groups`): a
     constraint can remove traces but never add one, so a trace found is a trace of the
     relation; it makes the search several times faster."""
-    p = pr.fixed(workload)
+    p = fixed(workload)
 
-    def hint(s: pr.State) -> z3.BoolRef:
+    def hint(s: AbstractState) -> z3.BoolRef:
         return z3.And(*[c for _, c in iv.invariant(p, d, s, hint_groups)])
-    r, lines = bmc.find_violation(p, d, pr.PROPERTIES[prop], depth, step=depth, hint=hint,
+    r, lines = bmc.find_violation(p, d, PROPERTIES[prop], depth, step=depth, hint=hint,
                                   timeout_ms=60_000)
     if r == z3.sat:
-        return Verdict("refuted", f"{prop} violated in {len(lines) - 1} steps", lines)
+        return ProofVerdict("refuted", f"{prop} violated in {len(lines) - 1} steps", lines)
     if r == z3.unsat:
-        return Verdict("proved", f"no violation within {depth} steps")
-    return Verdict("unknown", str(r))
+        return ProofVerdict("proved", f"no violation within {depth} steps")
+    return ProofVerdict("unknown", str(r))
 
 
-NCCL_SIMPLE = pr.WORKLOADS[1]
-TWO_SENDS = pr.WORKLOADS[2]
-BUFFER_REUSE = pr.WORKLOADS[4]
+NCCL_SIMPLE = WORKLOADS[1]
+TWO_SENDS = WORKLOADS[2]
+BUFFER_REUSE = WORKLOADS[4]
 SIGNALED_WRITE = [("WRITE", 1, 1, True), ("WRITE_IMM", 0, 0, True)]
 
 THEOREMS = [
@@ -67,7 +70,7 @@ THEOREMS = [
                   "own receive WR.",
         formula="Init => Inv_NI,  Inv_NI /\\ Next => Inv_NI',  Inv_NI => "
                 "NotificationIntegrity  (Inv_NI: shape, rc, handshake, replay, notes)",
-        check=lambda: inductive(pr.SHIFT, ["NotificationIntegrity"], ("notes",)),
+        check=lambda: inductive(SHIFT, ["NotificationIntegrity"], ("notes",)),
     ),
     Theorem(
         name="shift.atomic_safety",
@@ -75,7 +78,7 @@ THEOREMS = [
         statement="In SHIFT, for every program of four WRs, no FADD or CAS is applied "
                   "twice: the layer refuses to fail over with an atomic outstanding.",
         formula="Init => Inv_AS,  Inv_AS /\\ Next => Inv_AS',  Inv_AS => AtomicSafety",
-        check=lambda: inductive(pr.SHIFT, ["AtomicSafety"], ("atomics",)),
+        check=lambda: inductive(SHIFT, ["AtomicSafety"], ("atomics",)),
     ),
     Theorem(
         name="shift.data_at_notification",
@@ -85,7 +88,7 @@ THEOREMS = [
                   "the data written before it.",
         formula="no_reuse(prog) => (Init => Inv_D,  Inv_D /\\ Next => Inv_D',  Inv_D => "
                 "DataAtNotification)",
-        check=lambda: inductive(pr.SHIFT, ["DataAtNotification"], ("data",), "no_reuse"),
+        check=lambda: inductive(SHIFT, ["DataAtNotification"], ("data",), "no_reuse"),
     ),
     Theorem(
         name="shift.completion_integrity",
@@ -95,7 +98,7 @@ THEOREMS = [
                   "WR complete at most once, in post order, and success only if executed.",
         formula="nccl_signaling(prog) => (Init => Inv_C,  Inv_C /\\ Next => Inv_C',  Inv_C "
                 "=> CompletionIntegrity)",
-        check=lambda: inductive(pr.SHIFT, ["CompletionIntegrity"], ("order",), "nccl"),
+        check=lambda: inductive(SHIFT, ["CompletionIntegrity"], ("order",), "nccl"),
     ),
     Theorem(
         name="shift.stale_data_with_reuse",
@@ -103,7 +106,7 @@ THEOREMS = [
         statement="With buffer reuse, SHIFT's replay of an executed WRITE puts stale data "
                   "under a notification B has received but not yet polled (finding F3).",
         formula="exists trace from Init of Program(4): not DataAtNotification",
-        check=lambda: violation(pr.SHIFT, "DataAtNotification", BUFFER_REUSE, 22,
+        check=lambda: violation(SHIFT, "DataAtNotification", BUFFER_REUSE, 22,
                                 BASE + ("notes",)),
         expected="refuted",
     ),
@@ -115,7 +118,7 @@ THEOREMS = [
                   "even with a healthy backup path.",
         formula="exists trace from Init of <<WRITE signaled, WRITE_IMM>>: "
                 "not CompletionIntegrity",
-        check=lambda: violation(pr.SHIFT, "CompletionIntegrity", SIGNALED_WRITE, 20,
+        check=lambda: violation(SHIFT, "CompletionIntegrity", SIGNALED_WRITE, 20,
                                 BASE + ("notes",)),
         expected="refuted",
     ),
@@ -125,7 +128,7 @@ THEOREMS = [
         statement="SHIFT executes a WRITE twice when its ACK was lost before the failure "
                   "(the trilemma: it gives up exactly-once).",
         formula="exists trace from Init of Program(1): not ExactlyOnceExecution",
-        check=lambda: violation(pr.SHIFT, "ExactlyOnceExecution", NCCL_SIMPLE, 12),
+        check=lambda: violation(SHIFT, "ExactlyOnceExecution", NCCL_SIMPLE, 12),
         expected="refuted",
     ),
     Theorem(
@@ -136,7 +139,7 @@ THEOREMS = [
                   "NotificationIntegrity, DataAtNotification, CompletionIntegrity and "
                   "AtomicSafety all hold, buffer reuse and signaled WRITEs included.",
         formula="Init => Inv,  Inv /\\ Next => Inv',  Inv => NI /\\ DaN /\\ CI /\\ AS",
-        check=lambda: inductive(pr.SHIFT_PREFIX, ["NotificationIntegrity",
+        check=lambda: inductive(SHIFT_PREFIX, ["NotificationIntegrity",
                                                   "DataAtNotification",
                                                   "CompletionIntegrity", "AtomicSafety"],
                                 ("notes", "atomics", "data", "order")),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import z3
-from shift.proofs.core import Theorem, Verdict, conj, disj, solver
+from shift.proofs.core import ProofVerdict, Theorem, conj, disj, solver
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -108,7 +108,7 @@ def lemma(s: Path) -> z3.BoolRef:
                  z3.ForAll([q], s.execs[q] == z3.If(z3.And(q >= 1, q < s.epsn), 1, 0))])
 
 
-def _check_inductive() -> Verdict:
+def _check_inductive() -> ProofVerdict:
     s, t = path(""), path("'")
     for name, claim in [("Init => Inv", z3.Implies(init(s), invariant(s))),
                         ("Inv /\\ Next => Inv'",
@@ -118,10 +118,10 @@ def _check_inductive() -> Verdict:
         sol.add(z3.Not(claim))
         r = sol.check()
         if r == z3.sat:
-            return Verdict("refuted", f"{name} fails", [str(sol.model())])
+            return ProofVerdict("refuted", f"{name} fails", [str(sol.model())])
         if r != z3.unsat:
-            return Verdict("unknown", f"{name}: {sol.reason_unknown()}")
-    return Verdict("proved", "inductive for every queue length n")
+            return ProofVerdict("unknown", f"{name}: {sol.reason_unknown()}")
+    return ProofVerdict("proved", "inductive for every queue length n")
 
 
 THEOREMS = [

@@ -27,14 +27,15 @@ import z3
 from shift.model import properties as mp
 from shift.model.explore import explore
 from shift.model.next import Model
-from shift.model.state import Cqe, Ctl
-from shift.model.state import State as MState
-from shift.proofs import protocol as pr
+from shift.model.state import Cqe, Ctl, State
+from shift.proofs.abstract_state import DEFAULT, ERROR, FALLBACK, AbstractState, flat, fresh
+from shift.proofs.programs import WORKLOADS, Program, fixed
+from shift.proofs.protocol import SHIFT, init, next_
 
-LAYER = {"Default": pr.DEFAULT, "Fallback": pr.FALLBACK, "Error": pr.ERROR}
+LAYER = {"Default": DEFAULT, "Fallback": FALLBACK, "Error": ERROR}
 
 
-def readable(p: pr.Program, s: MState) -> dict[str, Any]:
+def readable(p: Program, s: State) -> dict[str, Any]:
     """The abstract fields a model state determines: name (or name[w]) -> value."""
     n = p.n
     buffered: dict[int, Cqe] = {c.wr: c for c in s.buffered[0]}
@@ -68,8 +69,8 @@ def readable(p: pr.Program, s: MState) -> dict[str, Any]:
     return out
 
 
-def constrain(t: pr.State, values: dict[str, Any]) -> list[z3.BoolRef]:
-    fields = dict(pr.flat(t))
+def constrain(t: AbstractState, values: dict[str, Any]) -> list[z3.BoolRef]:
+    fields = dict(flat(t))
     return [fields[k] == (z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
             for k, v in values.items()]
 
@@ -78,13 +79,13 @@ class Relation:
     """SHIFT's relation for one program, built once: (s, t) and a solver holding Next."""
 
     def __init__(self, workload: int) -> None:
-        self.p = pr.fixed(pr.WORKLOADS[workload])
-        self.s, self.t = pr.fresh(self.p.n, "s"), pr.fresh(self.p.n, "t")
+        self.p = fixed(WORKLOADS[workload])
+        self.s, self.t = fresh(self.p.n, "s"), fresh(self.p.n, "t")
         self.initial = z3.Solver()
-        self.initial.add(pr.init(self.p, self.t))
+        self.initial.add(init(self.p, self.t))
         self.next = z3.Solver()
         self.next.set("timeout", 30_000)
-        self.next.add(pr.next_(self.p, pr.SHIFT, self.s, self.t, stutter=True))
+        self.next.add(next_(self.p, SHIFT, self.s, self.t, stutter=True))
 
     def step(self, src: dict[str, z3.ExprRef] | None,
              want: dict[str, Any]) -> dict[str, z3.ExprRef] | None:
@@ -94,13 +95,13 @@ class Relation:
         solver.push()
         try:
             if src is not None:
-                solver.add(*[v == src[name] for name, v in pr.flat(self.s)])
+                solver.add(*[v == src[name] for name, v in flat(self.s)])
             solver.add(*constrain(self.t, want))
             if solver.check() != z3.sat:
                 return None
             model = solver.model()
             return {name: model.eval(v, model_completion=True)
-                    for name, v in pr.flat(self.t)}
+                    for name, v in flat(self.t)}
         finally:
             solver.pop()
 
@@ -125,16 +126,16 @@ def follow(m: Model, events: list, workload: int) -> str | None:
     return None
 
 
-def _exact(p: pr.Program, events: list, states: list[MState]) -> str | None:
+def _exact(p: Program, events: list, states: list[State]) -> str | None:
     """The whole run at once, history symbolic; when it has no match, the first step that
     has none (checking prefixes, which is slower, only then)."""
     solver = z3.Solver()
     solver.set("timeout", 120_000)
-    s = pr.fresh(p.n, "x0")
-    steps = [z3.And(pr.init(p, s), *constrain(s, readable(p, states[0])))]
+    s = fresh(p.n, "x0")
+    steps = [z3.And(init(p, s), *constrain(s, readable(p, states[0])))]
     for k, state in enumerate(states[1:], 1):
-        t = pr.fresh(p.n, f"x{k}")
-        steps.append(z3.And(pr.next_(p, pr.SHIFT, s, t, stutter=True),
+        t = fresh(p.n, f"x{k}")
+        steps.append(z3.And(next_(p, SHIFT, s, t, stutter=True),
                             *constrain(t, readable(p, state))))
         s = t
     solver.add(*steps)
@@ -179,7 +180,7 @@ def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]
     events, workload = next((e, w) for e, w in runs if len(e) > 8)
     real = m.run
 
-    def corrupt(evs: list) -> list[MState]:
+    def corrupt(evs: list) -> list[State]:
         states = real(evs)
         return states[:5] + [s._replace(mem=(s.mem[0] + 7,)) for s in states[5:]]
     m2 = Model(m.design, m.bound)
@@ -206,7 +207,7 @@ LOOSENESS = {
 }
 
 
-def loose_class(s: MState, before: dict[str, Any], after: dict[str, Any]) -> str | None:
+def loose_class(s: State, before: dict[str, Any], after: dict[str, Any]) -> str | None:
     changed = {k for k in after if before.get(k) != after[k]}
     if changed and changed <= {"una1", "a2"} and all(after[k] > before[k] for k in changed):
         return "ack"
@@ -223,11 +224,11 @@ def relation_successors(rel: Relation, cur: dict[str, z3.ExprRef],
                         keys: list[str]) -> list[dict[str, Any]]:
     """Every successor of `cur` under the relation, projected on the readable fields (and
     bok[w] where buf[w]): blocking each projection in turn."""
-    names = dict(pr.flat(rel.t))
+    names = dict(flat(rel.t))
     out: list[dict[str, Any]] = []
     rel.next.push()
     try:
-        rel.next.add(*[v == cur[name] for name, v in pr.flat(rel.s)])
+        rel.next.add(*[v == cur[name] for name, v in flat(rel.s)])
         while rel.next.check() == z3.sat and len(out) < 200:
             model = rel.next.model()
             vals = {k: model.eval(names[k], model_completion=True) for k in names}
@@ -243,7 +244,7 @@ def relation_successors(rel: Relation, cur: dict[str, z3.ExprRef],
     return out
 
 
-def model_exits(m: Model, s: MState, view: Any, limit: int = 4000) -> set[tuple]:
+def model_exits(m: Model, s: State, view: Any, limit: int = 4000) -> set[tuple]:
     """The readable projections the model reaches from s in one visible step, after any
     number of steps invisible in the projection (transmissions, drops, retries)."""
     here = view(s)
@@ -274,7 +275,7 @@ def test_what_the_relation_adds_to_the_model_is_named_looseness() -> None:
         event, state = rng.choice(relaxed.initial_states())
         rel = RELATIONS.setdefault(event.args[0], Relation(event.args[0]))
 
-        def view(x: MState, rel: Relation = rel) -> dict[str, Any]:
+        def view(x: State, rel: Relation = rel) -> dict[str, Any]:
             return readable(rel.p, x)
         cur = rel.step(None, view(state))
         events, states = [event], [state]

@@ -12,8 +12,8 @@ import pytest
 import z3
 from shift.proofs import decisions as d
 from shift.proofs import impossibility, registry, safety
-from shift.proofs import protocol as pr
-from shift.proofs.core import Theorem, Verdict, run
+from shift.proofs.core import ProofVerdict, Theorem, run
+from shift.proofs.protocol import SHIFT
 
 
 def test_opacity_and_zero_copy_make_the_trilemma() -> None:
@@ -32,7 +32,7 @@ def test_without_the_counter_filter_shift_slides_the_receive_queue() -> None:
     trace = "\n".join(verdict.witness)
     assert "Replay" in trace and "PollCq(B)" in trace
     # With the filter, the same search finds nothing: the filter is what keeps it.
-    assert safety.violation(pr.SHIFT, "NotificationIntegrity", safety.TWO_SENDS,
+    assert safety.violation(SHIFT, "NotificationIntegrity", safety.TWO_SENDS,
                             16).status == "proved"
 
 
@@ -51,7 +51,7 @@ def test_every_theorem_has_a_statement_and_a_formula() -> None:
 
 
 def test_a_solver_error_is_unknown_not_a_crash() -> None:
-    def broken() -> Verdict:
+    def broken() -> ProofVerdict:
         raise z3.Z3Exception("out of memory")
     r = run(Theorem("x", "g", "A theorem whose solver fails.", "false", broken))
     assert r.verdict.status == "unknown" and not r.as_expected
@@ -83,7 +83,7 @@ def test_an_unexpected_status_fails_the_run(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     from shift.cli import main
     fake = Theorem("fake.claim", "g", "A claim Z3 refutes though it should prove it.",
-                   "false", lambda: Verdict("refuted", "counterexample", ["x = 1"]))
+                   "false", lambda: ProofVerdict("refuted", "counterexample", ["x = 1"]))
     monkeypatch.setattr(registry, "THEOREMS", [fake])
     monkeypatch.setattr("shift.commands.prove.THEOREMS", [fake])
     assert main(["prove", "--quiet"]) == 1

@@ -1,0 +1,121 @@
+"""Workloads.tla's programs in Z3: N WRs, symbolic (every op, signaled flag, region and
+value) or concrete, and what the protocol encoding (`protocol`) reads off them:
+notifications, writers, the memory a prefix of the program leaves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import z3
+from shift.proofs.core import conj
+from shift.proofs.decisions import CAS, FADD, OPS, READ, SEND, WRITE, WRITE_IMM
+
+
+@dataclass(frozen=True)
+class Program:
+    """N symbolic WRs, indexed 1..N (Workloads.tla's WR records)."""
+
+    n: int
+    op: list[z3.ArithRef]
+    sig: list[z3.BoolRef]
+    region: list[z3.ArithRef]
+    value: list[z3.ArithRef]
+
+    def two_sided(self, w: int) -> z3.BoolRef:
+        return z3.Or(self.op[w] == WRITE_IMM, self.op[w] == SEND)
+
+    def atomic(self, w: int) -> z3.BoolRef:
+        return z3.Or(self.op[w] == FADD, self.op[w] == CAS)
+
+    def writer(self, w: int) -> z3.BoolRef:
+        return z3.And(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM,
+                            self.op[w] == FADD, self.op[w] == CAS), self.region[w] != 0)
+
+    def nb(self, k: int) -> z3.ArithRef:
+        """NotesBefore(program, k)."""
+        return z3.Sum([z3.IntVal(0)] + [z3.If(self.two_sided(w), 1, 0)
+                                        for w in range(1, min(k, self.n) + 1)])
+
+    def note(self, w: int) -> z3.ArithRef:
+        """The WR's `note` field: its number among the notifications, 0 if one-sided."""
+        return z3.If(self.two_sided(w), self.nb(w), 0)
+
+    def at(self, table: Callable[[int], z3.ExprRef], k: z3.ArithRef, lo: int = 0,
+           default: z3.ExprRef | None = None) -> z3.ExprRef:
+        """table(k) for a symbolic k in lo..n (an ITE chain)."""
+        out = default if default is not None else table(self.n)
+        for i in range(self.n, lo - 1, -1):
+            out = z3.If(k == i, table(i), out)
+        return out
+
+    def note_wr(self, j: z3.ArithRef) -> z3.ArithRef:
+        """NoteWr(program, j): the WR carrying notification j (0 if none)."""
+        out: z3.ArithRef = z3.IntVal(0)
+        for w in range(self.n, 0, -1):
+            out = z3.If(z3.And(self.two_sided(w), self.nb(w) == j), z3.IntVal(w), out)
+        return out
+
+    def apply(self, w: int, old: z3.ArithRef) -> z3.ArithRef:
+        """Execute's memory update of region 1 by WR w."""
+        new = z3.If(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM), self.value[w],
+                    z3.If(self.op[w] == FADD, old + self.value[w], old))
+        return z3.If(z3.And(self.writer(w), self.region[w] == 1), new, old)
+
+    def value_after(self, k: int) -> z3.ArithRef:
+        """ValueAfter(program, 1, k)."""
+        v: z3.ArithRef = z3.IntVal(0)
+        for w in range(1, k + 1):
+            v = self.apply(w, v)
+        return v
+
+    def wellformed(self) -> z3.BoolRef:
+        """Any op, signaled flag and value; region 0 or 1; a notification writes no
+        region (as in Workloads.tla: DataAtNotification compares memory with the value
+        *before* the notification, so a WRITE_WITH_IMM carrying data would break it by
+        definition)."""
+        return conj([z3.And(z3.Or(*[self.op[w] == o for o in OPS.values()]),
+                            z3.Or(self.region[w] == 0, self.region[w] == 1),
+                            z3.Implies(self.two_sided(w), self.region[w] == 0))
+                     for w in range(1, self.n + 1)])
+
+    def no_reuse(self) -> z3.BoolRef:
+        """No buffer reuse: at most one WR writes the region."""
+        return conj([z3.Not(z3.And(self.writer(v), self.writer(w)))
+                     for v in range(1, self.n + 1) for w in range(v + 1, self.n + 1)])
+
+    def nccl_signaling(self) -> z3.BoolRef:
+        """Only notifications and atomics are signaled (NCCL's Simple protocol: bulk
+        WRITEs unsignaled, the WRITE_WITH_IMM signaled)."""
+        return conj([z3.Implies(self.sig[w], z3.Or(self.two_sided(w), self.atomic(w)))
+                     for w in range(1, self.n + 1)])
+
+    def num_notes(self) -> z3.ArithRef:
+        return self.nb(self.n)
+
+
+def program(n: int) -> Program:
+    return Program(n, [z3.IntVal(-1)] + [z3.Int(f"op{w}") for w in range(1, n + 1)],
+                   [z3.BoolVal(False)] + [z3.Bool(f"sig{w}") for w in range(1, n + 1)],
+                   [z3.IntVal(0)] + [z3.Int(f"region{w}") for w in range(1, n + 1)],
+                   [z3.IntVal(0)] + [z3.Int(f"value{w}") for w in range(1, n + 1)])
+
+
+def fixed(prog: list[tuple[str, int, int, bool]]) -> Program:
+    """A concrete program: (op, region, value, signaled) per WR, as Workloads.tla."""
+    return Program(len(prog), [z3.IntVal(-1)] + [z3.IntVal(OPS[o]) for o, _, _, _ in prog],
+                   [z3.BoolVal(False)] + [z3.BoolVal(s) for _, _, _, s in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(r) for _, r, _, _ in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(v) for _, _, v, _ in prog])
+
+
+WORKLOADS: dict[int, list[tuple[str, int, int, bool]]] = {
+    1: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True)],
+    2: [("SEND", 0, 0, True), ("SEND", 0, 0, True)],
+    3: [("FADD", 1, 1, True), ("WRITE_IMM", 0, 0, True)],
+    4: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True), ("WRITE", 1, 2, False),
+        ("WRITE_IMM", 0, 0, True)],
+}
+
+_ = READ  # every op of Workloads.tla is in OPS; READ changes nothing here
