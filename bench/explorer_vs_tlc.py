@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from shift.tlc.designs import load_catalog
+from shift.spec.catalog import load_catalog
+
 from shift.tlc.java import find_jar, find_java
 from shift.tlc.runner import write_cfg
 

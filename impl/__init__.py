@@ -6,43 +6,37 @@
         conn.post_recv("B", 1)
         conn.post_send("A", Wr(1, "WRITE", region=1, value=7, signaled=False))
         conn.post_send("A", Wr(2, "WRITE_IMM"))
-        conn.apply(("NicFail", "A", 1))
+        conn.apply({"event": "NicFail", "host": "A", "nic": 1})  # or ("NicFail", "A", 1)
         ...
         conn.observe()   # what each application saw, failover states, counters
         conn.stats()     # failovers, replayed, refused WRs
 
-The compiled module is ``shift.impl._native`` (cffi, API mode), built by ``pip install``.
+The modules, one role each: `verbs` (the names of the vocabulary with the numbers of the C
+library), `errors`, `validate` (argument checks before any C call), `values` (work
+requests, completions, observations), `memory`, `fabric`, `connection`. The compiled
+module is ``shift.impl._native`` (cffi, API mode), built by ``pip install``.
 """
 
-from .api import (
-    ALL_ACCESS,
-    Access,
-    ClosedError,
+from .connection import Connection, PreparedChain
+from .errors import ClosedError, CompletionError, CoreError, PostError
+from .fabric import Fabric
+from .memory import MemoryRegion
+from .values import (
     Completion,
-    CompletionError,
-    Connection,
-    Design,
-    Fabric,
     HostState,
-    MemoryRegion,
-    Observation,
-    Op,
-    PostError,
-    PreparedChain,
+    ImplObservation,
     RawRecvWr,
     RawSendWr,
     ReceiverSeen,
     SenderSeen,
-    ShiftError,
     Stats,
-    Status,
     Wr,
 )
+from .verbs import ALL_ACCESS, Access, DesignCode, Op, Status
 
 __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
-    "Design", "Fabric", "HostState", "MemoryRegion", "Observation", "Op", "PostError",
-    "PreparedChain", "PreparedChain",
-    "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen", "ShiftError", "Stats", "Status",
-    "Wr",
+    "CoreError", "DesignCode", "Fabric", "HostState", "ImplObservation", "MemoryRegion", "Op",
+    "PostError", "PreparedChain", "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen",
+    "Stats", "Status", "Wr",
 ]

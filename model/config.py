@@ -1,27 +1,28 @@
 """The constants a run of the model needs: a design's record D and a bound's CONSTANTS.
 
 Both are read from the specification itself, so the model cannot drift from it: a design
-is the `D == [...]` record of its module (spec/Shift.tla and the others), a bound is a
-`[bounds.NAME]` table of spec/designs.toml read by the TLC harness's loader
-(`shift.tlc.designs`) and parsed with its TLA+ value parser.
+is the `D == [...]` record of its module (spec/Shift.tla and the others), read with the
+TLA+ grammar (`shift.tlaplus`); a bound is a `[bounds.NAME]` table of spec/designs.toml
+(`shift.spec.catalog`), its cfg literals read as TLA+ values.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from shift.spec.catalog import Catalog, load_catalog
+
 from shift.errors import SpecError
-from shift.tlc.designs import Catalog, load_catalog
-from shift.tlc.values import TlaSet, TlaValueError, parse_value
+from shift.tlaplus.syntax import body, definitions, first_error, line, parse
+from shift.tlaplus.values import TlaSet, TlaValueError, parse_value, value
 
 SKIPS = ("none", "counter", "prefix", "psn", "flag")
 
 
 @dataclass(frozen=True)
-class Design:
-    """Failover.tla's record D, under the design's name."""
+class DesignRecord:
+    """A design's record D (the argument of Failover.tla's actions), under its name."""
 
     name: str
     failover: bool
@@ -45,39 +46,40 @@ class Bound:
     recover: bool
 
 
-_D = re.compile(r"^D\s*==\s*(\[.*?\])\s*$", re.M | re.S)
-
-
-def _design_from_module(name: str, path: Path) -> Design:
+def _record_from_module(name: str, path: Path) -> DesignRecord:
     try:
-        text = path.read_text()
+        source = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(f"{path}: no such module for design {name}") from None
-    m = _D.search(text)
-    if m is None:
+    d = definitions(parse(source)).get("D")
+    if d is None:
         raise SpecError(f"{path}: no `D == [...]` record (the design's choices)")
+    bad = first_error(d)
+    if bad is not None:
+        raise SpecError(f"{path}:{line(bad)}:{bad.start_point.column + 1}: D: not well-formed TLA+")
+    where = f"{path}:{line(d)}"
     try:
-        rec = parse_value(m.group(1))
+        rec = value(body(d))
     except TlaValueError as e:
-        raise SpecError(f"{path}: D: {e}") from None
+        raise SpecError(f"{where}: D: {e}") from None
     fields = ("failover", "skip", "refuseAtomics", "failBack", "readsResponder", "staged")
     if not isinstance(rec, dict) or set(rec) != set(fields):
-        raise SpecError(f"{path}: D must be a record with fields {', '.join(fields)}")
+        raise SpecError(f"{where}: D must be a record with fields {', '.join(fields)}")
     if rec["skip"] not in SKIPS:
-        raise SpecError(f"{path}: D.skip = {rec['skip']!r}: the model knows {', '.join(SKIPS)}")
-    return Design(name, **{f: rec[f] for f in fields})
+        raise SpecError(f"{where}: D.skip = {rec['skip']!r}: the model knows {', '.join(SKIPS)}")
+    return DesignRecord(name, **{f: rec[f] for f in fields})
 
 
-def _ints(name: str, value: object) -> tuple[int, ...]:
-    if isinstance(value, TlaSet) and all(isinstance(v, int) for v in value.members):
-        return tuple(sorted(value.members))
-    raise SpecError(f"bound constant {name} = {value!r}: expected a set of integers")
+def _ints(name: str, given: object) -> tuple[int, ...]:
+    if isinstance(given, TlaSet) and all(isinstance(v, int) for v in given.members):
+        return tuple(sorted(given.members))
+    raise SpecError(f"bound constant {name} = {given!r}: expected a set of integers")
 
 
-def _int(name: str, value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise SpecError(f"bound constant {name} = {value!r}: expected an integer")
+def _int(name: str, given: object) -> int:
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    raise SpecError(f"bound constant {name} = {given!r}: expected an integer")
 
 
 def bound_from_constants(name: str, constants: dict[str, str]) -> Bound:
@@ -97,11 +99,11 @@ def bound_from_constants(name: str, constants: dict[str, str]) -> Bound:
                  frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"])
 
 
-def design(name: str, catalog: Catalog | None = None) -> Design:
+def design(name: str, catalog: Catalog | None = None) -> DesignRecord:
     """The design `name` of designs.toml, with D read from its module."""
     catalog = catalog or load_catalog()
     d = catalog.design(name)
-    return _design_from_module(d.name, catalog.spec_dir / f"{d.module}.tla")
+    return _record_from_module(d.name, catalog.spec_dir / f"{d.module}.tla")
 
 
 def bound(name: str, catalog: Catalog | None = None) -> Bound:

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shift.model.events import Event
 from shift.model.next import Model
 from shift.model.properties import INVARIANTS
 from shift.model.state import State
+from shift.vocabulary import Event
 
 Label = tuple[Event, str]  # (event, TLA+ action)
 

@@ -6,7 +6,7 @@ Hosts are indices here (0: A, 1: B); `design.skip` selects the replay filter.
 
 from __future__ import annotations
 
-from shift.model.config import Bound, Design
+from shift.model.config import Bound, DesignRecord
 from shift.model.state import (
     ATOMICS,
     DEFAULT,
@@ -35,7 +35,7 @@ from shift.model.transport import push
 NO_WIRE: tuple[tuple[()], tuple[()]] = ((), ())
 
 
-def trigger(s: State, h: int, d: Design, status: str) -> State:
+def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
     """Host h enters Fallback: its default QP to the error state, the default CQ drained up
     to its first error with the good completions held for the application; on A, with an
     atomic outstanding, a refusing design fails the WRs instead (status for the first)."""
@@ -86,7 +86,7 @@ def message_of(prog: tuple, w: int) -> int:
     return 0
 
 
-def skip(s: State, d: Design, w: int) -> bool:
+def skip(s: State, d: DesignRecord, w: int) -> bool:
     """The design's replay filter: is outstanding WR w known to have executed?"""
     prog = s.program
     if d.skip == "none":
@@ -104,7 +104,7 @@ def skip(s: State, d: Design, w: int) -> bool:
     raise ValueError(f"unknown replay filter {d.skip!r}")
 
 
-def replay(s: State, d: Design) -> State | None:
+def replay(s: State, d: DesignRecord) -> State | None:
     """Step 4: re-post A's outstanding WRs on the backup QP in post order, except those the
     filter skips; a skipped signaled WR completes as a success."""
     if s.layer[0] != FALLBACK or not s.sentCtr[0] or s.peerCtr[0] < 0 or s.replayed[0]:
@@ -123,7 +123,7 @@ def replay(s: State, d: Design) -> State | None:
                       queried=s.queried or d.readsResponder)
 
 
-def reconnect(s: State, d: Design, b: Bound) -> State | None:
+def reconnect(s: State, d: DesignRecord, b: Bound) -> State | None:
     """Step 5a: the default path is healthy again: reconnect its QP pair (both ends start
     afresh), probe it, and wait for the fence."""
     if not (d.failBack and b.recover and s.layer[0] == FALLBACK and s.replayed[0]
@@ -150,7 +150,7 @@ def release(s: State) -> State | None:
                       replayed=set_at(s.replayed, 0, False))
 
 
-def progress_all(s: State, d: Design, b: Bound, host: str) -> list[State]:
+def progress_all(s: State, d: DesignRecord, b: Bound, host: str) -> list[State]:
     """Every successor of Progress(host): one per enabled disjunct, as TLC generates them.
     The spec says at most one is enabled at a time; `progress` relies on it."""
     if not d.failover:
@@ -170,14 +170,14 @@ class Nondeterministic(Exception):
     """An event with more than one successor: the spec's determinism claim is broken."""
 
 
-def progress(s: State, d: Design, b: Bound, host: str) -> State | None:
+def progress(s: State, d: DesignRecord, b: Bound, host: str) -> State | None:
     succ = progress_all(s, d, b, host)
     if len(succ) > 1:
         raise Nondeterministic(f"Progress({host}) has {len(succ)} enabled steps")
     return succ[0] if succ else None
 
 
-def deliver_control(s: State, d: Design, b: Bound, p: int, direction: str) -> State | None:
+def deliver_control(s: State, d: DesignRecord, b: Bound, p: int, direction: str) -> State | None:
     """A control message arrives at a live QP: the peer's counter, or the fail-back notice
     on which B holds the backup CQ's good completions, drops the rest of that CQ, and
     reposts on the default QP every receive WR still owed to its application (those on

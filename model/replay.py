@@ -16,11 +16,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shift.model.events import Event, TraceError, load_trace, make
+from shift.model.events import TraceError, load_trace
 from shift.model.next import Model, NotEnabled, action_of, fairness_class
 from shift.model.properties import INVARIANTS, done, some_path_healthy
 from shift.model.state import WORKLOADS, State, program
 from shift.model.tla import canonical, canonical_itf, to_tla
+from shift.vocabulary import Event, make
 
 
 @dataclass

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-HOSTS = ("A", "B")
-HOST = {"A": 0, "B": 1}
-PATHS = (1, 2)
-DIRECTIONS = ("AtoB", "BtoA")
-DIR = {"AtoB": 0, "BtoA": 1}
+from shift.vocabulary import DIRECTIONS, HOSTS, LAYER_STATES
+
+HOST = {h: i for i, h in enumerate(HOSTS)}
+DIR = {d: i for i, d in enumerate(DIRECTIONS)}
 
 # Operation classes of Workloads.tla.
 ONE_SIDED = frozenset({"WRITE", "READ", "FADD", "CAS"})
@@ -33,8 +32,7 @@ REGIONS = (1,)
 
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
 RTS, ERR = "RTS", "ERR"
-DEFAULT, FALLBACK, WAIT_SIGNALED, WAIT_DRAINED, ERROR = (
-    "Default", "Fallback", "WaitSignaled", "WaitDrained", "Error")
+DEFAULT, FALLBACK, WAIT_SIGNALED, WAIT_DRAINED, ERROR = LAYER_STATES
 
 
 class WR(NamedTuple):

@@ -1,6 +1,6 @@
 """States as TLA+ values: what TLC prints for them, ITF JSON, and a canonical form.
 
-`to_tla` gives the Python value `shift.tlc.values.parse_value` returns for TLC's print of
+`to_tla` gives the Python value `shift.tlaplus.values.parse_value` returns for TLC's print of
 the same state (sequences and functions on 1..n as lists, records and functions on strings
 as dicts, sets as `TlaSet`), so a model state and a TLC state can be compared, and the
 TLC harness's ITF writer and trace printer work on model traces unchanged.
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shift.model.events import Event
 from shift.model.state import VARIABLES, Cqe, Packet, State
+from shift.vocabulary import Event
 
-from shift.tlc.values import ModelValue, TlaFunction, TlaSet
+from shift.tlaplus.values import ModelValue, TlaFunction, TlaSet
 
 
 def _cqe(c: Cqe) -> dict[str, Any]:

@@ -7,13 +7,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from shift.tlc.check import Verdict
-from shift.tlc.designs import HOLDS, Catalog
+from shift.spec.catalog import HOLDS, Catalog
+from shift.tlaplus.values import ModelValue, TlaFunction, TlaSet
+from shift.tlc.check import CellVerdict
 from shift.tlc.output import Trace
-from shift.tlc.values import ModelValue, TlaFunction, TlaSet
 
 
-def cell(v: Verdict) -> str:
+def cell(v: CellVerdict) -> str:
     if v.verdict == "error":
         return "error"
     if v.verdict == v.expected:
@@ -21,12 +21,12 @@ def cell(v: Verdict) -> str:
     return "VIOLATED" if v.verdict != HOLDS else "HOLDS (expected violated)"
 
 
-def design_seconds(verdicts: list[Verdict]) -> float:
+def design_seconds(verdicts: list[CellVerdict]) -> float:
     """TLC's time for a design: each run counted once, however many cells it decided."""
     return sum({v.run: v.seconds for v in verdicts}.values())
 
 
-def table(catalog: Catalog, verdicts: list[Verdict]) -> str:
+def table(catalog: Catalog, verdicts: list[CellVerdict]) -> str:
     designs = list(dict.fromkeys(v.design for v in verdicts))
     by = {(v.design, v.property): v for v in verdicts}
     head = ["design", *catalog.properties, "states", "seconds"]
@@ -113,7 +113,7 @@ def render_trace(catalog: Catalog, trace: Trace, limit: int = 160,
     return out
 
 
-def counterexample(catalog: Catalog, v: Verdict, detail: bool, bound: str = "") -> list[str]:
+def counterexample(catalog: Catalog, v: CellVerdict, detail: bool, bound: str = "") -> list[str]:
     kind = "as expected" if v.matches else "UNEXPECTED"
     why = catalog.designs[v.design].at(bound).violates.get(v.property, "")
     head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
@@ -122,7 +122,7 @@ def counterexample(catalog: Catalog, v: Verdict, detail: bool, bound: str = "") 
     return head + (render_trace(catalog, v.trace, detail=detail) if v.trace else [])
 
 
-def as_json(verdicts: list[Verdict]) -> dict[str, Any]:
+def as_json(verdicts: list[CellVerdict]) -> dict[str, Any]:
     return {"results": [
         {"design": v.design, "property": v.property, "engine": v.engine, "verdict": v.verdict,
          "expected": v.expected, "states": v.states, "seconds": round(v.seconds, 3),
@@ -131,7 +131,7 @@ def as_json(verdicts: list[Verdict]) -> dict[str, Any]:
         for v in verdicts]}
 
 
-def write_junit(path: Path, verdicts: list[Verdict]) -> None:
+def write_junit(path: Path, verdicts: list[CellVerdict]) -> None:
     suites = ET.Element("testsuites", name="shift check")
     for design in dict.fromkeys(v.design for v in verdicts):
         mine = [v for v in verdicts if v.design == design]

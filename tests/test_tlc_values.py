@@ -6,13 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from shift.spec.catalog import load_catalog
 
 from shift.report import diff, render_trace, show
-from shift.tlc.designs import load_catalog
-from shift.tlc.itf import to_itf_value, trace_to_itf
-from shift.tlc.output import Trace, TraceStep, parse_trace, spec_error, split_messages
-from shift.tlc.runner import write_cfg
-from shift.tlc.values import (
+from shift.tlaplus.values import (
     ModelValue,
     TlaFunction,
     TlaSet,
@@ -20,6 +17,9 @@ from shift.tlc.values import (
     parse_state,
     parse_value,
 )
+from shift.tlc.itf import to_itf_value, trace_to_itf
+from shift.tlc.output import Trace, TraceStep, parse_trace, spec_error, split_messages
+from shift.tlc.runner import write_cfg
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from shift import report
 from shift.errors import ShiftError, UsageError
-from shift.model import check as explorer
-from shift.tlc.check import Verdict, check_design
-from shift.tlc.designs import load_catalog
+from shift.spec.catalog import load_catalog
+from shift.tlc import explorer
+from shift.tlc.check import CellVerdict, check_design
 from shift.tlc.java import find_jar, find_java
 
 ENGINES = ("tlc", "explorer", "all")
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
                                progress) for d in designs] if engine != "explorer" else []
         explored = [mine.submit(explorer.check_design, catalog, d, bound, args.out, progress)
                     for d in designs] if engine != "tlc" else []
-        tlc: list[Verdict] = [v for f in futures for v in f.result()]
-        model: list[Verdict] = [v for f in explored for v in f.result()]
+        tlc: list[CellVerdict] = [v for f in futures for v in f.result()]
+        model: list[CellVerdict] = [v for f in explored for v in f.result()]
     verdicts = explorer.merge(tlc, model) if engine == "all" else tlc or model
     if not args.quiet:
         for v in verdicts:

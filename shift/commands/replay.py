@@ -20,7 +20,7 @@ from shift.model.observe import changes, observe
 from shift.model.replay import judge, load_any, validate
 from shift.model.tla import to_tla
 from shift.report import diff
-from shift.tlc.designs import load_catalog
+from shift.spec.catalog import load_catalog
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from shift.tlc.designs import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.spec.catalog import HOLDS, VIOLATED, Bound, Catalog, Design
 from shift.tlc.itf import write_itf
 from shift.tlc.output import Trace
 from shift.tlc.runner import (
@@ -29,7 +29,10 @@ ERROR_VERDICT = "error"
 
 
 @dataclass
-class Verdict:
+class CellVerdict:
+    """One cell of the trilemma table: a design's verdict on a property, against the
+    declared one, with how it was reached (either engine: TLC or the explorer)."""
+
     design: str
     property: str
     verdict: str  # holds | violated | error
@@ -51,12 +54,12 @@ Report = Callable[[str], None]  # one line about a finished run
 
 
 def _verdict(design: Design, prop: str, verdict: str, run: RunResult, out_dir: Path,
-             bound: Bound, run_no: int) -> Verdict:
+             bound: Bound, run_no: int) -> CellVerdict:
     cex = None
     if verdict == VIOLATED and run.trace is not None:
         cex = write_itf(out_dir / f"{design.name}-{prop}.itf.json", run.trace, design.module,
                         f"{design.name} violates {prop} at bound {bound.name}")
-    return Verdict(design.name, prop, verdict, design.expected(prop), run.distinct,
+    return CellVerdict(design.name, prop, verdict, design.expected(prop), run.distinct,
                    run.seconds, cex, run.trace, run.message, run=run_no)
 
 
@@ -73,12 +76,12 @@ def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: P
 
 
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
-                 workers: int, heap_mb: int, report: Report) -> list[Verdict]:
+                 workers: int, heap_mb: int, report: Report) -> list[CellVerdict]:
     cfg = RunConfig(catalog.spec_dir, design.module, bound.constants, workers, heap_mb)
 
     def progress(distinct: int, queue: int) -> None:
         report(f"{design.name}: {distinct:,} distinct states so far, {queue:,} on the queue")
-    verdicts: dict[str, Verdict] = {}
+    verdicts: dict[str, CellVerdict] = {}
     remaining = list(catalog.invariants)
     runs = 0
     while remaining:

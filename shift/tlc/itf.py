@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from shift.tlaplus.values import ModelValue, TlaFunction, TlaSet
 from shift.tlc.output import Trace
-from shift.tlc.values import ModelValue, TlaFunction, TlaSet
 
 _SAFE_INT = 2**53
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from shift.tlc.values import TlaValueError, parse_state
+from shift.tlaplus.values import TlaValueError, parse_state
 
 _START = re.compile(r"^@!@!@STARTMSG (\d+):(\d+) @!@!@$")
 _END = re.compile(r"^@!@!@ENDMSG (\d+) @!@!@$")

@@ -185,6 +185,28 @@ def test_wrong_python_types_and_values_raise_before_c(conn, call, exc):
     assert_nccl_delivered(conn, 1)
 
 
+@pytest.mark.parametrize("event, says", [
+    ({"event": "Deliver", "args": [1, "AtoB"]},
+     "Deliver: unexpected field(s) args (it takes path, direction)"),
+    ({"event": "Deliver", "path": 1}, "Deliver: missing field(s) direction"),
+    ({"event": "Deliver", "path": 1, "direction": "AB"}, "Deliver: unknown direction 'AB'"),
+    (("NicFail", "A", 3), "NicFail: nic = 3 out of range [1, 2]"),
+    (("nic_fail", "A", 1), "unknown event 'nic_fail'; events: Init, PostSend"),
+    (("Transmit", "A"), "Transmit takes 2 argument(s) (host, path), not 1"),
+    ({"event": "PostSend", "host": "A", "wr": 1}, "PostSend: wr = 1 is a WR number"),
+    ({"event": "PostSend", "host": "A", "wr": {"id": 1, "opp": "WRITE"}},
+     "PostSend: Wr.__init__() got an unexpected keyword argument 'opp'"),
+    ({"event": "Init", "workload": 1}, "Init is not an event of a connection"),
+])
+def test_a_bad_event_names_the_field_and_its_value(conn, event, says):
+    with pytest.raises((TypeError, ValueError)) as e:
+        conn.apply(event)
+    assert says in str(e.value)
+    post_round(conn, 1)
+    drive(conn)
+    assert_nccl_delivered(conn, 1)
+
+
 @pytest.mark.parametrize("kw, exc", [
     ({"retries": 8}, ValueError), ({"retries": "1"}, TypeError), ({"mem_size": 1}, ValueError),
     ({"rnr_nak": 1}, TypeError),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from impl_helpers import assert_nccl_delivered, drive, notes, post_round, step
 from shift.impl import Fabric, Status, Wr
+from shift.vocabulary import Event
 
 FAULT_POSITIONS = range(0, 30, 3)
 
@@ -348,12 +349,13 @@ def test_events_by_name_and_projection(fabric):
     conn = fabric.connect("Shift", regions=2, probe="instant")
     trace = [
         ("PostRecv", "B", 1),
-        ("PostSend", "A", {"id": 1, "op": "WRITE", "region": 1, "value": 7, "signaled": False}),
+        {"event": "PostSend", "host": "A",
+         "wr": {"id": 1, "op": "WRITE", "region": 1, "value": 7, "signaled": False}},
         ("PostSend", "A", Wr(2, "WRITE_IMM")),
         ("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
         ("Deliver", 1, "AtoB"), ("Deliver", 1, "BtoA"), ("Deliver", 1, "BtoA"),
-        ("PollCq", "B"), ("PollCq", "A"), {"event": "NicFail", "args": ["A", 1]},
-        ("nic_recover", "A", 1), ("Progress", "A"),
+        ("PollCq", "B"), ("PollCq", "A"), {"event": "NicFail", "host": "A", "nic": 1},
+        Event("NicRecover", ("A", 1)), ("Progress", "A"),
     ]
     out = conn.run(trace)
     assert out[9].wr == 1 and out[9].imm == 2 and out[10].wr == 2
@@ -408,7 +410,7 @@ def test_every_event_of_the_vocabulary_by_name(conn):
         ("Drop", 1, "AtoB"), ("Timeout", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
         ("Deliver", 1, "BtoA"), ("PollCq", "A"), ("PollCq", "B"), ("AppWrite", "B", 2, 9),
         ("LinkDown", 2), ("LinkUp", 2), ("NicFail", "B", 2), ("NicRecover", "B", 2),
-        ("Progress", "A"), ("poll_cq", "A"),
+        ("Progress", "A"), {"event": "PollCq", "host": "A"},
     ])
     assert results[:8] == [True] * 8
     assert results[8].wr == 1 and results[9].imm == 1

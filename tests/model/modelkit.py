@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from shift.model.events import Event, make
 from shift.model.next import Model
 from shift.model.state import State
+from shift.vocabulary import Event, make
 
 DESIGNS = ["Shift", "ShiftPrefix", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging",
            "NcclResiliency"]

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from modelkit import DESIGNS
 from shift.model import layer, transport
-from shift.model.conformance import TlcGraph, compare, dump_graph, parse_dot
 from shift.model.explore import Exploration, explore
 from shift.model.next import Model
+from shift.spec.catalog import Catalog, load_catalog
 
 from shift.errors import ShiftError
-from shift.tlc.designs import Catalog, load_catalog
+from shift.tlc.conformance import TlcGraph, compare, dump_graph, parse_dot
 
 Graphs = Callable[[str], TlcGraph]
 

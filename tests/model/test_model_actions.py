@@ -5,8 +5,8 @@ WRITE_IMM; 4 = WRITE, WRITE_IMM, WRITE, WRITE_IMM (buffer reuse)."""
 from __future__ import annotations
 
 from modelkit import changed, model, reach, step
-from shift.model.events import make
 from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, SndSeen
+from shift.vocabulary import make
 
 SHIFT = model("Shift")
 # Workload 1 with everything posted: WRITE (unsignaled), WRITE_IMM (signaled, note 1).

@@ -5,7 +5,7 @@ TLC writes its graph with `-dump dot,actionlabels FILE`: one node per distinct s
 `style = filled`) and one edge per generated successor, labelled with the action's name.
 Under `VIEW View` TLC identifies states by the fingerprint of the View, i.e. every variable
 but `event`; the explorer's states are exactly the View. So the comparison is over View
-values: each TLC node's label is parsed (shift.tlc.values), `event` dropped, and mapped to
+values: each TLC node's label is parsed (shift.tlaplus.values), `event` dropped, and mapped to
 a canonical form (shift.model.tla.canonical); each explorer state is mapped to the same
 form through `to_tla`. The graphs are equal when the initial states are the same set and
 every explorer state's outgoing edges, as a multiset of (action, canonical target), equal
@@ -24,16 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shift import report
+from shift.errors import ShiftError
 from shift.model.explore import Exploration
 from shift.model.state import VARIABLES
 from shift.model.tla import ViewCanon, canonical, to_tla
-
-from shift import report
-from shift.errors import ShiftError
-from shift.tlc.designs import Bound, Catalog, Design
+from shift.spec.catalog import Bound, Catalog, Design
+from shift.tlaplus.values import parse_state, parse_value
 from shift.tlc.java import find_jar, find_java
 from shift.tlc.runner import write_cfg
-from shift.tlc.values import parse_state, parse_value
 
 _NODE = re.compile(r'^(-?\d+) \[label="(.*)"(,style = filled)?\];?\s*$')
 _EDGE = re.compile(r'^(-?\d+) -> (-?\d+) \[label="([^"]*)"')
@@ -61,8 +60,10 @@ class TlcGraph:
 
 
 def parse_dot(path: Path) -> TlcGraph:
-    """Read TLC's dot dump. A value printed the same way is parsed once (memo per
-    variable): the labels repeat most values, and parsing dominates the time."""
+    """Read TLC's dot dump. Each label is split into its `var = value` texts by hand (the
+    DOT escaping, `_SEP`, is not TLA+), so that a value printed the same way is parsed once
+    (memo per variable): the labels repeat most values, and without the memo parsing
+    would dominate the time."""
     g = TlcGraph(path)
     memo: dict[str, dict[str, Any]] = {v: {} for v in VARIABLES}
     last = ""

@@ -1,4 +1,8 @@
-"""The catalogue of designs, properties and bounds: `designs.toml` beside the modules."""
+"""The catalogue of designs, properties and bounds: `designs.toml` beside the modules.
+
+Read by the model (`shift.model.config`: a design's module, a bound's constants) and by the
+TLC harness (`shift.tlc`: what to check, and what to expect); it depends on neither.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shift.errors import SpecError, UsageError
+from shift.tlaplus.syntax import definitions, parse
 
 HOLDS, VIOLATED = "holds", "violated"
 
@@ -100,7 +105,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _defined_operators(spec_dir: Path) -> set[str]:
     names: set[str] = set()
     for tla in spec_dir.glob("*.tla"):
-        names.update(re.findall(r"^([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*==", tla.read_text(), re.M))
+        names.update(definitions(parse(tla.read_bytes())))
     return names
 
 

@@ -1,4 +1,4 @@
-"""The explorer as an engine of `shift check`: verdicts in the TLC harness's own terms.
+"""The explorer (`shift.model`) as an engine of `shift check`: verdicts in the harness's terms.
 
 One exploration per design decides every invariant (each violated one with its shortest
 counterexample) and, on the same graph, Liveness. Counterexamples are written twice: as
@@ -19,9 +19,8 @@ from shift.model.liveness import check_liveness
 from shift.model.next import Model
 from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.model.tla import to_tla
-
-from shift.tlc.check import Verdict
-from shift.tlc.designs import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.spec.catalog import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.tlc.check import CellVerdict
 from shift.tlc.itf import write_itf
 from shift.tlc.output import Trace, TraceStep
 
@@ -47,12 +46,12 @@ def save_counterexample(cx: Counterexample, out_dir: Path, design: str, bound: s
 
 
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
-                 report: Report | None = None) -> list[Verdict]:
+                 report: Report | None = None) -> list[CellVerdict]:
     """Every property of the catalog for one design, decided by one exploration."""
     unknown = [p for p in catalog.properties if p not in INVARIANTS and p not in TEMPORAL]
     if unknown:
         msg = f"the model has no property {', '.join(unknown)}"
-        return [Verdict(design.name, p, "error", design.expected(p), 0, 0.0, message=msg,
+        return [CellVerdict(design.name, p, "error", design.expected(p), 0, 0.0, message=msg,
                         engine=ENGINE) for p in catalog.properties]
     model = Model(load_design(design.name, catalog), bound_from_constants(bound.name,
                                                                           bound.constants))
@@ -70,7 +69,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         path = None
         if cx is not None:
             path, _ = save_counterexample(cx, out_dir, design.name, bound.name, design.module)
-        verdicts.append(Verdict(design.name, prop, VIOLATED if cx else HOLDS,
+        verdicts.append(CellVerdict(design.name, prop, VIOLATED if cx else HOLDS,
                                 design.expected(prop), ex.distinct, seconds, path,
                                 to_trace(cx) if cx else None, engine=ENGINE, run=1))
     if report is not None:
@@ -80,7 +79,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
     return verdicts
 
 
-def merge(tlc: list[Verdict], explorer: list[Verdict]) -> list[Verdict]:
+def merge(tlc: list[CellVerdict], explorer: list[CellVerdict]) -> list[CellVerdict]:
     """One verdict per cell from both engines: TLC's when they agree, an error naming both
     answers when they do not (a disagreement means the model or the spec is wrong)."""
     mine = {(v.design, v.property): v for v in explorer}
@@ -92,7 +91,7 @@ def merge(tlc: list[Verdict], explorer: list[Verdict]) -> list[Verdict]:
                 v.engine = "tlc+explorer"
             out.append(v)
             continue
-        out.append(Verdict(v.design, v.property, "error", v.expected, v.states, v.seconds,
+        out.append(CellVerdict(v.design, v.property, "error", v.expected, v.states, v.seconds,
                            v.counterexample or e.counterexample, v.trace or e.trace,
                            f"engines disagree: TLC says {v.verdict}, the explorer says "
                            f"{e.verdict}", engine="tlc+explorer", run=v.run))

@@ -1,0 +1,475 @@
+"""A resilient connection from A to B: posting, polling, the events of the vocabulary
+(one method each, and `apply` by the event's name), and what can be observed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from shift.vocabulary import IMPL_EVENTS, VOCABULARY, Event, parse
+
+from ._native import ffi, lib
+from .errors import ClosedError, PostError, check_errno, event_result
+from .memory import MemoryRegion
+from .validate import U32, bool_arg, host_arg, int_arg, op_arg, path_arg
+from .values import (
+    Completion,
+    HostState,
+    ImplObservation,
+    RawRecvWr,
+    RawSendWr,
+    ReceiverSeen,
+    SenderSeen,
+    Stats,
+    Wr,
+)
+from .verbs import (
+    ALL_ACCESS,
+    DESIGN_CODES,
+    HOST_NAMES,
+    OP_CODES,
+    STATE_NAMES,
+    STEP_NAMES,
+    TWO_SIDED,
+    DesignCode,
+    Op,
+    Status,
+)
+
+if TYPE_CHECKING:
+    from .fabric import Fabric
+
+SLOT = 8  # bytes per region: one little-endian 64-bit value
+
+
+class PreparedChain:
+    """A chain of send WRs encoded once (see :meth:`Connection.prepare`)."""
+
+    def __init__(self, conn: Connection, arr: Any, n: int, keep: list[Any]):
+        self.conn = conn
+        self.arr = arr
+        self.n = n
+        self.bad = ffi.new("struct shift_send_wr **")
+        self._keep = keep
+
+
+# The connection's method for each event of the vocabulary (Init is `Fabric.connect`), and
+# for the implementation's own AppWrite; `apply` dispatches on it.
+EVENTS = {**VOCABULARY, **IMPL_EVENTS}
+EVENT_METHODS = {
+    "PostSend": "post_send", "PostRecv": "post_recv", "PollCq": "poll_cq",
+    "Transmit": "transmit", "Deliver": "deliver", "Drop": "drop", "Timeout": "timeout",
+    "LinkDown": "link_down", "LinkUp": "link_up", "NicFail": "nic_fail",
+    "NicRecover": "nic_recover", "Progress": "progress", "AppWrite": "app_write",
+}
+
+
+def _wr_arg(wr: Any) -> Any:
+    """PostSend's wr in an event: a Wr, or its fields as an object."""
+    if isinstance(wr, Mapping):
+        return Wr(**wr)
+    if isinstance(wr, int) and not isinstance(wr, bool):
+        raise ValueError(f"wr = {wr} is a WR number of a workload's program; a connection "
+                         "posts a Wr (shift.differential.Bridge maps one onto the other)")
+    return wr
+
+
+class Connection:
+    """A resilient connection from A (requester) to B (responder) over paths 1 and 2.
+
+    Regions 1..regions are 8-byte slots registered on both hosts (A: the WRs' sources
+    and the landing slots of READs and atomics; B: the targets). Every event of the
+    vocabulary is a method, and :meth:`apply` takes one by name.
+    """
+
+    def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
+                 probe: str, ctl_retries: int, copy_posts: bool = False):
+        self._fabric = fabric
+        self.design = design
+        self.regions = int_arg("regions", regions, 1, 4096)
+        int_arg("max_wr", max_wr, 1, 16384)
+        if not isinstance(probe, str):
+            raise TypeError("probe must be 'wire' or 'instant'")
+        if probe not in ("wire", "instant"):
+            raise ValueError(f"unknown probe {probe!r} (expected 'wire' or 'instant')")
+        attr = ffi.new("struct shift_conn_attr *")
+        attr.design = DESIGN_CODES[design]
+        attr.max_send_wr = max_wr
+        attr.max_recv_wr = max_wr
+        attr.ctl_retries = int_arg("ctl_retries", ctl_retries, 0, 255)
+        if not isinstance(copy_posts, bool):
+            raise TypeError("copy_posts must be a bool")
+        attr.flags = ((lib.SHIFT_EP_WIRE_PROBE if probe == "wire" else 0)
+                      | (lib.SHIFT_EP_COPY_POSTS if copy_posts else 0))
+        out = ffi.new("shift_conn *")
+        check_errno(lib.shift_sim_connect(fabric.handle, attr, out), "shift_sim_connect")
+        self._h = out[0]
+        fabric._conns.append(self)
+        self._ep = []
+        for h in (0, 1):
+            ep = ffi.new("shift_ep *")
+            check_errno(lib.shift_sim_ep(self._h, h, ep), "shift_sim_ep")
+            self._ep.append(ep[0])
+        nbytes = self.regions * SLOT
+        # A: sources (regions) then landing slots; B: targets (regions)
+        self._src = self.register("A", 2 * nbytes, ALL_ACCESS)
+        self._dst = self.register("B", nbytes, ALL_ACCESS)
+        self._wc = ffi.new("struct shift_wc *")
+        self._wcs = ffi.new("struct shift_wc[]", 256)
+        self._inline = ffi.new("uint64_t *")
+        self._snd_seen: list[SenderSeen] = []
+        self._rcv_seen: list[ReceiverSeen] = []
+        self.completions: list[Completion] = []
+        self.record = True
+
+    # -- plumbing
+    @property
+    def handle(self) -> Any:
+        if self._h is None:
+            raise ClosedError("connection is closed")
+        return self._h
+
+    def _eph(self, host: str) -> Any:
+        self.handle  # noqa: B018 - raises once closed
+        return self._ep[host_arg(host)]
+
+    def close(self) -> None:
+        if self._h is None:
+            return
+        check_errno(lib.shift_sim_close(self._h), "shift_sim_close")
+        self._h = None
+        self._fabric._conns.remove(self)
+
+    def register(self, host: str, nbytes: int, access: int = ALL_ACCESS) -> MemoryRegion:
+        """Register nbytes of host's memory on both its NICs; the peer learns the keys."""
+        h = host_arg(host)
+        int_arg("nbytes", nbytes, 1, self._fabric.mem_size)
+        int_arg("access", access, 0, 0xFFFFFFFF)
+        off = self._fabric._alloc(h, nbytes)
+        keys = ffi.new("struct shift_mr_keys *")
+        check_errno(lib.shift_sim_reg_mr(self.handle, h, self._fabric._base_addr[h] + off, nbytes,
+                                    access, keys), "shift_reg_mr")
+        return MemoryRegion(self, host, off, nbytes, keys)
+
+    # -- regions
+    def _region(self, r: int) -> int:
+        return int_arg("region", r, 1, self.regions)
+
+    def read(self, host: str, region: int) -> int:
+        """The value of a region: B's target slot, or A's source slot."""
+        mr = self._dst if host_arg(host) == 1 else self._src
+        off = (self._region(region) - 1) * SLOT
+        return int.from_bytes(mr.read(off, SLOT), "little")
+
+    def landing(self, region: int) -> int:
+        """What the last READ/atomic on region returned into A's landing slot."""
+        off = (self.regions + self._region(region) - 1) * SLOT
+        return int.from_bytes(self._src.read(off, SLOT), "little")
+
+    def memory(self) -> tuple[int, ...]:
+        """B's regions, in order (what the receiving application reads)."""
+        raw = self._dst.read(0, self.regions * SLOT)
+        return tuple(int.from_bytes(raw[i:i + SLOT], "little") for i in range(0, len(raw), SLOT))
+
+    def app_write(self, host: str, region: int, value: int) -> bool:
+        """AppWrite: the application rewrites its buffer for a region."""
+        mr = self._dst if host_arg(host) == 1 else self._src
+        off = (self._region(region) - 1) * SLOT
+        mr.write(off, int_arg("value", value).to_bytes(SLOT, "little"))
+        return True
+
+    # -- posting
+    def _fill(self, c: Any, wr: Wr | RawSendWr) -> None:
+        if isinstance(wr, RawSendWr):
+            for name in ("wr_id", "addr", "remote_addr", "compare_add", "swap"):
+                int_arg(name, getattr(wr, name))
+            for name in ("length", "lkey", "rkey", "imm_data", "send_flags"):
+                int_arg(name, getattr(wr, name), 0, U32)
+            int_arg("opcode", wr.opcode, -(1 << 31), (1 << 31) - 1)
+            int_arg("num_sge", wr.num_sge, -(1 << 31), (1 << 31) - 1)
+            c.wr_id = wr.wr_id
+            c.opcode = wr.opcode
+            c.send_flags = wr.send_flags
+            c.num_sge = wr.num_sge
+            c.sg.addr = wr.addr
+            c.sg.length = wr.length
+            c.sg.lkey = wr.lkey
+            c.remote_addr = wr.remote_addr
+            c.rkey = wr.rkey
+            c.imm_data = wr.imm_data
+            c.compare_add = wr.compare_add
+            c.swap = wr.swap
+            return
+        if not isinstance(wr, Wr):
+            raise TypeError(f"wr must be a Wr or RawSendWr, not {type(wr).__name__}")
+        op = op_arg(wr.op)
+        c.wr_id = int_arg("id", wr.id)
+        region = int_arg("region", wr.region, 0, self.regions)
+        value = int_arg("value", wr.value)
+        flags = lib.SHIFT_SEND_SIGNALED if bool_arg("signaled", wr.signaled) else 0
+        if not bool_arg("eligible", wr.eligible):
+            flags |= lib.SHIFT_SEND_INELIGIBLE
+        inline = bool_arg("inline", wr.inline)
+        int_arg("compare", wr.compare)
+        imm = wr.id & U32 if wr.imm is None else int_arg("imm", wr.imm, 0, U32)
+        c.opcode = OP_CODES[op]
+        c.imm_data = imm if op in TWO_SIDED else 0
+        c.num_sge = 0
+        c.sg.addr = c.sg.length = c.sg.lkey = 0
+        c.remote_addr = c.rkey = c.compare_add = c.swap = 0
+        if region:
+            c.remote_addr = self._dst.addr + (region - 1) * SLOT
+            c.rkey = self._dst.rkey
+        if op in (Op.WRITE, Op.WRITE_IMM) and region:
+            c.num_sge = 1
+            c.sg.length = SLOT
+            if inline:
+                self._inline[0] = value
+                c.sg.addr = int(ffi.cast("uintptr_t", self._inline))
+                flags |= lib.SHIFT_SEND_INLINE
+            else:
+                self.app_write("A", region, value)
+                c.sg.addr = self._src.addr + (region - 1) * SLOT
+                c.sg.lkey = self._src.lkey
+        elif op in (Op.READ, Op.FADD, Op.CAS):
+            if not region:
+                raise ValueError(f"{op.value} needs a region")
+            c.num_sge = 1
+            c.sg.length = SLOT
+            c.sg.addr = self._src.addr + (self.regions + region - 1) * SLOT
+            c.sg.lkey = self._src.lkey
+            if op == Op.FADD:
+                c.compare_add = value
+            elif op == Op.CAS:
+                c.compare_add = wr.compare
+                c.swap = value
+        c.send_flags = flags
+
+    def post_send(self, *args: Any) -> bool:
+        """PostSend(host, wr) — or post_send(wr): A posts a WR through the layer."""
+        host, wr = ("A", args[0]) if len(args) == 1 else args
+        h = host_arg(host)
+        if h != 0:
+            raise ValueError("host B is the responder of this connection: it posts receives")
+        c = ffi.new("struct shift_send_wr *")
+        self._fill(c, wr)
+        check_errno(lib.shift_post_send(self._eph("A"), c, ffi.NULL), "post_send")
+        return True
+
+    def post_send_many(self, wrs: Sequence[Wr | RawSendWr]) -> int:
+        """Post a list of WRs with one call into the core (chained, as ibv_post_send)."""
+        if not isinstance(wrs, Sequence):
+            raise TypeError("wrs must be a sequence of Wr")
+        if not wrs:
+            return 0
+        return self.post_prepared(self.prepare(wrs))
+
+    def prepare(self, wrs: Sequence[Wr | RawSendWr]) -> PreparedChain:
+        """Check and encode a chain of WRs once, to post it many times with
+        :meth:`post_prepared` (one C call per chain: the fast way to drive the core)."""
+        if not isinstance(wrs, Sequence) or not wrs:
+            raise TypeError("wrs must be a non-empty sequence of Wr")
+        n = len(wrs)
+        arr = ffi.new("struct shift_send_wr[]", n)
+        values = ffi.new("uint64_t[]", n)  # each inline WR's own source
+        for i, wr in enumerate(wrs):
+            self._fill(arr[i], wr)
+            if arr[i].send_flags & lib.SHIFT_SEND_INLINE and isinstance(wr, Wr):
+                values[i] = wr.value
+                arr[i].sg.addr = int(ffi.cast("uintptr_t", values + i))
+            if i + 1 < n:
+                arr[i].next = arr + i + 1
+        keep = [values]
+        return PreparedChain(self, arr, n, keep)
+
+    def post_prepared(self, chain: PreparedChain) -> int:
+        """Post a chain made by :meth:`prepare`; returns how many WRs were posted."""
+        if not isinstance(chain, PreparedChain) or chain.conn is not self:
+            raise TypeError("chain must come from this connection's prepare()")
+        err = lib.shift_post_send(self._eph("A"), chain.arr, chain.bad)
+        if err:
+            raise PostError(err, f"post_send (WR #{int(chain.bad[0] - chain.arr)})")
+        return chain.n
+
+    def post_recv(self, *args: Any) -> bool:
+        """PostRecv(host, id) — or post_recv(id): B posts a receive WR."""
+        host, wr = ("B", args[0]) if len(args) == 1 else args
+        if host_arg(host) != 1:
+            raise ValueError("host A is the requester of this connection: it posts sends")
+        c = ffi.new("struct shift_recv_wr *")
+        if isinstance(wr, RawRecvWr):
+            c.wr_id = int_arg("wr_id", wr.wr_id)
+            c.sg.addr = int_arg("addr", wr.addr)
+            c.sg.length = int_arg("length", wr.length, 0, U32)
+            c.sg.lkey = int_arg("lkey", wr.lkey, 0, U32)
+            c.num_sge = int_arg("num_sge", wr.num_sge, -(1 << 31), (1 << 31) - 1)
+        else:
+            c.wr_id = int_arg("id", wr)
+        check_errno(lib.shift_post_recv(self._eph("B"), c, ffi.NULL), "post_recv")
+        return True
+
+    # -- polling
+    def _completion(self, host: str, wc: Any) -> Completion:
+        imm = wc.imm_data if wc.wc_flags & lib.SHIFT_WC_WITH_IMM else None
+        return Completion(host, wc.wr_id, Status(wc.status), wc.opcode, wc.byte_len, imm)
+
+    def _record(self, c: Completion) -> None:
+        if not self.record:
+            return
+        self.completions.append(c)
+        if c.host == "A":
+            self._snd_seen.append(SenderSeen(c.wr, c.status.name))
+        else:
+            self._rcv_seen.append(ReceiverSeen(c.imm or 0, c.wr, c.status.name, self.memory()))
+
+    def poll_cq(self, host: str, *, check: bool = False) -> Completion | None:
+        """PollCq(host): the application takes one completion (None if there is none, or
+        if an error on the default QP started a failover instead). With ``check``, an
+        error completion raises :class:`CompletionError` (after being recorded)."""
+        h = host_arg(host)
+        bool_arg("check", check)
+        r = event_result(lib.shift_poll_step(self._eph(host), self._wc), "poll_cq")
+        if r != 1:
+            return None
+        c = self._completion(HOST_NAMES[h], self._wc)
+        self._record(c)
+        return c.raise_for_status() if check else c
+
+    def poll(self, host: str, n: int = 256, *, check: bool = False) -> list[Completion]:
+        """Up to n completions for host's application in one call; with ``check``, the
+        first error completion raises :class:`CompletionError` (all are recorded)."""
+        h = host_arg(host)
+        int_arg("n", n, 0, 1 << 20)
+        bool_arg("check", check)
+        out: list[Completion] = []
+        while len(out) < n:
+            k = min(n - len(out), 256)
+            got = event_result(lib.shift_poll_cq(self._eph(host), k, self._wcs), "poll_cq")
+            for i in range(got):
+                c = self._completion(HOST_NAMES[h], self._wcs[i])
+                self._record(c)
+                out.append(c)
+            if got < k:
+                break
+        if check:
+            for c in out:
+                c.raise_for_status()
+        return out
+
+    # -- the layer and the wire
+    def progress(self, host: str) -> str:
+        """Progress(host): one step of the layer's background work; returns its name."""
+        return STEP_NAMES[event_result(lib.shift_progress(self._eph(host)), "progress")]
+
+    def timeout(self, host: str, path: int) -> bool:
+        """Timeout(host, path): the NIC's retransmission timers on that path fire; if none
+        was armed, the layer's handshake timer does."""
+        r = lib.shift_sim_timeout(self.handle, host_arg(host), path_arg(path))
+        return event_result(r, "timeout") > 0
+
+    def transmit(self, host: str, path: int) -> bool:
+        return self._fabric.transmit(host, path)
+
+    def deliver(self, path: int, direction: str) -> bool:
+        return self._fabric.deliver(path, direction)
+
+    def drop(self, path: int, direction: str) -> bool:
+        return self._fabric.drop(path, direction)
+
+    def link_down(self, path: int) -> bool:
+        return self._fabric.link_down(path)
+
+    def link_up(self, path: int) -> bool:
+        return self._fabric.link_up(path)
+
+    def nic_fail(self, host: str, nic: int) -> bool:
+        return self._fabric.nic_fail(host, nic)
+
+    def nic_recover(self, host: str, nic: int) -> bool:
+        return self._fabric.nic_recover(host, nic)
+
+    def pump(self, budget: int = 1_000_000) -> int:
+        return self._fabric.pump(budget)
+
+    def settle(self, rounds: int = 1000) -> None:
+        """Run wire and layers until nothing moves (no faults, drops or timeouts)."""
+        for _ in range(int_arg("rounds", rounds, 1)):
+            moved = self.pump() > 0
+            for h in HOST_NAMES:
+                while self.progress(h) != "none":
+                    moved = True
+            if not moved:
+                return
+
+    def apply(self, event: Event | Mapping[str, Any] | Sequence[Any]) -> Any:
+        """Apply one event of the vocabulary, written as in a trace file
+        (``{"event": "Deliver", "path": 1, "direction": "AtoB"}``), as an `Event`, or as
+        the spec's tuple (``("NicFail", "A", 1)``); what its method returns. PostSend's
+        ``wr`` is a `Wr` (in an object, its fields: ``{"id": 1, "op": "WRITE", ...}``):
+        a connection has no workload whose WR number it could mean."""
+        if not isinstance(event, (Event, Mapping, tuple, list)):
+            raise TypeError(f"event must be an Event, its JSON object or a tuple "
+                            f"(Name, *args), not {type(event).__name__}")
+        if isinstance(event, (tuple, list)) and not (event and isinstance(event[0], str)):
+            raise TypeError("an event tuple is (Name, *args) with the name a str, "
+                            f"not {event!r}")
+        name, args = parse(event, EVENTS)  # ValueError: unknown name, fields or arity
+        if name == "Init":
+            raise ValueError("Init is not an event of a connection: Fabric(...).connect(...) "
+                             "is its Init")
+        try:
+            if name == "PostSend":
+                args = (args[0], _wr_arg(args[1]))
+            return getattr(self, EVENT_METHODS[name])(*args)
+        except (TypeError, ValueError) as e:  # the method's check, naming the argument
+            raise (TypeError if isinstance(e, TypeError) else ValueError)(
+                f"{name}: {e}") from None
+
+    def run(self, events: Iterable[Event | Mapping[str, Any] | Sequence[Any]]) -> list[Any]:
+        return [self.apply(e) for e in events]
+
+    # -- what can be observed
+    def host_state(self, host: str) -> HostState:
+        i = ffi.new("struct shift_ep_info *")
+        check_errno(lib.shift_ep_query(self._eph(host), i), "shift_ep_query")
+        return HostState(
+            STATE_NAMES[i.state], bool(i.sent_ctr), i.peer_ctr, bool(i.replayed),
+            i.fence if i.has_fence else None, i.epoch, i.outstanding, i.held, i.buffered,
+            i.sends_posted, i.sends_completed, i.recvs_posted, i.recvs_completed,
+        )
+
+    def state(self, host: str) -> str:
+        return self.host_state(host).state
+
+    def observe(self) -> ImplObservation:
+        a, b = self.host_state("A"), self.host_state("B")
+        return ImplObservation(
+            snd_seen=tuple(self._snd_seen),
+            rcv_seen=tuple(self._rcv_seen),
+            layer={"A": a.state, "B": b.state},
+            recv_done=b.recvs_completed,
+            peer_ctr={"A": a.peer_ctr, "B": b.peer_ctr},
+            sent_ctr={"A": a.sent_ctr, "B": b.sent_ctr},
+            replayed=a.replayed,
+            fence=a.fence,
+        )
+
+    def stats(self, host: str | None = None) -> Stats:
+        """Failover statistics of one host, or summed over both."""
+        hosts = HOST_NAMES if host is None else (host,)
+        tot = dict.fromkeys(("failovers", "replayed_wrs", "skipped_wrs", "refused_wrs",
+                             "failbacks", "ctl_sent", "ctl_received", "backup_state_bytes"), 0)
+        for h in hosts:
+            i = ffi.new("struct shift_ep_info *")
+            check_errno(lib.shift_ep_query(self._eph(h), i), "shift_ep_query")
+            for k in tot:
+                tot[k] += getattr(i, k)
+        return Stats(tot["failovers"], tot["replayed_wrs"], tot["skipped_wrs"],
+                     tot["refused_wrs"], tot["failbacks"], tot["ctl_sent"],
+                     tot["ctl_received"], tot["backup_state_bytes"])
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,131 @@
+"""The fabric: two hosts, two NICs each, two links, and the events of the wire and of
+faults. Nothing moves unless an event says so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._native import ffi, lib
+from .connection import Connection
+from .errors import ClosedError, check_errno, event_result
+from .validate import bool_arg, design_arg, dir_arg, host_arg, int_arg, path_arg
+from .verbs import HOST_NAMES, HOSTS, DesignCode
+
+
+class Fabric:
+    """Two hosts (A, B), each with NIC 1 and NIC 2; path p = NIC p of A, link p, NIC p of
+    B. Path 1 is the default, path 2 the backup. Nothing moves unless an event says so."""
+
+    def __init__(self, *, mem_size: int = 1 << 16, retries: int = 7, rnr_retry: int = 7,
+                 rnr_nak: bool = False):
+        attr = ffi.new("struct sn_fabric_attr *")
+        attr.mem_size = int_arg("mem_size", mem_size, 4096, 1 << 30)
+        attr.retry_cnt = int_arg("retries", retries, 0, 7)
+        attr.rnr_retry = int_arg("rnr_retry", rnr_retry, 0, 7)
+        attr.rnr_nak = int(bool_arg("rnr_nak", rnr_nak))
+        out = ffi.new("sn_fabric *")
+        check_errno(lib.sn_fabric_create(attr, out), "sn_fabric_create")
+        self._h = out[0]
+        self._conns: list[Connection] = []
+        self._base_addr = []
+        self._buffers = []
+        for h in (0, 1):
+            base = ffi.new("uint8_t **")
+            size = ffi.new("size_t *")
+            check_errno(lib.sn_host_mem(self._h, h, base, size), "sn_host_mem")
+            self._base_addr.append(int(ffi.cast("uintptr_t", base[0])))
+            self._buffers.append(ffi.buffer(base[0], size[0]))
+        self.mem_size = mem_size
+        self._next_off = [0, 0]
+
+    # -- plumbing
+    @property
+    def handle(self) -> Any:
+        if self._h is None:
+            raise ClosedError("fabric is closed")
+        return self._h
+
+    def _mem(self, host: str) -> Any:
+        self.handle  # noqa: B018 - raises once closed
+        return self._buffers[HOSTS[host]]
+
+    def _alloc(self, host: int, n: int) -> int:
+        off = (self._next_off[host] + 63) & ~63
+        if off + n > self.mem_size:
+            raise ValueError(f"host {HOST_NAMES[host]} memory exhausted ({self.mem_size} bytes)")
+        self._next_off[host] = off + n
+        return off
+
+    def close(self) -> None:
+        if self._h is None:
+            return
+        for c in list(self._conns):
+            c.close()
+        check_errno(lib.sn_fabric_destroy(self._h), "sn_fabric_destroy")
+        self._h = None
+
+    def __enter__(self) -> Fabric:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connect(self, design: DesignCode | str = DesignCode.SHIFT, *, regions: int = 4,
+                max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3,
+                copy_posts: bool = False) -> Connection:
+        """Open a resilient connection from A (requester) to B (responder). With
+        copy_posts the layer keeps its own copy of every WR it posts instead of reading
+        the WRs to replay back from the default QP's send queue at a failure."""
+        return Connection(self, design_arg(design), regions=regions, max_wr=max_wr,
+                          probe=probe, ctl_retries=ctl_retries, copy_posts=copy_posts)
+
+    # -- the fabric's events: True if the event did something
+    def transmit(self, host: str, path: int) -> bool:
+        return _did(lib.sn_transmit(self.handle, host_arg(host), path_arg(path)), "transmit")
+
+    def deliver(self, path: int, direction: str) -> bool:
+        return _did(lib.sn_deliver(self.handle, path_arg(path), dir_arg(direction)), "deliver")
+
+    def drop(self, path: int, direction: str) -> bool:
+        return _did(lib.sn_drop(self.handle, path_arg(path), dir_arg(direction)), "drop")
+
+    def timeout(self, host: str, path: int) -> bool:
+        """The NICs' retransmission timers of host on path fire: go-back-N, or
+        RETRY_EXC_ERR once retries are spent. Only the NIC's: `Connection.timeout` also
+        fires the failover layer's handshake timer, which the spec does not have."""
+        return _did(lib.sn_timeout(self.handle, host_arg(host), path_arg(path)), "timeout")
+
+    def link_down(self, path: int) -> bool:
+        return _did(lib.sn_link_down(self.handle, path_arg(path)), "link_down")
+
+    def link_up(self, path: int) -> bool:
+        return _did(lib.sn_link_up(self.handle, path_arg(path)), "link_up")
+
+    def nic_fail(self, host: str, nic: int) -> bool:
+        return _did(lib.sn_nic_fail(self.handle, host_arg(host), path_arg(nic, "nic")),
+                    "nic_fail")
+
+    def nic_recover(self, host: str, nic: int) -> bool:
+        return _did(lib.sn_nic_recover(self.handle, host_arg(host), path_arg(nic, "nic")),
+                    "nic_recover")
+
+    def pump(self, budget: int = 1_000_000) -> int:
+        """Transmit and deliver until the wire is quiet (no drops, timeouts or faults)."""
+        return event_result(lib.sn_pump(self.handle, int_arg("budget", budget, 0, 1 << 62)),
+                            "pump")
+
+    def wire(self, path: int, direction: str) -> int:
+        return lib.sn_wire_len(self.handle, path_arg(path), dir_arg(direction))
+
+    def path_healthy(self, path: int) -> bool:
+        return bool(lib.sn_path_healthy(self.handle, path_arg(path)))
+
+    def counters(self) -> dict[str, int]:
+        c = ffi.new("struct sn_counters *")
+        check_errno(lib.sn_counters_get(self.handle, c), "sn_counters_get")
+        return {k: getattr(c, k) for k in ("transmitted", "delivered", "dropped", "lost",
+                                           "executed", "duplicates", "timeouts")}
+
+
+def _did(r: int, what: str) -> bool:
+    return event_result(r, what) > 0

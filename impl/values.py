@@ -1,0 +1,166 @@
+"""The binding's values: the work requests an application posts, the completions it polls,
+and what it can observe of the connection (states, counters, statistics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CompletionError
+from .verbs import Op, Status
+
+
+@dataclass(frozen=True)
+class Wr:
+    """A work request in the vocabulary's terms: {id, op, region, value, imm, signaled}.
+
+    ``region`` (1..regions, 0 for none) names an 8-byte slot of the responder's memory:
+    WRITE/WRITE_IMM store ``value`` there, FADD adds it, CAS swaps it in when the slot
+    holds ``compare``, READ reads it. ``inline`` WRITEs carry the value in the WR (fixed
+    at post time); otherwise the NIC reads it from the requester's buffer for that region
+    at transmit time (zero-copy: see ``AppWrite``). ``imm`` defaults to the id for
+    notifications. ``eligible=False`` marks a WR that must not be re-executed on another
+    path (the layer refuses a failover while it is outstanding).
+    """
+
+    id: int
+    op: Op | str
+    region: int = 0
+    value: int = 0
+    signaled: bool = True
+    imm: int | None = None
+    compare: int = 0
+    inline: bool = True
+    eligible: bool = True
+
+
+@dataclass(frozen=True)
+class RawSendWr:
+    """A verbs-level send WR, passed through unchecked by Python (the core checks it)."""
+
+    wr_id: int
+    opcode: int
+    send_flags: int = 2
+    addr: int = 0
+    length: int = 0
+    lkey: int = 0
+    num_sge: int = 1
+    remote_addr: int = 0
+    rkey: int = 0
+    imm_data: int = 0
+    compare_add: int = 0
+    swap: int = 0
+
+
+@dataclass(frozen=True)
+class RawRecvWr:
+    wr_id: int
+    addr: int = 0
+    length: int = 0
+    lkey: int = 0
+    num_sge: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the application polled: ``wr`` is its WR id (the receive WR's on the
+    responder), ``status`` a :class:`Status`; ``imm`` for notifications."""
+
+    host: str
+    wr: int
+    status: Status
+    opcode: int
+    byte_len: int = 0
+    imm: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.SUCCESS
+
+    def raise_for_status(self) -> Completion:
+        if self.status != Status.SUCCESS:
+            raise CompletionError(self)
+        return self
+
+
+@dataclass(frozen=True)
+class SenderSeen:
+    """One entry of the sender application's view (the spec's ``sndSeen``)."""
+
+    wr: int
+    status: str
+
+
+@dataclass(frozen=True)
+class ReceiverSeen:
+    """One entry of the receiver application's view (the spec's ``rcvSeen``): the
+    notification's sender WR (carried as immediate data; 0 for a flushed receive), the
+    receive WR it consumed, the status, and the regions as read right after polling."""
+
+    wr: int
+    recv: int
+    status: str
+    mem: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class HostState:
+    state: str
+    sent_ctr: bool
+    peer_ctr: int
+    replayed: bool
+    fence: int | None
+    epoch: int
+    outstanding: int
+    held: int
+    buffered: int
+    sends_posted: int
+    sends_completed: int
+    recvs_posted: int
+    recvs_completed: int
+
+
+@dataclass(frozen=True)
+class Stats:
+    failovers: int
+    replayed: int
+    skipped: int
+    refused: int
+    failbacks: int
+    ctl_sent: int
+    ctl_received: int
+    backup_state_bytes: int
+
+
+@dataclass(frozen=True)
+class ImplObservation:
+    """The C core's observable projection: what each application saw, failover states,
+    counters. The model's (`shift.model.observe.Observation`) is the same projection of
+    the spec's state, with per-host pairs as tuples; both `as_dict()` give
+    `shift.vocabulary.OBSERVATION_FIELDS` as keys, and are compared that way."""
+
+    snd_seen: tuple[SenderSeen, ...]
+    rcv_seen: tuple[ReceiverSeen, ...]
+    layer: dict[str, str] = field(hash=False)
+    recv_done: int = 0
+    peer_ctr: dict[str, int] = field(default_factory=dict, hash=False)
+    sent_ctr: dict[str, bool] = field(default_factory=dict, hash=False)
+    replayed: bool = False
+    fence: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The projection with the specification's variable names (spec/State.tla)."""
+        return {
+            "sndSeen": [{"wr": s.wr, "status": s.status} for s in self.snd_seen],
+            "rcvSeen": [
+                {"wr": r.wr, "recv": r.recv, "status": r.status,
+                 "mem": {i + 1: v for i, v in enumerate(r.mem)}}
+                for r in self.rcv_seen
+            ],
+            "layer": dict(self.layer),
+            "recvDone": self.recv_done,
+            "peerCtr": dict(self.peer_ctr),
+            "sentCtr": dict(self.sent_ctr),
+            "replayed": self.replayed,
+            "fence": self.fence or 0,
+        }

@@ -1,0 +1,18 @@
+"""The failover layer's words: a host's states and the steps of its background work.
+
+Names only; their numbers are C's (`enum shift_state`, `enum shift_step` in
+native/include/shift.h), paired with them in `shift.impl.verbs`.
+"""
+
+from __future__ import annotations
+
+# A host's failover state: spec/Failover.tla's `layer[h]`. A goes Default -> Fallback ->
+# WaitSignaled -> WaitDrained -> Default, or to Error (terminal); B Default <-> Fallback.
+LAYER_STATES = ("Default", "Fallback", "WaitSignaled", "WaitDrained", "Error")
+
+# What one Progress(h) did, as `Connection.progress` names it. The specification's
+# Progress has five steps (trigger, handshake, replay, reconnect, release; TLC labels them
+# all `Progress`); the C core adds probe_done and probe_failed for its optional wire probe,
+# and says none when no step was enabled.
+PROGRESS_STEPS = ("none", "trigger", "handshake", "replay", "reconnect", "probe_done",
+                  "probe_failed", "release")
