@@ -38,6 +38,7 @@ NotesTaken == SelectSeq(rcvSeen, LAMBDA e : e.status = "SUCCESS")
 (* Application flow control, as NCCL's: A posts a notification only once *)
 (* B has posted its receive WR, and reuses a buffer (posts a WR writing  *)
 (* a region) only once B took every notification posted before it.      *)
+(* Model: apps.can_post. C: none; the application's own flow control.    *)
 (***************************************************************************)
 CanPost(w) ==
     /\ program[w].note > 0 => recvPosted >= program[w].note
@@ -45,6 +46,7 @@ CanPost(w) ==
            => Len(NotesTaken) >= NotesBefore(program, w - 1)
 
 \* Post WR w on A's QP of path p; a QP in the error state flushes it at once.
+\* Model: apps._post_on. C: post_pend, then the NIC's sn__post_send.
 PostOn(p, w) ==
     /\ sq' = [sq EXCEPT ![p] = Append(@, w)]
     /\ cq' = IF qp["A"][p] = "ERR"
@@ -55,6 +57,7 @@ PostOn(p, w) ==
 (* A's application posts its next WR; the layer routes it by its state:  *)
 (* the default QP; held by the layer until replay; the backup QP; the   *)
 (* fence; held on the default QP; or failed at once after a refusal.    *)
+(* Model: apps.post_send. C: shift_post_send.                             *)
 (***************************************************************************)
 PostSend ==
     /\ posted < Len(program)
@@ -81,12 +84,13 @@ PostSend ==
                                        /\ fence' = w
                                   ELSE UNCHANGED << layer, fence >>
     /\ event' = << "PostSend", "A", posted + 1 >>
-    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, una, nxt, retry, epsn,
-                    saved, rq, qp, wire, link, nic, faults, drops, mem, execs,
-                    copies, queried, rpend, recvDone, sentCtr, peerCtr, replayed,
-                    refused >>
+    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, una, nxt, retry,
+                    responderVars, qp, wire, faultVars, historyVars,
+                    rpend, recvDone, sentCtr, peerCtr, replayed, refused >>
 
 \* Post receive WR r on B's QP of path p; a QP in the error state flushes it.
+\* Model: apps.post_recv (its last lines). C: post_rpend, then the NIC's
+\* sn__post_recv.
 PostRecvOn(p, r) ==
     IF qp["B"][p] = "ERR"
     THEN /\ cq' = [cq EXCEPT !["B"][p] = Append(@, Cqe(0, r, "WR_FLUSH_ERR", 0))]
@@ -96,6 +100,7 @@ PostRecvOn(p, r) ==
 
 \* B's application posts its next receive WR: on the default QP, on the
 \* backup QP once the layer reposted there, or held until it does.
+\* Model: apps.post_recv. C: shift_post_recv.
 PostRecv ==
     /\ recvPosted < NumNotes(program)
     /\ LET r == recvPosted + 1
@@ -105,10 +110,9 @@ PostRecv ==
                 [] sentCtr["B"]           -> PostRecvOn(2, r)
                 [] OTHER                  -> UNCHANGED << rq, cq >>
     /\ event' = << "PostRecv", "B", recvPosted + 1 >>
-    /\ UNCHANGED << program, posted, sndSeen, rcvSeen, sq, una, nxt, retry, epsn,
-                    saved, qp, wire, link, nic, faults, drops, mem, execs, copies,
-                    queried, layer, pending, buffered, sentCtr, peerCtr, replayed,
-                    fence, refused, recvDone >>
+    /\ UNCHANGED << program, posted, sndSeen, rcvSeen, requesterVars, epsn, saved, qp,
+                    wire, faultVars, historyVars, layer, pending, buffered, recvDone,
+                    sentCtr, peerCtr, replayed, fence, refused >>
 
 (* ------------------------------ the layer --------------------------------- *)
 
@@ -116,7 +120,7 @@ PostRecv ==
 ActivePath(h) == IF layer[h] = "Default" THEN 1 ELSE 2
 
 \* The application takes completion c: A sees [wr, status]; B sees the
-\* notification, the receive WR it consumed, and reads memory.
+\* notification, the receive WR it consumed, and reads memory. Model: apps._see.
 SeeA(c) == sndSeen' = Append(sndSeen, [wr |-> c.wr, status |-> c.status])
 SeeB(c) == rcvSeen' = Append(rcvSeen, [wr |-> c.wr, recv |-> c.recv,
                                         status |-> c.status, mem |-> mem])
@@ -127,6 +131,7 @@ Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
 (***************************************************************************)
 (* Host h enters Fallback (steps 1 and 2 above). status: the error that  *)
 (* triggered it, returned for the first WR if the layer refuses.        *)
+(* Model: layer.trigger. C: trigger.                                      *)
 (***************************************************************************)
 Trigger(h, D, status) ==
     LET good == GoodPrefix(cq[h][1])
@@ -156,6 +161,7 @@ Trigger(h, D, status) ==
 (* holds, else from the active QP's CQ. An error CQE from the default    *)
 (* QP starts a failover instead of reaching the application. An error   *)
 (* from the backup QP reaches it: SHIFT as published has no third path. *)
+(* Model: apps.poll_cq. C: shift_poll_step.                               *)
 (***************************************************************************)
 PollCq(h, D) ==
     /\ event' = << "PollCq", h >>
@@ -163,7 +169,7 @@ PollCq(h, D) ==
        THEN /\ IF h = "A" THEN SeeA(Head(buffered[h])) /\ UNCHANGED rcvSeen
                           ELSE SeeB(Head(buffered[h])) /\ UNCHANGED sndSeen
             /\ buffered' = [buffered EXCEPT ![h] = Tail(@)]
-            /\ UNCHANGED << cq, qp, rq, layer, pending, refused, rpend, recvDone >>
+            /\ UNCHANGED << qpVars, rq, layer, pending, refused, rpend, recvDone >>
        ELSE LET p == ActivePath(h)
                 c == Head(cq[h][p])
             IN  /\ cq[h][p] # << >>
@@ -184,19 +190,19 @@ PollCq(h, D) ==
                                 /\ recvDone' = IF c.status = "SUCCESS" THEN recvDone + 1
                                                ELSE recvDone
                                 /\ UNCHANGED << sndSeen, pending >>
-    /\ UNCHANGED << program, posted, recvPosted, sq, una, nxt, retry, epsn, saved,
-                    wire, link, nic, faults, drops, mem, execs, copies, queried,
-                    sentCtr, peerCtr, replayed, fence >>
+    /\ UNCHANGED << program, posted, recvPosted, requesterVars, epsn, saved, wire,
+                    faultVars, historyVars, sentCtr, peerCtr, replayed, fence >>
 
-\* Every variable Progress leaves alone unless a step says otherwise.
-ProgressFrame == << program, posted, recvPosted, sndSeen, rcvSeen, link, nic, faults,
-                    drops, mem, execs, copies >>
+\* What Progress never changes: the applications, the faults, B's memory and its
+\* history but queried (which Replay sets).
+ProgressFrame == << appVars, faultVars, mem, execs, copies >>
 
 \* The QP pairs' transport state, which only a reconnect resets.
 PsnState == << una, nxt, retry, epsn, saved >>
 
 \* Step 3: repost the outstanding receive WRs on the backup QP, then send the
 \* counter of completed receives over the backup path.
+\* Model: layer.handshake. C: handshake (and its send_counter).
 Handshake(h) ==
     /\ layer[h] = "Fallback" /\ ~sentCtr[h]
     /\ IF h = "B" /\ qp["B"][2] = "RTS"
@@ -229,6 +235,8 @@ Handshake(h) ==
 (*              responder NIC's expected PSN (hidden transport state). *)
 (*  "flag"    - NCCL: the receiver set the completion flag of w's       *)
 (*              message when its application polled the notification.   *)
+(* Model: layer.skip (MessageOf: layer.message_of). C: the filter in      *)
+(* replay, which has "none" and "counter" only.                           *)
 (***************************************************************************)
 
 \* The notification that ends the message WR w belongs to (0: none).
@@ -248,7 +256,9 @@ Skip(D, w) ==
                                /\ \E i \in DOMAIN NotesTaken :
                                       NotesTaken[i].wr = NoteWr(program, MessageOf(w))
 
-\* Step 4: re-post A's outstanding WRs on the backup QP, except those D.skip names.
+\* Step 4: re-post A's outstanding WRs on the backup QP, except those D.skip
+\* names; a skipped signaled WR is reported successful.
+\* Model: layer.replay. C: replay.
 Replay(D) ==
     /\ layer["A"] = "Fallback" /\ sentCtr["A"] /\ peerCtr["A"] >= 0 /\ ~replayed["A"]
     /\ LET keep    == SubAt(pending, { i \in DOMAIN pending : ~Skip(D, pending[i]) })
@@ -269,6 +279,7 @@ Replay(D) ==
 
 \* Step 5a: the default path is healthy again; reconnect its QP pair (both
 \* ends start afresh) and probe it; then wait for the fence.
+\* Model: layer.reconnect. C: reconnect (its probe: probe_check).
 Reconnect(D) ==
     /\ D.failBack /\ Recover
     /\ layer["A"] = "Fallback" /\ replayed["A"] /\ PathHealthy(1)
@@ -286,6 +297,7 @@ Reconnect(D) ==
 
 \* Step 5b: the fence completed on the backup path, so every WR before it did:
 \* notify B on the default path alone and release the held WRs.
+\* Model: layer.release. C: release (once fence_done).
 Release ==
     /\ layer["A"] = "WaitDrained" /\ fence \notin Range(pending)
     \* A dead NIC sends nothing: the notice is lost with it.
@@ -298,13 +310,15 @@ Release ==
     /\ peerCtr' = [peerCtr EXCEPT !["A"] = -1]
     /\ replayed' = [replayed EXCEPT !["A"] = FALSE]
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << sq, rq, qp, cq, queried, pending, buffered, rpend, recvDone,
+    /\ UNCHANGED << sq, rq, qpVars, queried, pending, buffered, rpend, recvDone,
                     refused >>
 
 (***************************************************************************)
 (* One step of the layer's background work on host h: woken by the      *)
 (* peer's counter, the handshake, the replay, or a fail-back step. At   *)
 (* most one is enabled at a time, so Progress(h) is deterministic.      *)
+(* Model: layer.progress (layer.progress_all lists every enabled step).  *)
+(* C: shift_progress.                                                     *)
 (***************************************************************************)
 Progress(h, D) ==
     /\ D.failover
@@ -326,6 +340,9 @@ Progress(h, D) ==
 (* every receive WR its application is still owed: those still on the  *)
 (* backup QP, and those the backup NIC flushed if it failed meanwhile   *)
 (* (docs/findings.md: without this a flushed receive WR was lost).      *)
+(* Model: layer.deliver_control (the event Deliver, next.deliver).       *)
+(* C: sn_deliver hands it to shift_ctl_input; the fail-back notice is    *)
+(* move_receives_back.                                                    *)
 (***************************************************************************)
 DeliverControl(p, d) ==
     /\ wire[p][d] # << >>
@@ -350,12 +367,16 @@ DeliverControl(p, d) ==
                    /\ peerCtr' = [peerCtr EXCEPT !["B"] = -1]
               ELSE UNCHANGED << rq, cq, layer, buffered, rpend, recvDone, sentCtr, peerCtr >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
-                    retry, epsn, saved, qp, link, nic, faults, drops, mem, execs,
-                    copies, queried, pending, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, requesterVars, epsn, saved, qp, faultVars, historyVars,
+                    pending, replayed, fence, refused >>
 
-(* ------------------------------ the system -------------------------------- *)
+(* ------------------------- Init, Next, fairness -------------------------- *)
 
+(***************************************************************************)
+(* A's application picks one of the Workloads; every queue is empty,     *)
+(* every QP ready to send, every link and NIC up, both layers in Default. *)
+(* Model: state.initial. C: sn_fabric_create, then shift_sim_connect.    *)
+(***************************************************************************)
 Init ==
     /\ program \in { Program(k) : k \in Workloads }
     /\ posted = 0 /\ recvPosted = 0
@@ -381,15 +402,39 @@ Init ==
     /\ fence = 0 /\ refused = {}
     /\ event = << "Init" >>
 
-FailoverNext(D) ==
+(***************************************************************************)
+(* The system: the protocol as the applications, the NICs and the layer  *)
+(* run it - posts and polls, the requester's transmissions and its       *)
+(* retransmission timer, the wire carrying packets to the other end, and *)
+(* the layer's background steps. Every one of its actions is weakly fair *)
+(* (FailoverFairness).                                                    *)
+(* Model: next.successors, the events whose action is in               *)
+(* next.FAIR_ACTIONS. C: the NICs' sn_* steps and the layer's shift_*   *)
+(* calls, which the tests' drivers schedule.                              *)
+(***************************************************************************)
+System(D) ==
     \/ PostSend \/ PostRecv
     \/ \E p \in Paths : Transmit(p) \/ Timeout(p)
     \/ \E p \in Paths, d \in Directions :
-           DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d) \/ Drop(p, d)
-    \/ FaultNext
+           DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d)
     \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D)
 
-\* Every step but the wire's losses and the faults happens if it stays possible.
+(***************************************************************************)
+(* The environment: what happens to the system, and need not happen - the *)
+(* wire loses a packet (Drop), links and NICs fail and come back          *)
+(* (FaultNext). None of it is fair.                                       *)
+(* Model: next.successors, the events of the vocabulary's FAULT_EVENTS. *)
+(* C: sn_drop, sn_link_down, sn_link_up, sn_nic_fail, sn_nic_recover.    *)
+(***************************************************************************)
+Environment ==
+    \/ \E p \in Paths, d \in Directions : Drop(p, d)
+    \/ FaultNext
+
+\* A design's Next: D.staged picks the responder, D the layer's choices.
+FailoverNext(D) == System(D) \/ Environment
+
+\* Weak fairness on every action of System(D), one conjunct per disjunct and
+\* argument: each happens if it stays possible. Model: next.fairness_class.
 FailoverFairness(D) ==
     /\ WF_vars(PostSend) /\ WF_vars(PostRecv)
     /\ \A p \in Paths : WF_vars(Transmit(p)) /\ WF_vars(Timeout(p))

@@ -2,32 +2,32 @@
 (***************************************************************************)
 (* Link and NIC faults on the paths in FaultPaths, at most MaxFaults of  *)
 (* them; with Recover, a failed link or NIC may come back (the QPs stay  *)
-(* in the error state until the failover layer reconnects them).         *)
+(* in the error state until the failover layer reconnects them). With    *)
+(* Drop, these are the environment: none of them is fair.                 *)
 (***************************************************************************)
 EXTENDS RCTransport
 
 NoWire == [d \in Directions |-> << >>]
 
-\* The packets in flight on a failing path are lost.
+\* A link fails; the packets in flight on its path are lost.
+\* Model: faults.link_down. C: sn_link_down.
 LinkDown(p) ==
     /\ p \in FaultPaths /\ faults < MaxFaults /\ link[p]
     /\ link' = [link EXCEPT ![p] = FALSE]
     /\ wire' = [wire EXCEPT ![p] = NoWire]
     /\ faults' = faults + 1
     /\ event' = << "LinkDown", p >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
-                    retry, epsn, saved, rq, qp, cq, nic, drops, mem, execs, copies,
-                    queried, layer, pending, buffered, rpend, recvDone, sentCtr,
-                    peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qpVars, nic, drops,
+                    historyVars, layerVars >>
 
+\* A failed link comes back (with Recover); the QPs stay as they are.
+\* Model: faults.link_up. C: sn_link_up.
 LinkUp(p) ==
     /\ Recover /\ ~link[p]
     /\ link' = [link EXCEPT ![p] = TRUE]
     /\ event' = << "LinkUp", p >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
-                    retry, epsn, saved, rq, qp, cq, wire, nic, faults, drops, mem,
-                    execs, copies, queried, layer, pending, buffered, rpend,
-                    recvDone, sentCtr, peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qpVars, wire, nic, faults,
+                    drops, historyVars, layerVars >>
 
 (***************************************************************************)
 (* NIC p of host h dies. Its driver moves the NIC's QP to the error state *)
@@ -35,6 +35,7 @@ LinkUp(p) ==
 (* unacknowledged one, B's receive WRs. CQEs already in host memory      *)
 (* survive. B's responder state (expected PSN, saved atomics) is no      *)
 (* longer reachable by anyone but a design that drops opacity.           *)
+(* Model: faults.nic_fail. C: sn_nic_fail.                                 *)
 (***************************************************************************)
 NicFail(h, p) ==
     /\ p \in FaultPaths /\ faults < MaxFaults /\ nic[h][p]
@@ -50,20 +51,19 @@ NicFail(h, p) ==
                         @ \o [i \in DOMAIN rq[p] |-> Cqe(0, rq[p][i], "WR_FLUSH_ERR", 0)]]
             /\ rq' = [rq EXCEPT ![p] = << >>]
     /\ event' = << "NicFail", h, p >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
-                    retry, epsn, saved, link, drops, mem, execs, copies, queried,
-                    layer, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                    replayed, fence, refused >>
+    /\ UNCHANGED << appVars, requesterVars, epsn, saved, link, drops, historyVars,
+                    layerVars >>
 
+\* A failed NIC comes back (with Recover); its QPs stay in the error state.
+\* Model: faults.nic_recover. C: sn_nic_recover.
 NicRecover(h, p) ==
     /\ Recover /\ ~nic[h][p]
     /\ nic' = [nic EXCEPT ![h][p] = TRUE]
     /\ event' = << "NicRecover", h, p >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
-                    retry, epsn, saved, rq, qp, cq, wire, link, faults, drops, mem,
-                    execs, copies, queried, layer, pending, buffered, rpend,
-                    recvDone, sentCtr, peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qpVars, wire, link, faults,
+                    drops, historyVars, layerVars >>
 
+\* Every fault and recovery: Failover's Environment, with Drop.
 FaultNext ==
     \/ \E p \in Paths : LinkDown(p) \/ LinkUp(p)
     \/ \E h \in Hosts, p \in Paths : NicFail(h, p) \/ NicRecover(h, p)

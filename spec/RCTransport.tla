@@ -24,6 +24,7 @@ Flushed(ws) == [i \in DOMAIN ws |-> Cqe(ws[i], 0, "WR_FLUSH_ERR", 0)]
 (***************************************************************************)
 (* A's NIC sends the next request of path p's send queue. The failover   *)
 (* layer holds path 1's doorbell while it waits for the fence to drain. *)
+(* Model: transport.transmit. C: sn_transmit.                             *)
 (***************************************************************************)
 Transmit(p) ==
     /\ qp["A"][p] = "RTS"
@@ -32,10 +33,8 @@ Transmit(p) ==
     /\ wire' = Send(p, "AtoB", [kind |-> "req", psn |-> nxt[p], wr |-> sq[p][nxt[p]]])
     /\ nxt' = [nxt EXCEPT ![p] = @ + 1]
     /\ event' = << "Transmit", "A", p >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, retry,
-                    epsn, saved, rq, qp, cq, link, nic, faults, drops, mem, execs,
-                    copies, queried, layer, pending, buffered, rpend, recvDone,
-                    sentCtr, peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, sq, una, retry, responderVars, qpVars, faultVars,
+                    historyVars, layerVars >>
 
 (***************************************************************************)
 (* B's responder executes the request for WR w with the expected PSN on  *)
@@ -44,6 +43,8 @@ Transmit(p) ==
 (* the payload lands in a staging buffer and B's CPU copies it into      *)
 (* place only the first time WR w arrives: deduplication by sequence     *)
 (* number, paid for with a copy.                                          *)
+(* Model: transport._execute. C: responder, its expected-PSN branch (the *)
+(* C core has no staging).                                               *)
 (***************************************************************************)
 Execute(p, w, psn, staged, rest) ==
     LET x     == program[w]
@@ -68,6 +69,7 @@ Execute(p, w, psn, staged, rest) ==
 
 \* What a duplicate request is answered with: a READ re-reads memory, an
 \* atomic returns its saved result.
+\* Model: transport.duplicate_val. C: responder, its duplicate branch.
 DuplicateVal(p, w, psn) ==
     LET x == program[w]
     IN  CASE x.op = "READ"      -> mem[x.region]
@@ -75,23 +77,27 @@ DuplicateVal(p, w, psn) ==
           [] OTHER              -> 0
 
 \* B's responder handles the request m that arrived on path p; rest is the
-\* wire without m.
+\* wire without m. It executes the expected PSN, re-ACKs a duplicate without
+\* executing it, and discards a request ahead of it, one that finds no receive
+\* WR, or any that reaches a dead NIC or a QP in ERR.
+\* Model: transport._respond. C: responder.
 Respond(p, m, staged, rest) ==
     LET x == program[m.wr]
         rnr == x.op \in TwoSided /\ rq[p] = << >> /\ ~(staged /\ execs[m.wr] > 0)
     IN  IF ~(nic["B"][p] /\ qp["B"][p] = "RTS") \/ m.psn > epsn[p]
            \/ (m.psn = epsn[p] /\ rnr)
         THEN /\ wire' = rest
-             /\ UNCHANGED << epsn, saved, rq, cq, mem, execs, copies >>
+             /\ UNCHANGED << responderVars, cq, mem, execs, copies >>
         ELSE IF m.psn = epsn[p]
         THEN Execute(p, m.wr, m.psn, staged, rest)
         ELSE /\ wire' = Push(rest, p, "BtoA", [kind |-> "ack", psn |-> m.psn,
                                                val |-> DuplicateVal(p, m.wr, m.psn)])
-             /\ UNCHANGED << epsn, saved, rq, cq, mem, execs, copies >>
+             /\ UNCHANGED << responderVars, cq, mem, execs, copies >>
 
 \* A's requester handles the cumulative ACK m on path p: every WR up to its
 \* PSN is complete; the signaled ones get a successful CQE. A QP in the error
 \* state ignores it.
+\* Model: transport._acknowledge. C: requester_ack.
 Acknowledge(p, m) ==
     IF qp["A"][p] = "RTS" /\ m.psn >= una[p]
     THEN LET done == SelectSeq(SubSeq(sq[p], una[p], m.psn), Signaled)
@@ -103,8 +109,11 @@ Acknowledge(p, m) ==
     ELSE UNCHANGED << cq, una, retry >>
 
 (***************************************************************************)
-(* The packet at the head of path p's channel in direction d arrives.    *)
+(* The request or ACK at the head of path p's channel in direction d     *)
+(* arrives: B's responder answers a request, A's requester takes an ACK. *)
 (* Control messages of the failover layer are delivered by Failover.    *)
+(* Model: transport.deliver_packet (the event Deliver, next.deliver).    *)
+(* C: sn_deliver, then responder or requester_ack.                       *)
 (***************************************************************************)
 DeliverPacket(p, d, staged) ==
     /\ wire[p][d] # << >>
@@ -116,16 +125,16 @@ DeliverPacket(p, d, staged) ==
                 /\ UNCHANGED << una, retry >>
            ELSE /\ Acknowledge(p, m)
                 /\ wire' = rest
-                /\ UNCHANGED << epsn, saved, rq, mem, execs, copies >>
+                /\ UNCHANGED << responderVars, mem, execs, copies >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, nxt, qp,
-                    link, nic, faults, drops, queried, layer, pending, buffered,
-                    rpend, recvDone, sentCtr, peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, sq, nxt, qp, faultVars, queried, layerVars >>
 
 (***************************************************************************)
 (* The wire loses the packet at the head of a channel of a path that may *)
 (* fail. Control messages are carried reliably while their path lives    *)
-(* (they ride an RC QP whose retransmissions are not modelled).          *)
+(* (they ride an RC QP whose retransmissions are not modelled). Part of  *)
+(* the environment: no fairness.                                          *)
+(* Model: transport.drop. C: sn_drop.                                      *)
 (***************************************************************************)
 Drop(p, d) ==
     /\ p \in FaultPaths
@@ -135,14 +144,15 @@ Drop(p, d) ==
     /\ wire' = [wire EXCEPT ![p][d] = Tail(@)]
     /\ drops' = drops + 1
     /\ event' = << "Drop", p, d >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt,
-                    retry, epsn, saved, rq, qp, cq, link, nic, faults, mem, execs,
-                    copies, queried, layer, pending, buffered, rpend, recvDone,
-                    sentCtr, peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qpVars, link, nic, faults,
+                    historyVars, layerVars >>
 
 (***************************************************************************)
 (* A's retransmission timer on path p fires: some transmitted WR is      *)
-(* unacknowledged and nothing is left in flight to acknowledge it.       *)
+(* unacknowledged and nothing is left in flight to acknowledge it. It is *)
+(* the requester NIC's own timer, weakly fair like the rest of System.   *)
+(* Model: transport.timeout. C: sn__timeout (through sn_timeout and      *)
+(* shift_sim_timeout).                                                    *)
 (***************************************************************************)
 Timeout(p) ==
     /\ qp["A"][p] = "RTS"
@@ -151,15 +161,13 @@ Timeout(p) ==
     /\ IF retry[p] > 0
        THEN /\ nxt' = [nxt EXCEPT ![p] = una[p]]
             /\ retry' = [retry EXCEPT ![p] = @ - 1]
-            /\ UNCHANGED << qp, cq >>
+            /\ UNCHANGED qpVars
        ELSE /\ qp' = [qp EXCEPT !["A"][p] = "ERR"]
             /\ cq' = [cq EXCEPT !["A"][p] =
                         @ \o << Cqe(sq[p][una[p]], 0, "RETRY_EXC_ERR", 0) >>
                           \o Flushed(SubSeq(sq[p], una[p] + 1, Len(sq[p])))]
             /\ UNCHANGED << nxt, retry >>
     /\ event' = << "Timeout", "A", p >>
-    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, epsn,
-                    saved, rq, wire, link, nic, faults, drops, mem, execs, copies,
-                    queried, layer, pending, buffered, rpend, recvDone, sentCtr,
-                    peerCtr, replayed, fence, refused >>
+    /\ UNCHANGED << appVars, sq, una, responderVars, wire, faultVars, historyVars,
+                    layerVars >>
 =============================================================================

@@ -5,6 +5,13 @@
 (* the same with NIC 2). Path 1 is the default, path 2 the backup.       *)
 (* Application traffic flows from A (requester) to B (responder); the    *)
 (* failover layer runs on both hosts and talks in both directions.       *)
+(*                                                                         *)
+(* The variables come in groups, each a tuple (appVars, requesterVars,  *)
+(* ...) with its type invariant beside it: actions say UNCHANGED over    *)
+(* groups, and TypeOK is the conjunction of the groups' types. Every    *)
+(* group is declared here, not in the module of its concern, because    *)
+(* the modules extend one another in a line and the first of them to    *)
+(* write a frame (RCTransport) must already name every group.           *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, Workloads
 
@@ -23,35 +30,126 @@ Peer(h) == IF h = "A" THEN "B" ELSE "A"
 \* The direction a host sends in.
 From(h) == IF h = "A" THEN "AtoB" ELSE "BtoA"
 
+\* The values a variable may hold, besides numbers and the programs' WRs.
+Statuses   == {"SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"}  \* of a completion
+QpStates   == {"RTS", "ERR"}
+LayerModes == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
+PSNs       == Nat \ {0}  \* packet sequence numbers: a WR's index in its send queue
+
+(* ---------------------------- the applications ---------------------------- *)
 VARIABLES
-    \* -- the applications --
     program,     \* the WRs A's application posts, in order
     posted,      \* how many of them it has posted
     recvPosted,  \* how many receive WRs B's application has posted
     sndSeen,     \* the completions A's application polled: [wr, status]
-    rcvSeen,     \* what B's application polled: [wr, recv, status, mem]
-    \* -- A's requester, per path --
+    rcvSeen      \* what B's application polled: [wr, recv, status, mem]
+
+appVars == << program, posted, recvPosted, sndSeen, rcvSeen >>
+
+\* A's WRs are numbered by their place in the program, B's receive WRs by the
+\* place of the notification each is for.
+WrIds   == DOMAIN program
+RecvIds == 1..NumNotes(program)
+
+AppTypeOK ==
+    /\ program \in Seq(WRs)
+    /\ posted \in 0..Len(program)
+    /\ recvPosted \in 0..NumNotes(program)
+    /\ sndSeen \in Seq([wr : WrIds, status : Statuses])
+    \* wr 0: a flushed receive WR, which no WR consumed.
+    /\ rcvSeen \in Seq([wr : {0} \cup WrIds, recv : RecvIds, status : Statuses,
+                        mem : [Regions -> Nat]])
+
+(* ----------------------- A's requester, per path ------------------------ *)
+VARIABLES
     sq,          \* the send queue: WR ids; a WR's PSN is its index
     una,         \* PSN of the oldest unacknowledged WR
     nxt,         \* PSN of the next WR to transmit
-    retry,       \* retries left
-    \* -- B's responder, per path --
+    retry        \* retries left
+
+requesterVars == << sq, una, nxt, retry >>
+
+RequesterTypeOK ==
+    /\ sq \in [Paths -> Seq(WrIds)]
+    /\ una \in [Paths -> PSNs]
+    /\ nxt \in [Paths -> PSNs]
+    /\ retry \in [Paths -> 0..MaxRetries]
+
+(* ----------------------- B's responder, per path ------------------------ *)
+VARIABLES
     epsn,        \* expected PSN
     saved,       \* results of executed atomics: set of <<psn, value>>
-    rq,          \* the receive queue: receive WR ids
-    \* -- both hosts, per path --
+    rq           \* the receive queue: receive WR ids
+
+responderVars == << epsn, saved, rq >>
+
+ResponderTypeOK ==
+    /\ epsn \in [Paths -> PSNs]
+    /\ saved \in [Paths -> SUBSET (PSNs \X Nat)]
+    /\ rq \in [Paths -> Seq(RecvIds)]
+
+(* ----------------------- the QPs, per host and path ---------------------- *)
+VARIABLES
     qp,          \* QP state: "RTS" or "ERR"
-    cq,          \* completion queue entries: [wr, recv, status, val]
-    \* -- the wire, per path and direction: FIFO channels of packets --
-    wire,
-    \* -- faults --
-    link, nic, faults, drops,
-    \* -- B's memory, and history variables the properties read --
+    cq           \* completion queue entries: [wr, recv, status, val]
+
+qpVars == << qp, cq >>
+
+\* A completion queue entry. recv: the receive WR a two-sided WR consumed (0 on
+\* the sender's side); val: what a READ or atomic returned. wr 0: a flushed
+\* receive WR.
+Cqe(w, r, status, val) == [wr |-> w, recv |-> r, status |-> status, val |-> val]
+Cqes == [wr : {0} \cup WrIds, recv : {0} \cup RecvIds, status : Statuses, val : Nat]
+
+QpTypeOK ==
+    /\ qp \in [Hosts -> [Paths -> QpStates]]
+    /\ cq \in [Hosts -> [Paths -> Seq(Cqes)]]
+
+(* ---------- the wire, per path and direction: FIFO channels ------------- *)
+VARIABLE
+    wire
+
+\* A request for a WR, its (cumulative) ACK with what a READ or atomic
+\* returned, or a control message of the failover layer.
+Packets ==
+    [kind : {"req"}, psn : PSNs, wr : WrIds]
+    \cup [kind : {"ack"}, psn : PSNs, val : Nat]
+    \cup [kind : {"ctl"}, what : {"counter", "failback"}, count : Nat]
+
+WireTypeOK == wire \in [Paths -> [Directions -> Seq(Packets)]]
+
+(* -------------------------------- faults -------------------------------- *)
+VARIABLES
+    link,        \* per path: is the link up?
+    nic,         \* per host and path: is the NIC alive?
+    faults,      \* LinkDown and NicFail events so far
+    drops        \* packets the wire lost so far
+
+faultVars == << link, nic, faults, drops >>
+
+FaultTypeOK ==
+    /\ link \in [Paths -> BOOLEAN]
+    /\ nic \in [Hosts -> [Paths -> BOOLEAN]]
+    /\ faults \in 0..MaxFaults
+    /\ drops \in 0..MaxDrops
+
+(* ------- B's memory, and history variables the properties read ---------- *)
+VARIABLES
     mem,         \* region -> value
     execs,       \* WR id -> times its effect was applied at B
     copies,      \* payload copies made by a CPU (zero-copy designs make none)
-    queried,     \* did a decision read the responder NIC's transport state?
-    \* -- the failover layer --
+    queried      \* did a decision read the responder NIC's transport state?
+
+historyVars == << mem, execs, copies, queried >>
+
+HistoryTypeOK ==
+    /\ mem \in [Regions -> Nat]
+    /\ execs \in [WrIds -> Nat]
+    /\ copies \in Nat
+    /\ queried \in BOOLEAN
+
+(* --------------------------- the failover layer --------------------------- *)
+VARIABLES
     layer,       \* per host: Default, Fallback, WaitSignaled, WaitDrained, Error
     pending,     \* A: WRs posted and not yet known complete, in post order
     buffered,    \* per host: completions held for the application
@@ -61,25 +159,64 @@ VARIABLES
     peerCtr,     \* per host: the counter the peer sent, -1 before it arrives
     replayed,    \* per host: has it replayed its outstanding sends?
     fence,       \* A: the WR fail-back waits for, 0 when none
-    refused,     \* A: WRs the layer failed on purpose (atomic in flight)
-    \* -- the event that produced this state: <<name, args...>> --
-    event
+    refused      \* A: WRs the layer failed on purpose (atomic in flight)
 
-vars == << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt, retry,
-           epsn, saved, rq, qp, cq, wire, link, nic, faults, drops, mem, execs,
-           copies, queried, layer, pending, buffered, rpend, recvDone, sentCtr,
-           peerCtr, replayed, fence, refused, event >>
+layerVars == << layer, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
+                replayed, fence, refused >>
+
+LayerTypeOK ==
+    /\ layer \in [Hosts -> LayerModes]
+    /\ pending \in Seq(WrIds)
+    /\ buffered \in [Hosts -> Seq(Cqes)]
+    /\ rpend \in Seq(RecvIds)
+    /\ recvDone \in Nat
+    /\ sentCtr \in [Hosts -> BOOLEAN]
+    /\ peerCtr \in [Hosts -> {-1} \cup Nat]
+    /\ replayed \in [Hosts -> BOOLEAN]
+    /\ fence \in {0} \cup WrIds
+    /\ refused \in SUBSET WrIds
+
+(* ---------------- how the state was reached (not in View) ---------------- *)
+VARIABLE
+    event        \* the event that produced this state: <<name, args...>>
+
+\* The event vocabulary of docs/design.md: one name per event, its arguments.
+Events ==
+    { << "Init" >> }
+    \cup ({"PostSend"} \X {"A"} \X WrIds)
+    \cup ({"PostRecv"} \X {"B"} \X RecvIds)
+    \cup ({"PollCq", "Progress"} \X Hosts)
+    \cup ({"Transmit", "Timeout"} \X {"A"} \X Paths)
+    \cup ({"Deliver", "Drop"} \X Paths \X Directions)
+    \cup ({"LinkDown", "LinkUp"} \X Paths)
+    \cup ({"NicFail", "NicRecover"} \X Hosts \X Paths)
+
+EventTypeOK == event \in Events
+
+(* -------------------------------------------------------------------------- *)
+
+vars == << appVars, requesterVars, responderVars, qpVars, wire, faultVars,
+           historyVars, layerVars, event >>
 
 \* Everything but the event: two states that differ only in how they were
 \* reached are one state.
-View == << program, posted, recvPosted, sndSeen, rcvSeen, sq, una, nxt, retry,
-           epsn, saved, rq, qp, cq, wire, link, nic, faults, drops, mem, execs,
-           copies, queried, layer, pending, buffered, rpend, recvDone, sentCtr,
-           peerCtr, replayed, fence, refused >>
+View == << appVars, requesterVars, responderVars, qpVars, wire, faultVars,
+           historyVars, layerVars >>
 
-\* A completion queue entry. recv: the receive WR a two-sided WR consumed (0 on
-\* the sender's side); val: what a READ or atomic returned.
-Cqe(w, r, status, val) == [wr |-> w, recv |-> r, status |-> status, val |-> val]
+\* The shape of every variable. Checked at bound small for every design
+\* (tests/spec/test_typeok.py); not a column of the trilemma table.
+TypeOK ==
+    /\ AppTypeOK
+    /\ RequesterTypeOK
+    /\ ResponderTypeOK
+    /\ QpTypeOK
+    /\ WireTypeOK
+    /\ FaultTypeOK
+    /\ HistoryTypeOK
+    /\ LayerTypeOK
+    /\ EventTypeOK
+
+(* ------------------------------- helpers --------------------------------- *)
 
 PathHealthy(p) == link[p] /\ nic["A"][p] /\ nic["B"][p]
 

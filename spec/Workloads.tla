@@ -22,6 +22,10 @@ Regions == {1}
 WR(op, region, value, signaled, note) ==
     [op |-> op, region |-> region, value |-> value, signaled |-> signaled, note |-> note]
 
+\* Every such record: the type of a program's elements.
+WRs == [op : OneSided \cup TwoSided, region : {0} \cup Regions, value : Nat,
+        signaled : BOOLEAN, note : Nat]
+
 (***************************************************************************)
 (* 1: NCCL's Simple protocol: an unsignaled bulk WRITE, then a signaled  *)
 (*    WRITE_WITH_IMM telling the receiver the data is there.             *)
