@@ -3,7 +3,7 @@ per notification, and either polls through the failover layer."""
 
 from __future__ import annotations
 
-from shift.model.config import Bound, DesignRecord
+from shift.model.config import Constants, DesignRecord
 from shift.model.layer import trigger
 from shift.model.state import (
     DEFAULT,
@@ -47,7 +47,7 @@ def _post_on(s: State, p: int, w: int) -> State:
     return s
 
 
-def post_send(s: State, d: DesignRecord, b: Bound, host: str, wr: int) -> State | None:
+def post_send(s: State, d: DesignRecord, b: Constants, host: str, wr: int) -> State | None:
     """A's application posts its next WR (the event names it: wr = posted + 1); the layer
     routes it by its state."""
     w = s.posted + 1
@@ -70,7 +70,7 @@ def post_send(s: State, d: DesignRecord, b: Bound, host: str, wr: int) -> State 
     raise ValueError(f"PostSend: no CASE arm for layer {mode!r}")
 
 
-def post_recv(s: State, d: DesignRecord, b: Bound, host: str, recv: int) -> State | None:
+def post_recv(s: State, d: DesignRecord, b: Constants, host: str, recv: int) -> State | None:
     """B's application posts its next receive WR: on the default QP, on the backup QP
     once the layer reposted there, or held until it does."""
     r = s.recvPosted + 1
@@ -95,7 +95,7 @@ def _see(s: State, h: int, c: Cqe) -> State:
     return s._replace(rcvSeen=s.rcvSeen + (RcvSeen(c.wr, c.recv, c.status, s.mem),))
 
 
-def poll_cq(s: State, d: DesignRecord, b: Bound, host: str) -> State | None:
+def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
     """The application polls; the layer answers from what it holds, else from the active
     QP's CQ. An error from the default QP starts a failover instead of reaching the
     application; one from the backup QP reaches it (and puts A's layer in Error)."""

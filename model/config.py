@@ -34,7 +34,7 @@ class DesignRecord:
 
 
 @dataclass(frozen=True)
-class Bound:
+class Constants:
     """The CONSTANTS of State.tla."""
 
     name: str
@@ -82,8 +82,8 @@ def _int(name: str, given: object) -> int:
     raise SpecError(f"bound constant {name} = {given!r}: expected an integer")
 
 
-def bound_from_constants(name: str, constants: dict[str, str]) -> Bound:
-    """A Bound from the cfg literals of designs.toml (as `Catalog.bounds[...]` holds them)."""
+def bound_from_constants(name: str, constants: dict[str, str]) -> Constants:
+    """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`)."""
     need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover")
     missing = [k for k in need if k not in constants]
     if missing:
@@ -94,7 +94,7 @@ def bound_from_constants(name: str, constants: dict[str, str]) -> Bound:
         raise SpecError(f"bound {name}: {e}") from None
     if not isinstance(v["Recover"], bool):
         raise SpecError(f"bound {name}: Recover = {v['Recover']!r}: expected TRUE or FALSE")
-    return Bound(name, _ints("Workloads", v["Workloads"]), _int("MaxRetries", v["MaxRetries"]),
+    return Constants(name, _ints("Workloads", v["Workloads"]), _int("MaxRetries", v["MaxRetries"]),
                  _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
                  frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"])
 
@@ -106,7 +106,7 @@ def design(name: str, catalog: Catalog | None = None) -> DesignRecord:
     return _record_from_module(d.name, catalog.spec_dir / f"{d.module}.tla")
 
 
-def bound(name: str, catalog: Catalog | None = None) -> Bound:
+def bound(name: str, catalog: Catalog | None = None) -> Constants:
     catalog = catalog or load_catalog()
     b = catalog.bound(name)
     return bound_from_constants(b.name, b.constants)

@@ -3,13 +3,13 @@ Recover, a failed link or NIC comes back (its QPs stay in the error state)."""
 
 from __future__ import annotations
 
-from shift.model.config import Bound, DesignRecord
+from shift.model.config import Constants, DesignRecord
 from shift.model.state import ERR, FLUSH, HOST, Cqe, State, set_at, set_in
 
 NO_WIRE: tuple[tuple[()], tuple[()]] = ((), ())
 
 
-def link_down(s: State, d: DesignRecord, b: Bound, p: int) -> State | None:
+def link_down(s: State, d: DesignRecord, b: Constants, p: int) -> State | None:
     """The packets in flight on a failing path are lost."""
     i = p - 1
     if p not in b.fault_paths or s.faults >= b.max_faults or not s.link[i]:
@@ -18,14 +18,14 @@ def link_down(s: State, d: DesignRecord, b: Bound, p: int) -> State | None:
                       faults=s.faults + 1)
 
 
-def link_up(s: State, d: DesignRecord, b: Bound, p: int) -> State | None:
+def link_up(s: State, d: DesignRecord, b: Constants, p: int) -> State | None:
     i = p - 1
     if not b.recover or s.link[i]:
         return None
     return s._replace(link=set_at(s.link, i, True))
 
 
-def nic_fail(s: State, d: DesignRecord, b: Bound, host: str, p: int) -> State | None:
+def nic_fail(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
     """NIC p of host dies: its QP goes to the error state and its driver flushes the
     outstanding WRs (A's send WRs from the oldest unacknowledged, B's receive WRs); CQEs
     already in host memory survive."""
@@ -43,7 +43,7 @@ def nic_fail(s: State, d: DesignRecord, b: Bound, host: str, p: int) -> State | 
     return s2._replace(cq=set_in(s.cq, 1, i, s.cq[1][i] + flushed), rq=set_at(s.rq, i, ()))
 
 
-def nic_recover(s: State, d: DesignRecord, b: Bound, host: str, p: int) -> State | None:
+def nic_recover(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
     h, i = HOST[host], p - 1
     if not b.recover or s.nic[h][i]:
         return None

@@ -6,7 +6,7 @@ Hosts are indices here (0: A, 1: B); `design.skip` selects the replay filter.
 
 from __future__ import annotations
 
-from shift.model.config import Bound, DesignRecord
+from shift.model.config import Constants, DesignRecord
 from shift.model.state import (
     ATOMICS,
     DEFAULT,
@@ -123,7 +123,7 @@ def replay(s: State, d: DesignRecord) -> State | None:
                       queried=s.queried or d.readsResponder)
 
 
-def reconnect(s: State, d: DesignRecord, b: Bound) -> State | None:
+def reconnect(s: State, d: DesignRecord, b: Constants) -> State | None:
     """Step 5a: the default path is healthy again: reconnect its QP pair (both ends start
     afresh), probe it, and wait for the fence."""
     if not (d.failBack and b.recover and s.layer[0] == FALLBACK and s.replayed[0]
@@ -150,7 +150,7 @@ def release(s: State) -> State | None:
                       replayed=set_at(s.replayed, 0, False))
 
 
-def progress_all(s: State, d: DesignRecord, b: Bound, host: str) -> list[State]:
+def progress_all(s: State, d: DesignRecord, b: Constants, host: str) -> list[State]:
     """Every successor of Progress(host): one per enabled disjunct, as TLC generates them.
     The spec says at most one is enabled at a time; `progress` relies on it."""
     if not d.failover:
@@ -170,14 +170,15 @@ class Nondeterministic(Exception):
     """An event with more than one successor: the spec's determinism claim is broken."""
 
 
-def progress(s: State, d: DesignRecord, b: Bound, host: str) -> State | None:
+def progress(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
     succ = progress_all(s, d, b, host)
     if len(succ) > 1:
         raise Nondeterministic(f"Progress({host}) has {len(succ)} enabled steps")
     return succ[0] if succ else None
 
 
-def deliver_control(s: State, d: DesignRecord, b: Bound, p: int, direction: str) -> State | None:
+def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
+                    direction: str) -> State | None:
     """A control message arrives at a live QP: the peer's counter, or the fail-back notice
     on which B holds the backup CQ's good completions, drops the rest of that CQ, and
     reposts on the default QP every receive WR still owed to its application (those on

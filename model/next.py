@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from shift.model import apps, faults, layer, transport
-from shift.model.config import Bound, DesignRecord
+from shift.model.config import Constants, DesignRecord
 from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.events import TraceError
@@ -30,7 +30,7 @@ class Transition(NamedTuple):
     target: State
 
 
-def deliver(s: State, d: DesignRecord, b: Bound, p: int, direction: str) -> State | None:
+def deliver(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
     """Deliver(p, d): the head packet of the channel arrives, whatever its kind."""
     ch = s.wire[p - 1][0 if direction == "AtoB" else 1]
     if not ch:
@@ -105,7 +105,7 @@ _DELIVER = [(_ev("Deliver", p, dr), p, dr) for p in (1, 2) for dr in ("AtoB", "B
 _PROGRESS = [(_ev("Progress", h), h) for h in ("A", "B")]
 
 
-def successors(s: State, d: DesignRecord, b: Bound) -> list[Transition]:
+def successors(s: State, d: DesignRecord, b: Constants) -> list[Transition]:
     """Every (event, action, successor) of state s: TLC's successors, one per enabled
     action instance (a Progress with two enabled steps would give two)."""
     out: list[Transition] = []
@@ -137,12 +137,12 @@ def successors(s: State, d: DesignRecord, b: Bound) -> list[Transition]:
     return out
 
 
-def enabled(s: State, d: DesignRecord, b: Bound) -> list[Event]:
+def enabled(s: State, d: DesignRecord, b: Constants) -> list[Event]:
     """The events that can happen in state s (each once)."""
     return list(dict.fromkeys(t.event for t in successors(s, d, b)))
 
 
-def step(s: State, ev: Event, d: DesignRecord, b: Bound) -> State | None:
+def step(s: State, ev: Event, d: DesignRecord, b: Constants) -> State | None:
     """The successor of s by event ev, or None when ev is not enabled in s."""
     if ev.name == "Init":
         raise ValueError("Init starts a trace; it is not a step (see Model.init)")
@@ -158,7 +158,7 @@ class Model:
     """A design at a bound: the executable counterpart of `Spec` in one design module."""
 
     design: DesignRecord
-    bound: Bound
+    bound: Constants
 
     @classmethod
     def load(cls, design: str, bound: str = "small") -> Model:

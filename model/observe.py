@@ -7,7 +7,8 @@ consumed and the memory it read right after), each host's failover state, and th
 counters of the handshake. Nothing of the NICs' transport state is observable: opacity.
 
 `Observation.as_dict()` uses the specification's variable names, the same keys as
-`shift.impl`'s projection, so the two compare with ==.
+`shift.impl`'s projection, so the two compare with ==. The properties an application can
+check on an observation are `shift.model.observable`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,19 @@ class Observation:
             "replayed": self.replayed,
             "fence": self.fence,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Observation:
+        """The observation a projection in the dict form stands for (`as_dict`'s inverse;
+        the form the implementation's observations are compared and recorded in)."""
+        return cls(
+            tuple(SndSeen(e["wr"], e["status"]) for e in d["sndSeen"]),
+            tuple(RcvSeen(e["wr"], e["recv"], e["status"],
+                          tuple(e["mem"][r] for r in sorted(e["mem"])))
+                  for e in d["rcvSeen"]),
+            tuple(d["layer"][h] for h in HOSTS), d["recvDone"],
+            tuple(d["peerCtr"][h] for h in HOSTS), tuple(d["sentCtr"][h] for h in HOSTS),
+            d["replayed"], d["fence"])
 
 
 def observe(s: State) -> Observation:

@@ -2,24 +2,26 @@
 
 `INVARIANTS` maps each invariant's TLA+ name to a predicate over a State; the explorer
 checks the names spec/designs.toml lists, so a property added there without a predicate
-here is an error, not a silent pass.
+here is an error, not a silent pass. NotificationIntegrity and DataAtNotification are the
+observable properties of `shift.model.observable` on the state's observation, the same
+predicates the differential runner, trace validation and the implementation's tests
+check on the C core's; CompletionIntegrity adds to its observable half the responder's
+executions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from shift.model import observable
+from shift.model.observe import observe
 from shift.model.state import (
     ATOMICS,
-    REGIONS,
     SUCCESS,
     State,
-    note_wr,
-    notes_before,
     notes_taken,
     num_notes,
     path_healthy,
-    value_after,
 )
 
 
@@ -29,28 +31,26 @@ def exactly_once_execution(s: State) -> bool:
 
 
 def notification_integrity(s: State) -> bool:
-    """The notifications B took are a prefix of those A posted, the k-th in receive WR k."""
-    limit = notes_before(s.program, s.posted)
-    for i, e in enumerate(notes_taken(s), 1):
-        # Conjuncts in the spec's order: NoteWr is only evaluated (defined) for i <= limit.
-        if i > limit or e.wr != note_wr(s.program, i) or e.recv != i:
-            return False
-    return True
+    """The notifications B took are a prefix of those A posted, the k-th in receive WR k:
+    the observable property (shift.model.observable) on the state's observation."""
+    return observable.notification_integrity(observe(s), s.program, s.posted)
 
 
 def data_at_notification(s: State) -> bool:
-    """When B takes a notification, each region holds the last value written before it."""
-    return all(e.mem[r - 1] == value_after(s.program, r, e.wr - 1)
-               for e in notes_taken(s) for r in REGIONS)
+    """When B takes a notification, each region holds the last value written before it:
+    the observable property on the state's observation."""
+    return observable.data_at_notification(observe(s), s.program)
 
 
 def completion_integrity(s: State) -> bool:
     """A sees each WR complete at most once, in post order, and success only for a WR that
-    took effect at the responder."""
-    seen = s.sndSeen
-    if any(seen[k].wr >= seen[k + 1].wr for k in range(len(seen) - 1)):
-        return False  # strictly increasing pairwise = strictly increasing neighbours
-    return all(s.execs[e.wr - 1] >= 1 for e in seen if e.status == SUCCESS)
+    took effect at the responder. The first half is what an application observes
+    (`observable.completion_order`, the whole check on the implementation's side); the
+    second reads the responder's executions (`execs`), a ghost of the spec no application
+    sees, so this predicate is stronger than the observable one."""
+    if not observable.completion_order(observe(s)):
+        return False
+    return all(s.execs[e.wr - 1] >= 1 for e in s.sndSeen if e.status == SUCCESS)
 
 
 def atomic_safety(s: State) -> bool:

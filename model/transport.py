@@ -6,7 +6,7 @@ None when the action is not enabled. Indices: `i` is path - 1, `j` the direction
 
 from __future__ import annotations
 
-from shift.model.config import Bound, DesignRecord
+from shift.model.config import Constants, DesignRecord
 from shift.model.state import (
     ATOMICS,
     DIR,
@@ -37,7 +37,7 @@ def push(link: tuple[bool, bool], wire: Wire, i: int, j: int, m: Packet) -> Wire
     return set_in(wire, i, j, wire[i][j] + (m,))
 
 
-def transmit(s: State, d: DesignRecord, b: Bound, host: str, p: int) -> State | None:
+def transmit(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
     """A's NIC sends the next request of path p's send queue (held on path 1 while the
     layer waits for the fence to drain)."""
     i = p - 1
@@ -118,7 +118,7 @@ def _acknowledge(s: State, i: int, m: Ack, max_retries: int, rest: Wire) -> Stat
                       una=set_at(s.una, i, m.psn + 1), retry=set_at(s.retry, i, max_retries))
 
 
-def deliver_packet(s: State, d: DesignRecord, b: Bound, p: int, direction: str) -> State | None:
+def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
     """The request or ACK at the head of a channel arrives (DeliverPacket)."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
@@ -133,7 +133,7 @@ def deliver_packet(s: State, d: DesignRecord, b: Bound, p: int, direction: str) 
     return _acknowledge(s, i, m, b.max_retries, rest)
 
 
-def drop(s: State, d: DesignRecord, b: Bound, p: int, direction: str) -> State | None:
+def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
     """The wire loses the request or ACK at the head of a channel of a path that may fail;
     control messages ride a reliable QP and are not lost this way."""
     i, j = p - 1, DIR[direction]
@@ -143,7 +143,7 @@ def drop(s: State, d: DesignRecord, b: Bound, p: int, direction: str) -> State |
     return s._replace(wire=set_in(s.wire, i, j, ch[1:]), drops=s.drops + 1)
 
 
-def timeout(s: State, d: DesignRecord, b: Bound, host: str, p: int) -> State | None:
+def timeout(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
     """A's retransmission timer on path p fires once nothing is left in flight: go back to
     the oldest unacknowledged PSN while retries remain, else RETRY_EXC_ERR for it, the QP
     to the error state and WR_FLUSH_ERR for every later WR."""
