@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from shift.model.events import Event
 from shift.model.next import Model
+from shift.vocabulary import Event
 
 from shift.differential import DESIGNS, Bridge, gap, run_trace, trace_from_choices
 from shift.validation import record, validate

@@ -7,7 +7,9 @@ the fault injector can make (posts, polls, `progress`, transmit, deliver, timeou
 link and NIC faults and recoveries), applies them to a `shift.impl.Connection`, and
 records each call that did something, with the observation after it. The recording is
 then checked against the model: every recorded step must be a step the model allows
-from where it is, and leave the same observation (and B's memory).
+from where it is, and leave the same observation (and B's memory); the design's kept
+invariants (`shift.model.observable`) must hold on the implementation's observation, as
+in a differential run.
 
 The scheduler keeps to the environment of a bound, as the spec's environment does: the
 fault and drop budgets and the faulty paths of `spec/designs.toml`, recoveries only where
@@ -23,21 +25,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from shift.differential import (
-    IMPL_FIXES,
-    Bridge,
-    compare,
-    gap,
-    wr_of,
-)
-from shift.model.events import Event
+from shift.differential import CHANNELS, Bridge, gap, judge, kept_invariants, wr_of
 from shift.model.next import Model
-from shift.model.observe import observe
-from shift.model.properties import INVARIANTS
-from shift.model.state import SUCCESS, WRITERS, State, notes_before, num_notes, program
+from shift.model.observable import notes
+from shift.model.state import WRITERS, State, notes_before, num_notes, program
+from shift.vocabulary import Event
 
 FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is possible
-CHANNELS = tuple((p, d) for p in (1, 2) for d in ("AtoB", "BtoA"))
 
 
 @dataclass
@@ -62,7 +56,7 @@ class Recording:
 
 
 @dataclass
-class Verdict:
+class ValidationResult:
     """The model's judgement of a recording: where it parts from the model, if it does."""
 
     checked: int  # recorded steps checked
@@ -116,8 +110,7 @@ class Scheduler:
             return False
         if x.op not in WRITERS or x.region == 0:
             return True
-        taken = sum(1 for e in self.bridge.observation()["rcvSeen"] if e["status"] == SUCCESS)
-        return taken >= notes_before(self.program, w - 1)
+        return len(notes(self.bridge.conn.observe())) >= notes_before(self.program, w - 1)
 
     def pick(self) -> Event:
         calls, faults = self.candidates()
@@ -141,7 +134,7 @@ class Scheduler:
             return self.bridge.acts(ev)
         if n == "Timeout":  # the NIC's timer: the spec's Timeout has no handshake timer
             return self.bridge.fabric.timeout(*ev.args)
-        acted = bool(c.apply((n, *ev.args)))
+        acted = bool(c.apply(ev))
         if acted and n == "Drop":
             self.drops += 1
         if acted and n in ("LinkDown", "NicFail"):
@@ -171,30 +164,35 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
     return Recording(model.design.name, model.bound.name, workload, steps)
 
 
-def validate(model: Model, rec: Recording) -> Verdict:
-    """Check a recording against the model, step by step."""
+def validate(model: Model, rec: Recording) -> ValidationResult:
+    """Check a recording against the model, step by step: each step must be one the
+    model allows, and leave what the differential runner demands after a step (`judge`:
+    the same observation and memory, the kept invariants on the implementation's)."""
+    design = model.design.name
+    kept = kept_invariants(design, model.bound.name)
     s: State = model.init(Event("Init", (rec.workload,)))
     for k, step in enumerate(rec.steps, 1):
         ev = step.event
         why = gap(s, ev)
         if why is not None:
-            return Verdict(k - 1, gap=f"step {k}, {ev}: {why}")
+            return ValidationResult(k - 1, gap=f"step {k}, {ev}: {why}")
         t = model.step(s, ev)
         if t is None:
-            return Verdict(k - 1, f"step {k}, {ev}: not a step the model allows here")
+            return ValidationResult(k - 1, f"step {k}, {ev}: not a step the model allows here")
         s = t
-        fixed = [p for p in IMPL_FIXES.get(model.design.name, ()) if not INVARIANTS[p](s)]
-        if fixed:
-            return Verdict(k, gap=f"step {k}, {ev}: the model breaks {', '.join(fixed)}, "
-                                  "which the implementation keeps on purpose")
-        diff = compare(observe(s).as_dict(), step.observation)
-        if step.memory != s.mem:
-            diff["mem"] = (s.mem, step.memory)
-        if diff:
-            lines = [f"step {k}, {ev}: the observations differ"]
-            lines += [f"  {name}: model {m!r}, impl {i!r}" for name, (m, i) in diff.items()]
-            return Verdict(k, "\n".join(lines))
-    return Verdict(len(rec.steps))
+        j = judge(design, s, step.observation, step.memory, kept)
+        if not j.ok:
+            broken = f"the implementation's observation breaks {', '.join(j.violated)}"
+            lines = [f"step {k}, {ev}: {'the observations differ' if j.fields else broken}"]
+            lines += [f"  {name}: model {m!r}, impl {i!r}" for name, (m, i) in j.fields.items()]
+            if j.fields and j.violated:
+                lines.append(f"  {broken}")
+            return ValidationResult(k, "\n".join(lines))
+        if j.fixed:
+            return ValidationResult(k, gap=f"step {k}, {ev}: the model breaks "
+                                           f"{', '.join(j.fixed)}, which the implementation "
+                                           "keeps on purpose (and does)")
+    return ValidationResult(len(rec.steps))
 
 
 def describe(rec: Recording) -> str:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shift.errors import UsageError
-from shift.model.events import VOCABULARY, Event, save_trace
+from shift.model.events import save_trace
+from shift.vocabulary import VOCABULARY, Event
 
 BATCH = 20  # traces per unit of work handed to a worker
 STATES = ("Default", "Fallback", "WaitSignaled", "WaitDrained", "Error")
@@ -104,7 +105,7 @@ def _jobs(designs: list[str], args: argparse.Namespace) -> Iterator[tuple[str, s
 def run(args: argparse.Namespace) -> int:
     from shift.differential import DESIGNS, report, run_trace, shrink
     from shift.model.next import Model
-    from shift.tlc.designs import load_catalog
+    from shift.spec.catalog import load_catalog
 
     designs = args.design or list(DESIGNS)
     for d in designs:

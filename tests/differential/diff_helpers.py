@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from shift.model.events import Event, dumps_trace, save_trace
+from shift.model.events import dumps_trace, save_trace
 from shift.model.next import Model
+from shift.vocabulary import Event
 
 from shift.differential import Run, report
 

@@ -7,8 +7,11 @@ import dataclasses
 from collections import Counter
 
 import pytest
-from shift.model.events import Event
+from diff_helpers import CORPUS
+from shift.model.events import load_trace
 from shift.model.next import Model
+from shift.model.observe import observe
+from shift.vocabulary import Event
 
 from shift.differential import DESIGNS
 from shift.validation import Recording, Step, describe, record, validate
@@ -25,9 +28,9 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
     layers: set[str] = set()
     for seed in range(RUNS):
         rec = record(model, model.bound.workloads[seed % len(model.bound.workloads)], seed)
-        verdict = validate(model, rec)
-        assert verdict.ok, f"seed {seed}\n{describe(rec)}\n{verdict.failure}"
-        seen.update(s.event.name for s in rec.steps[:verdict.checked])
+        result = validate(model, rec)
+        assert result.ok, f"seed {seed}\n{describe(rec)}\n{result.failure}"
+        seen.update(s.event.name for s in rec.steps[:result.checked])
         layers |= {v for s in rec.steps for v in s.observation["layer"].values()}
     # The scheduler reaches what matters: faults with traffic, timeouts, failovers.
     assert seen["NicFail"] > 0 and seen["LinkDown"] > 0 and seen["Drop"] > 0, seen
@@ -52,22 +55,22 @@ def test_a_wrong_observation_is_named_with_its_step(shift_run: tuple[Model, Reco
     steps = list(rec.steps)
     obs = {**steps[k].observation, "layer": {"A": "Default", "B": "Default"}}
     steps[k] = Step(steps[k].event, obs, steps[k].memory)
-    verdict = validate(model, dataclasses.replace(rec, steps=steps))
-    assert not verdict.ok and verdict.checked == k + 1
-    assert verdict.failure.startswith(f"step {k + 1}, {steps[k].event}: the observations differ")
-    assert "layer: model {'A': 'Fallback'" in verdict.failure
+    result = validate(model, dataclasses.replace(rec, steps=steps))
+    assert not result.ok and result.checked == k + 1
+    assert result.failure.startswith(f"step {k + 1}, {steps[k].event}: the observations differ")
+    assert "layer: model {'A': 'Fallback'" in result.failure
 
 
 def test_a_step_the_model_does_not_allow_is_named(shift_run: tuple[Model, Recording]) -> None:
     model, rec = shift_run
     # A delivery on the backup path before anything was sent there.
     steps = [Step(Event("Deliver", (2, "AtoB")), {}, ()), *rec.steps]
-    verdict = validate(model, dataclasses.replace(rec, steps=steps))
-    assert verdict.failure == "step 1, Deliver(2, AtoB): not a step the model allows here"
+    result = validate(model, dataclasses.replace(rec, steps=steps))
+    assert result.failure == "step 1, Deliver(2, AtoB): not a step the model allows here"
     # The recording's own steps, one dropped: the model parts from the implementation.
     k = next(i for i, s in enumerate(rec.steps) if s.event.name == "PostSend")
-    verdict = validate(model, dataclasses.replace(rec, steps=rec.steps[:k] + rec.steps[k + 1:]))
-    assert not verdict.ok and verdict.failure.startswith("step ")
+    result = validate(model, dataclasses.replace(rec, steps=rec.steps[:k] + rec.steps[k + 1:]))
+    assert not result.ok and result.failure.startswith("step ")
 
 
 def test_a_recording_is_reproducible_from_its_seed() -> None:
@@ -76,3 +79,23 @@ def test_a_recording_is_reproducible_from_its_seed() -> None:
     assert [s.event for s in a.steps] == [s.event for s in b.steps]
     assert [s.observation for s in a.steps] == [s.observation for s in b.steps]
     assert record(model, 3, 8).events != a.events
+
+
+def test_where_the_core_fixes_a_finding_the_recording_must_keep_it() -> None:
+    """F4 (IMPL_FIXES): where the model breaks CompletionIntegrity, a recording that
+    breaks it too is rejected; one that keeps it ends the check there, as a gap."""
+    model = Model.load("Shift", "large")
+    events = load_trace(CORPUS / "Shift/large/f4-completion-order.jsonl")
+    states = model.run(events)
+    steps = [Step(ev, observe(s).as_dict(), s.mem)
+             for ev, s in zip(events[1:], states[1:], strict=True)]
+    rec = Recording("Shift", "large", events[0].args[0], steps)
+    result = validate(model, rec)
+    assert result.checked == len(steps) and result.failure == (
+        f"step {len(steps)}, {events[-1]}: the implementation's observation breaks "
+        "CompletionIntegrity")
+    last = steps[-1].observation
+    kept = {**last, "sndSeen": sorted(last["sndSeen"], key=lambda e: e["wr"])}
+    result = validate(model, dataclasses.replace(
+        rec, steps=[*steps[:-1], Step(events[-1], kept, steps[-1].memory)]))
+    assert result.ok and "keeps on purpose" in result.gap

@@ -1,0 +1,76 @@
+"""The mapping: a model event as a call of the C implementation (docs/differential.md).
+
+- WR w of the model's program (Workloads.tla) is `Wr(id=w, op, region, value, signaled)`;
+  notifications carry their WR id as immediate data, so B's completion names the
+  sender's WR as `rcvSeen` does; inline payloads, so a replay carries the value posted
+  (the model's WRs are values);
+- region r is the r-th 8-byte slot of B's registered memory (the model has one region);
+- `PostRecv(B, r)` posts receive WR id r; a receive completion names it (`recv`);
+- the fabric runs with the bound's `MaxRetries`, the connection with `probe="instant"`
+  (the spec's reconnect is its probe) and `ctl_retries=0`; every other event is the
+  implementation's event of the same name and arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from shift.impl import Fabric, Wr
+from shift.model.state import REGIONS
+from shift.vocabulary import Event
+
+# The designs both sides implement (spec/designs.toml and the C core's enum shift_design).
+DESIGNS = ("Shift", "NaiveReplay", "NoFailover")
+
+
+def wr_of(program: Sequence[Any], w: int) -> Wr:
+    """Program WR w (1-based) as the implementation's work request."""
+    x = program[w - 1]
+    return Wr(id=w, op=x.op, region=x.region, value=x.value, signaled=x.signaled)
+
+
+class Bridge:
+    """The implementation side of a trace: a fabric and a connection for one design."""
+
+    def __init__(self, design: str, max_retries: int, program: Sequence[Any],
+                 copy_posts: bool = False):
+        self.program = tuple(program)
+        self.fabric = Fabric(retries=max_retries)
+        self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
+                                        probe="instant", ctl_retries=0, copy_posts=copy_posts)
+
+    def close(self) -> None:
+        self.fabric.close()
+
+    def apply(self, ev: Event) -> object:
+        """Apply one model event (not Init) to the implementation; what the call returned."""
+        if ev.name == "PostSend":
+            return self.conn.post_send(ev.args[0], wr_of(self.program, ev.args[1]))
+        return self.conn.apply(ev)
+
+    def observation(self) -> dict[str, Any]:
+        """The implementation's observable projection, in the dict form (`as_dict`)."""
+        return self.conn.observe().as_dict()
+
+    def memory(self) -> tuple[int, ...]:
+        """B's regions, as its application would read them now."""
+        return tuple(self.conn.memory())
+
+    def wire_len(self, path: int, direction: str) -> int:
+        return self.fabric.wire(path, direction)
+
+    def acts(self, ev: Event) -> bool:
+        """Apply ev and say whether the implementation did anything: for an event the
+        model does not enable, it must not (PollCq: no completion and no failover state
+        change; Progress: no step; Transmit: no packet)."""
+        c = self.conn
+        if ev.name == "PollCq":
+            h = ev.args[0]
+            before = c.host_state(h)
+            return c.poll_cq(h) is not None or c.host_state(h) != before
+        if ev.name == "Progress":
+            return c.progress(ev.args[0]) != "none"
+        if ev.name == "Transmit":
+            return c.transmit(*ev.args)
+        raise ValueError(f"no enabledness probe for {ev.name}")

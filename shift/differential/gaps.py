@@ -1,0 +1,106 @@
+"""Where the two sides differ on purpose or by an abstraction, each case named here and in
+docs/differential.md (with a trace of tests/corpus/ that shows it):
+
+- `normalise`: what the comparison leaves out (failover bookkeeping of a host in Error);
+- `gap`: the events after which no step-by-step comparison is possible, where a run stops
+  (reported, not a pass of the rest) and which the generator never picks;
+- `IMPL_FIXES`: findings the C core fixes on purpose, where the implementation must keep
+  what the model breaks;
+- `kept_invariants`: the observable invariants the design declares it keeps at a bound
+  (spec/designs.toml), the only ones demanded of the implementation's observation.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from shift.model.observable import OBSERVABLE
+from shift.model.properties import INVARIANTS
+from shift.model.state import State
+from shift.spec.catalog import load_catalog
+from shift.vocabulary import Event
+
+# The invariants of spec/Properties.tla that are functions of an observation, checked on
+# the implementation's (shift.model.observable). ExactlyOnceExecution and AtomicSafety
+# count executions at the responder NIC, which no application observes (opacity); Opacity
+# and ZeroCopy are structural for a design.
+OBSERVABLE_INVARIANTS = tuple(OBSERVABLE)
+
+
+def normalise(obs: dict[str, Any]) -> dict[str, Any]:
+    """The projection as compared: equal to `obs` except where the two sides differ by
+    an abstraction.
+
+    - Error is terminal on both sides and nothing reads the failover bookkeeping there:
+      the spec's DeliverControl stores a counter arriving at a host in Error, the
+      implementation discards every control message in Error; the spec keeps A's fence
+      when the backup path fails in WaitDrained, the implementation reports a fence
+      only in WaitDrained. A host's `peerCtr`, and A's `fence`, are not compared while
+      that host is in Error.
+    """
+    out = dict(obs)
+    out["peerCtr"] = {h: (None if obs["layer"][h] == "Error" else v)
+                      for h, v in obs["peerCtr"].items()}
+    if obs["layer"]["A"] == "Error":
+        out["fence"] = None
+    return out
+
+
+def gap(s: State, ev: Event) -> str | None:
+    """Why event ev from model state s leaves the fragment where the two sides can be
+    compared step by step, or None. A WR held behind a fence that failed (below), A's
+    counter of a second failover reaching B still in the first (below), or a cumulative
+    ACK that covers a READ or an atomic whose own response was lost. The spec completes
+    it (with the value 0); an RC NIC, simnic included, takes the ACK as an implicit NAK
+    and retransmits the READ or atomic to get its response, which takes a Timeout the
+    spec does not enable then."""
+    if ev.name == "Transmit" and ev.args[1] == 1 and s.layer[0] == "Error" and s.fence \
+            and s.nxt[0] <= len(s.sq[0]) and s.sq[0][s.nxt[0] - 1] > s.fence:
+        # docs/findings.md, "a WR held behind a failed fence": the spec's Transmit holds
+        # the default path only in WaitDrained, so when the backup path fails under the
+        # fence the held WRs go out; the C core keeps them held (its doorbell is never rung).
+        return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
+    if ev.name == "Deliver" and ev.args[1] == "AtoB":
+        ch = s.wire[ev.args[0] - 1][0]
+        if ch and ch[0].kind == "ctl" and ch[0].what == "counter" \
+                and s.layer[1] == "Fallback" and s.sentCtr[1] and s.peerCtr[1] >= 0:
+            # docs/findings.md: A's second failover while B still sits in the first one
+            # (the fail-back notice was lost): the spec's B stores the counter and never
+            # answers; the C core sees a newer epoch, recounts and answers (native/README.md).
+            return "A's counter of a second failover reaches B still in the first one"
+    if ev.name != "Deliver" or ev.args[1] != "BtoA":
+        return None
+    i = ev.args[0] - 1
+    ch = s.wire[i][1]
+    if not ch or ch[0].kind != "ack" or s.qp[0][i] != "RTS" or ch[0].psn < s.una[i]:
+        return None
+    covered = s.sq[i][s.una[i] - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
+    if any(s.program[w - 1].op in ("READ", "FADD", "CAS") for w in covered):
+        return "a cumulative ACK covers a READ/atomic whose response was lost (implicit NAK)"
+    return None
+
+
+# Findings the C core fixes on purpose (native/README.md): design -> invariants the model
+# breaks (the design declares it at some bound) and the implementation keeps. A run stops
+# at the step where the model first breaks one; there the implementation's observation
+# must keep it, which is the check that replaces equality from then on.
+IMPL_FIXES: dict[str, tuple[str, ...]] = {
+    # F4: the C core holds a skipped notification's completion behind the replayed WRs
+    # before it, and completes a replayed WR that preceded a received notification as the
+    # success it was; the spec shows WR 2 SUCCESS then WR 1 WR_FLUSH_ERR.
+    "Shift": ("CompletionIntegrity",),
+}
+
+
+def fixed_here(design: str, s: State) -> list[str]:
+    """The invariants the model breaks in s that the implementation keeps on purpose."""
+    return [p for p in IMPL_FIXES.get(design, ()) if not INVARIANTS[p](s)]
+
+
+@functools.cache
+def kept_invariants(design: str, bound: str) -> tuple[str, ...]:
+    """The observable invariants the design declares it keeps at the bound (designs.toml,
+    the packaged one: read once per process)."""
+    d = load_catalog().design(design).at(bound)
+    return tuple(p for p in OBSERVABLE_INVARIANTS if p not in d.violates)
