@@ -71,7 +71,7 @@ def _combine(witness: tuple[ProofVerdict | None, list[str]], *proofs: ProofVerdi
 
 # -- drop opacity: ReceiverQuery reads the responder NIC's expected PSN ------------------
 
-def receiver_query_rule(p: d.Program, wd: d.World, w: int,
+def receiver_query_rule(p: d.ProgramShape, wd: d.World, w: int,
                         args: list[z3.ExprRef]) -> z3.ArithRef:
     """Failover.tla's skip "psn": replay exactly the WRs at or after the expected PSN."""
     return z3.If(z3.IntVal(w) >= args[-1], d.REPLAY, d.SKIP)
@@ -97,7 +97,7 @@ def _receiver_query() -> ProofVerdict:
 
 # -- drop zero-copy: Staging deduplicates by sequence number ------------------------------
 
-def replay_all(p: d.Program, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
+def replay_all(p: d.ProgramShape, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
     """Failover.tla's skip "none": replay every outstanding WR."""
     return z3.IntVal(d.REPLAY)
 
@@ -121,7 +121,7 @@ def _staging() -> ProofVerdict:
 
 # -- drop exactly-once: SHIFT ---------------------------------------------------------------
 
-def shift_rule(p: d.Program, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
+def shift_rule(p: d.ProgramShape, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
     """SHIFT's failover decision: with an atomic outstanding, fail (refuse); otherwise
     replay every outstanding WR except the notifications the peer's counter covers."""
     counter = p.notes_before(wd.e)  # = args[-1]: B's count of completed receives
@@ -136,7 +136,7 @@ def shift_rule(p: d.Program, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.
 
 def _shift_live() -> ProofVerdict:
     """Without atomics SHIFT never fails: it is live."""
-    def live(p: d.Program, w: int, o: d.Outcome) -> z3.BoolRef:
+    def live(p: d.ProgramShape, w: int, o: d.Outcome) -> z3.BoolRef:
         return z3.Implies(o.pending, o.decision != d.FAIL)
     no_atomics = [d.WRITE, d.WRITE_IMM, d.SEND, d.READ]
     return _holds(shift_rule, d.View(counter=True), live, False, no_atomics)

@@ -50,8 +50,9 @@ def one_sided(op: z3.ArithRef) -> z3.BoolRef:
 
 
 @dataclass(frozen=True)
-class Program:
-    """n symbolic WRs: op codes and signaled flags, indexed 1..n (index 0 unused)."""
+class ProgramShape:
+    """A program as a decision rule sees it: n symbolic WRs, op codes and signaled flags only,
+    indexed 1..n (index 0 unused). `shift.proofs.programs.Program` is the whole WR record."""
 
     ops: list[z3.ArithRef]
     sig: list[z3.BoolRef]
@@ -79,14 +80,14 @@ class Program:
         return [*self.ops[1:], *self.sig[1:]]
 
 
-def program(n: int, tag: str = "") -> Program:
-    return Program([z3.IntVal(-1)] + [z3.Int(f"op{tag}{w}") for w in range(1, n + 1)],
+def program(n: int, tag: str = "") -> ProgramShape:
+    return ProgramShape([z3.IntVal(-1)] + [z3.Int(f"op{tag}{w}") for w in range(1, n + 1)],
                    [z3.BoolVal(False)] + [z3.Bool(f"sig{tag}{w}") for w in range(1, n + 1)])
 
 
-def concrete(ops: Sequence[tuple[str, bool]]) -> Program:
+def concrete(ops: Sequence[tuple[str, bool]]) -> ProgramShape:
     """A fixed program, e.g. [("WRITE", False), ("WRITE_IMM", True)]."""
-    return Program([z3.IntVal(-1)] + [z3.IntVal(OPS[o]) for o, _ in ops],
+    return ProgramShape([z3.IntVal(-1)] + [z3.IntVal(OPS[o]) for o, _ in ops],
                    [z3.BoolVal(False)] + [z3.BoolVal(s) for _, s in ops])
 
 
@@ -125,10 +126,10 @@ def worlds(n: int) -> list[World]:
     return [World(u, e) for e in range(n + 1) for u in range(e + 1) if u < n]
 
 
-Rule = Callable[[Program, World, int, list[z3.ExprRef]], z3.ArithRef]
+Rule = Callable[[ProgramShape, World, int, list[z3.ExprRef]], z3.ArithRef]
 
 
-def view_args(p: Program, wd: World, view: View) -> list[z3.ExprRef]:
+def view_args(p: ProgramShape, wd: World, view: View) -> list[z3.ExprRef]:
     """The rule's inputs in world wd: only what `view` lets software observe."""
     args: list[z3.ExprRef] = [*p.args(), p.last_sig(wd.u)]
     if view.counter:
@@ -138,13 +139,13 @@ def view_args(p: Program, wd: World, view: View) -> list[z3.ExprRef]:
     return args
 
 
-def free_rule(p: Program, view: View, name: str = "rule") -> Rule:
+def free_rule(p: ProgramShape, view: View, name: str = "rule") -> Rule:
     """Every decision rule over the view domain at once: an uninterpreted function."""
     arity = len(p.args()) + 1 + int(view.counter) + int(view.epsn) + 1
     sorts = [a.sort() for a in p.args()] + [z3.IntSort()] * (arity - len(p.args()))
     f = z3.Function(name, *sorts, z3.IntSort())
 
-    def decide(_p: Program, _wd: World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
+    def decide(_p: ProgramShape, _wd: World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
         return f(*args, z3.IntVal(w))
     return decide
 
@@ -158,7 +159,7 @@ class Outcome:
     execs: z3.ArithRef
 
 
-def outcome(p: Program, wd: World, w: int, rule: Rule, view: View,
+def outcome(p: ProgramShape, wd: World, w: int, rule: Rule, view: View,
             staged: bool = False) -> Outcome:
     d = rule(p, wd, w, view_args(p, wd, view))
     before = 1 if w <= wd.e else 0
@@ -170,16 +171,16 @@ def outcome(p: Program, wd: World, w: int, rule: Rule, view: View,
     return Outcome(w > p.last_sig(wd.u), d, execs)
 
 
-Requirement = Callable[[Program, int, Outcome], z3.BoolRef]
+Requirement = Callable[[ProgramShape, int, Outcome], z3.BoolRef]
 
 
-def exactly_once_live(p: Program, w: int, o: Outcome) -> z3.BoolRef:
+def exactly_once_live(p: ProgramShape, w: int, o: Outcome) -> z3.BoolRef:
     """ExactlyOnceExecution and liveness: applied once, and completed (no FAIL)."""
     return z3.Implies(o.pending, z3.And(o.decision != FAIL, o.execs == 1,
                                         z3.Or(o.decision == REPLAY, o.decision == SKIP)))
 
 
-def shift_corner(p: Program, w: int, o: Outcome) -> z3.BoolRef:
+def shift_corner(p: ProgramShape, w: int, o: Outcome) -> z3.BoolRef:
     """What SHIFT keeps: notifications and atomics at most once (NotificationIntegrity:
     no duplicate, no sliding; AtomicSafety), every WR not failed at least once (so a
     notification that completes was delivered exactly once); a FAIL is the refusal,
@@ -192,7 +193,7 @@ def shift_corner(p: Program, w: int, o: Outcome) -> z3.BoolRef:
     ]))
 
 
-def constraints(p: Program, rule: Rule, view: View, req: Requirement,
+def constraints(p: ProgramShape, rule: Rule, view: View, req: Requirement,
                 staged: bool = False) -> list[tuple[World, z3.BoolRef]]:
     """For each failure world, the requirement on every outstanding WR."""
     out = []

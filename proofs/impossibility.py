@@ -14,7 +14,7 @@ from shift.proofs import decisions as d
 from shift.proofs.core import ProofVerdict, Theorem, conclude, disj, solver
 
 
-def clash(p: d.Program, view: d.View, req: d.Requirement, *extra: z3.BoolRef,
+def clash(p: d.ProgramShape, view: d.View, req: d.Requirement, *extra: z3.BoolRef,
           staged: bool = False) -> tuple[z3.CheckSatResult, list[d.World], z3.Solver]:
     """Ask for a rule meeting `req` in every world; on unsat, the clashing worlds."""
     s = solver()
