@@ -19,7 +19,7 @@ from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.events import TraceError
 from shift.model.state import State, initial
-from shift.vocabulary import Event, make
+from shift.vocabulary import DIRECTIONS, HOSTS, PATHS, Event, make
 
 Action = Callable[..., State | None]
 
@@ -92,17 +92,17 @@ def _ev(name: str, *args: Any) -> Event:
 
 # The events whose arguments do not depend on the state, in a fixed order.
 _FIXED: list[tuple[Event, Action]] = (
-    [(_ev("Transmit", "A", p), transport.transmit) for p in (1, 2)]
-    + [(_ev("Timeout", "A", p), transport.timeout) for p in (1, 2)]
-    + [(_ev("Drop", p, dr), transport.drop) for p in (1, 2) for dr in ("AtoB", "BtoA")]
-    + [(_ev("LinkDown", p), faults.link_down) for p in (1, 2)]
-    + [(_ev("LinkUp", p), faults.link_up) for p in (1, 2)]
-    + [(_ev("NicFail", h, p), faults.nic_fail) for h in ("A", "B") for p in (1, 2)]
-    + [(_ev("NicRecover", h, p), faults.nic_recover) for h in ("A", "B") for p in (1, 2)]
-    + [(_ev("PollCq", h), apps.poll_cq) for h in ("A", "B")]
+    [(_ev("Transmit", "A", p), transport.transmit) for p in PATHS]
+    + [(_ev("Timeout", "A", p), transport.timeout) for p in PATHS]
+    + [(_ev("Drop", p, dr), transport.drop) for p in PATHS for dr in DIRECTIONS]
+    + [(_ev("LinkDown", p), faults.link_down) for p in PATHS]
+    + [(_ev("LinkUp", p), faults.link_up) for p in PATHS]
+    + [(_ev("NicFail", h, p), faults.nic_fail) for h in HOSTS for p in PATHS]
+    + [(_ev("NicRecover", h, p), faults.nic_recover) for h in HOSTS for p in PATHS]
+    + [(_ev("PollCq", h), apps.poll_cq) for h in HOSTS]
 )
-_DELIVER = [(_ev("Deliver", p, dr), p, dr) for p in (1, 2) for dr in ("AtoB", "BtoA")]
-_PROGRESS = [(_ev("Progress", h), h) for h in ("A", "B")]
+_DELIVER = [(_ev("Deliver", p, dr), p, dr) for p in PATHS for dr in DIRECTIONS]
+_PROGRESS = [(_ev("Progress", h), h) for h in HOSTS]
 
 
 def successors(s: State, d: DesignRecord, b: Constants) -> list[Transition]:

@@ -29,7 +29,7 @@ from shift.differential import CHANNELS, Bridge, gap, judge, kept_invariants, wr
 from shift.model.next import Model
 from shift.model.observable import notes
 from shift.model.state import WRITERS, State, notes_before, num_notes, program
-from shift.vocabulary import Event
+from shift.vocabulary import HOSTS, PATHS, Event
 
 FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is possible
 
@@ -79,26 +79,26 @@ class Scheduler:
     def candidates(self) -> tuple[list[Event], list[Event]]:
         """(ordinary calls, faults) possible now, as events of the vocabulary."""
         fab, b = self.bridge.fabric, self.b
-        calls = [Event(n, (h,)) for n in ("PollCq", "Progress") for h in ("A", "B")]
-        calls += [Event("Transmit", ("A", p)) for p in (1, 2)]
+        calls = [Event(n, (h,)) for n in ("PollCq", "Progress") for h in HOSTS]
+        calls += [Event("Transmit", ("A", p)) for p in PATHS]
         if self.posted < len(self.program) and self.may_post(self.posted + 1):
             calls.append(Event("PostSend", ("A", self.posted + 1)))
         if self.recv_posted < num_notes(self.program):
             calls.append(Event("PostRecv", ("B", self.recv_posted + 1)))
         busy = {(p, d) for p, d in CHANNELS if fab.wire(p, d) > 0}
         calls += [Event("Deliver", c) for c in sorted(busy)]
-        calls += [Event("Timeout", ("A", p)) for p in (1, 2)
+        calls += [Event("Timeout", ("A", p)) for p in PATHS
                   if (p, "AtoB") not in busy and (p, "BtoA") not in busy]
         if b.recover:
-            calls += [Event("LinkUp", (p,)) for p in (1, 2)]
-            calls += [Event("NicRecover", (h, p)) for h in ("A", "B") for p in (1, 2)]
+            calls += [Event("LinkUp", (p,)) for p in PATHS]
+            calls += [Event("NicRecover", (h, p)) for h in HOSTS for p in PATHS]
         faults: list[Event] = []
         if self.drops < b.max_drops:
             faults += [Event("Drop", c) for c in sorted(busy) if c[0] in b.fault_paths]
         if self.faults < b.max_faults:
             for p in sorted(b.fault_paths):
                 faults += [Event("LinkDown", (p,))]
-                faults += [Event("NicFail", (h, p)) for h in ("A", "B")]
+                faults += [Event("NicFail", (h, p)) for h in HOSTS]
         return calls, faults
 
     def may_post(self, w: int) -> bool:

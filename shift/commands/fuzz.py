@@ -20,10 +20,9 @@ from pathlib import Path
 
 from shift.errors import UsageError
 from shift.model.events import save_trace
-from shift.vocabulary import VOCABULARY, Event
+from shift.vocabulary import LAYER_STATES, VOCABULARY, Event
 
 BATCH = 20  # traces per unit of work handed to a worker
-STATES = ("Default", "Fallback", "WaitSignaled", "WaitDrained", "Error")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -143,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         st = set().union(*(b.states for b in total.values()))
         div = sum(len(b.divergent) for b in total.values())
         line = (f"[fuzz] {t} traces, {s} steps, {s / max(now - start, 1e-9):.0f} steps/s, "
-                f"events {len(ev)}/{len(VOCABULARY) - 1}, states {len(st)}/{len(STATES)}, "
+                f"events {len(ev)}/{len(VOCABULARY) - 1}, states {len(st)}/{len(LAYER_STATES)}, "
                 f"{div} divergent")
         print(("\r" + line) if tty else line, end="" if tty and not final else "\n",
               file=sys.stderr, flush=True)
@@ -188,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     for d, b in total.items():
         print(f"  {d:<12} {b.traces:>6} traces {b.steps:>8} steps  "
               f"{len(b.divergent)} divergent  {b.gaps} stopped at a documented difference  "
-              f"states: {', '.join(x for x in STATES if x in b.states)}")
+              f"states: {', '.join(x for x in LAYER_STATES if x in b.states)}")
         missing = sorted(set(VOCABULARY) - {"Init"} - b.events)
         if missing:
             print(f"  {'':<12} events never generated: {', '.join(missing)}")

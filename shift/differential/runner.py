@@ -18,7 +18,7 @@ from shift.model.next import Model, NotEnabled
 from shift.model.observable import broken
 from shift.model.observe import Observation, observe
 from shift.model.state import State
-from shift.vocabulary import OBSERVATION_FIELDS, Event
+from shift.vocabulary import DIRECTIONS, HOSTS, OBSERVATION_FIELDS, PATHS, Event
 
 from .bridge import Bridge
 from .gaps import fixed_here, gap, kept_invariants, normalise
@@ -71,9 +71,9 @@ def judge(design: str, s: State, impl_obs: dict[str, Any], memory: tuple[int, ..
 # while packets are in flight; the spec's only on a quiet wire), nor the faults (the
 # bound's fault budget is the model's, not the fabric's).
 PROBED = tuple(Event(n, a) for n, a in (
-    [("Transmit", ("A", p)) for p in (1, 2)] + [("PollCq", (h,)) for h in ("A", "B")]
-    + [("Progress", (h,)) for h in ("A", "B")]))
-CHANNELS = tuple((p, d) for p in (1, 2) for d in ("AtoB", "BtoA"))
+    [("Transmit", ("A", p)) for p in PATHS] + [("PollCq", (h,)) for h in HOSTS]
+    + [("Progress", (h,)) for h in HOSTS]))
+CHANNELS = tuple((p, d) for p in PATHS for d in DIRECTIONS)
 
 
 def enabledness(model: Model, s: State, bridge: Bridge) -> dict[str, tuple[Any, Any]]:
