@@ -169,3 +169,24 @@ def test_junit_has_a_case_per_cell_and_no_failure(small: dict[str, Any]) -> None
     cases = root.findall("testsuite/testcase")
     assert len(cases) == len(small["cells"])
     assert not root.findall(".//failure") and not root.findall(".//error")
+
+
+def test_merge_reports_engines_that_explore_different_graphs() -> None:
+    """The same verdict from graphs of different sizes is a disagreement too: a change of
+    the model (or of the spec) that moves no verdict still moves the state count."""
+    from shift.tlc.check import CellVerdict
+    from shift.tlc.explorer import merge
+
+    def cell(prop: str, verdict: str, states: int) -> CellVerdict:
+        return CellVerdict("Shift", prop, verdict, "holds", states, 1.0)
+
+    tlc = [cell("Opacity", "holds", 28_300), cell("Liveness", "holds", 28_300),
+           cell("AtomicSafety", "holds", 34_114), cell("ZeroCopy", "violated", 900)]
+    explorer = [cell("Opacity", "holds", 34_114), cell("Liveness", "holds", 34_114),
+                cell("AtomicSafety", "holds", 34_114), cell("ZeroCopy", "violated", 34_114)]
+    out = {v.property: v for v in merge(tlc, explorer)}
+    assert out["Opacity"].verdict == "error"
+    assert "28,300" in out["Opacity"].message and "34,114" in out["Opacity"].message
+    # a temporal property is checked apart, and a violation stops TLC early: no comparison
+    assert [out[p].verdict for p in ("Liveness", "AtomicSafety", "ZeroCopy")] == [
+        "holds", "holds", "violated"]

@@ -20,6 +20,7 @@ from shift.model.next import Model
 from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.model.tla import to_tla
 from shift.spec.catalog import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.spec.workloads import read_workloads
 from shift.tlc.check import CellVerdict
 from shift.tlc.itf import write_itf
 from shift.tlc.output import Trace, TraceStep
@@ -45,6 +46,15 @@ def save_counterexample(cx: Counterexample, out_dir: Path, design: str, bound: s
     return itf, jsonl
 
 
+def model_of(catalog: Catalog, design: Design, bound: Bound) -> Model:
+    """The model of a design at a bound, read from the catalogue's spec folder (its D,
+    the bound's constants and the programs of Workloads.tla); SpecError when the model
+    cannot run them."""
+    return Model(load_design(design.name, catalog),
+                 bound_from_constants(bound.name, bound.constants,
+                                      read_workloads(catalog.spec_dir)), catalog.spec_dir)
+
+
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                  report: Report | None = None) -> list[CellVerdict]:
     """Every property of the catalog for one design, decided by one exploration."""
@@ -53,8 +63,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         msg = f"the model has no property {', '.join(unknown)}"
         return [CellVerdict(design.name, p, "error", design.expected(p), 0, 0.0, message=msg,
                         engine=ENGINE) for p in catalog.properties]
-    model = Model(load_design(design.name, catalog), bound_from_constants(bound.name,
-                                                                          bound.constants))
+    model = model_of(catalog, design, bound)
     live = [p for p in catalog.temporal if p in TEMPORAL]
     ex = explore(model, catalog.invariants, keep_edges=bool(live))
     found = dict(ex.violations)
@@ -86,13 +95,29 @@ def merge(tlc: list[CellVerdict], explorer: list[CellVerdict]) -> list[CellVerdi
     out = []
     for v in tlc:
         e = mine.get((v.design, v.property))
-        if e is None or e.verdict == v.verdict:
+        why = None if e is None else disagreement(v, e)
+        if why is None:
             if e is not None:
                 v.engine = "tlc+explorer"
             out.append(v)
             continue
         out.append(CellVerdict(v.design, v.property, "error", v.expected, v.states, v.seconds,
                            v.counterexample or e.counterexample, v.trace or e.trace,
-                           f"engines disagree: TLC says {v.verdict}, the explorer says "
-                           f"{e.verdict}", engine="tlc+explorer", run=v.run))
+                           f"engines disagree: {why}", engine="tlc+explorer", run=v.run))
     return out
+
+
+def disagreement(tlc: CellVerdict, explorer: CellVerdict) -> str | None:
+    """What the two engines disagree on in one cell, or None. Besides the verdict: an
+    invariant both find holding was checked on the whole state graph by both, so the
+    number of distinct states must be equal too (TLC counts under the spec's VIEW, as the
+    explorer does); a change of the model or the spec that moves no verdict still moves
+    the graph."""
+    if tlc.verdict != explorer.verdict:
+        return f"TLC says {tlc.verdict}, the explorer says {explorer.verdict}"
+    if (tlc.verdict == HOLDS and tlc.property in INVARIANTS and tlc.states
+            and tlc.states != explorer.states):
+        return (f"both say holds, but TLC explored {tlc.states:,} distinct states and the "
+                f"explorer {explorer.states:,} (the state graphs differ: "
+                "tests/model/test_conformance.py shows where)")
+    return None
