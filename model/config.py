@@ -1,9 +1,10 @@
 """The constants a run of the model needs: a design's record D and a bound's CONSTANTS.
 
-Both are read from the specification itself, so the model cannot drift from it: a design
+All are read from the specification itself, so the model cannot drift from it: a design
 is the `D == [...]` record of its module (spec/Shift.tla and the others), read with the
 TLA+ grammar (`shift.tlaplus`); a bound is a `[bounds.NAME]` table of spec/designs.toml
-(`shift.spec.catalog`), its cfg literals read as TLA+ values.
+(`shift.spec.catalog`), its cfg literals read as TLA+ values, with `Program(k)` of
+Workloads.tla for each of its `Workloads` (`shift.spec.workloads`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from shift.model.state import ONE_SIDED, REGIONS, TWO_SIDED
 from shift.spec.catalog import Catalog, load_catalog
+from shift.spec.workloads import WR, Workloads, read_workloads
 
 from shift.errors import SpecError
 from shift.tlaplus.syntax import body, definitions, first_error, line, parse
@@ -35,7 +38,7 @@ class DesignRecord:
 
 @dataclass(frozen=True)
 class Constants:
-    """The CONSTANTS of State.tla."""
+    """The CONSTANTS of State.tla, and Program(k) for each k of `Workloads`."""
 
     name: str
     workloads: tuple[int, ...]
@@ -44,6 +47,12 @@ class Constants:
     max_faults: int
     fault_paths: frozenset[int]
     recover: bool
+    programs: tuple[tuple[WR, ...], ...]  # Program(k) for each k of workloads, in that order
+
+    def program(self, k: int) -> tuple[WR, ...]:
+        if k not in self.workloads:
+            raise ValueError(f"workload {k} is not in bound {self.name}")
+        return self.programs[self.workloads.index(k)]
 
 
 def _record_from_module(name: str, path: Path) -> DesignRecord:
@@ -82,8 +91,31 @@ def _int(name: str, given: object) -> int:
     raise SpecError(f"bound constant {name} = {given!r}: expected an integer")
 
 
-def bound_from_constants(name: str, constants: dict[str, str]) -> Constants:
-    """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`)."""
+def _program(bound: str, workloads: Workloads, k: int) -> tuple[WR, ...]:
+    """Program(k), if the model can run it: the operations, regions and notifications it
+    knows (Workloads.tla's OneSided, TwoSided and Regions, restated in model/state.py)."""
+    prog = workloads.program(k, bound)
+    notes = 0
+    for w, x in enumerate(prog, 1):
+        where = f"{workloads.where(k, w)}: Program({k}), WR {w}"
+        if x.op not in ONE_SIDED | TWO_SIDED:
+            raise SpecError(f"{where}: op {x.op!r}: the model knows "
+                            f"{', '.join(sorted(ONE_SIDED | TWO_SIDED))}")
+        if x.region not in (0, *REGIONS):
+            raise SpecError(f"{where}: region {x.region}: the model has regions "
+                            f"{', '.join(map(str, REGIONS))} (0: none)")
+        notes += x.op in TWO_SIDED
+        note = notes if x.op in TWO_SIDED else 0
+        if x.note != note:
+            raise SpecError(f"{where}: note {x.note}: a {x.op} here is note {note} (a "
+                            f"notification's number in post order, 1, 2, ...; 0 if one-sided)")
+    return prog
+
+
+def bound_from_constants(name: str, constants: dict[str, str],
+                         workloads: Workloads) -> Constants:
+    """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`),
+    with the programs of its workloads."""
     need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover")
     missing = [k for k in need if k not in constants]
     if missing:
@@ -94,9 +126,11 @@ def bound_from_constants(name: str, constants: dict[str, str]) -> Constants:
         raise SpecError(f"bound {name}: {e}") from None
     if not isinstance(v["Recover"], bool):
         raise SpecError(f"bound {name}: Recover = {v['Recover']!r}: expected TRUE or FALSE")
-    return Constants(name, _ints("Workloads", v["Workloads"]), _int("MaxRetries", v["MaxRetries"]),
-                 _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
-                 frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"])
+    ks = _ints("Workloads", v["Workloads"])
+    programs = tuple(_program(name, workloads, k) for k in ks)
+    return Constants(name, ks, _int("MaxRetries", v["MaxRetries"]),
+                     _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
+                     frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"], programs)
 
 
 def design(name: str, catalog: Catalog | None = None) -> DesignRecord:
@@ -107,6 +141,7 @@ def design(name: str, catalog: Catalog | None = None) -> DesignRecord:
 
 
 def bound(name: str, catalog: Catalog | None = None) -> Constants:
+    """The bound `name` of designs.toml, with its programs read from Workloads.tla."""
     catalog = catalog or load_catalog()
     b = catalog.bound(name)
-    return bound_from_constants(b.name, b.constants)
+    return bound_from_constants(b.name, b.constants, read_workloads(catalog.spec_dir))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from shift.model import apps, faults, layer, transport
@@ -19,6 +20,7 @@ from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.events import TraceError
 from shift.model.state import State, initial
+from shift.spec.catalog import load_catalog
 from shift.vocabulary import DIRECTIONS, HOSTS, PATHS, Event, make
 
 Action = Callable[..., State | None]
@@ -159,16 +161,19 @@ class Model:
 
     design: DesignRecord
     bound: Constants
+    spec_dir: Path | None = None  # the spec folder both were read from; None: the packaged one
 
     @classmethod
-    def load(cls, design: str, bound: str = "small") -> Model:
-        """The design and bound of spec/designs.toml by name."""
-        return cls(load_design(design), load_bound(bound))
+    def load(cls, design: str, bound: str = "small", spec_dir: Path | None = None) -> Model:
+        """The design and bound of designs.toml by name (of spec_dir, else the packaged
+        spec)."""
+        catalog = load_catalog(spec_dir)
+        return cls(load_design(design, catalog), load_bound(bound, catalog), spec_dir)
 
     def initial_states(self) -> list[tuple[Event, State]]:
         """Init: one state per workload of the bound, with the Init event that picks it."""
-        return [(make("Init", k), initial(k, self.bound.max_retries))
-                for k in self.bound.workloads]
+        return [(make("Init", k), initial(prog, self.bound.max_retries))
+                for k, prog in zip(self.bound.workloads, self.bound.programs, strict=True)]
 
     def init(self, ev: Event) -> State:
         if ev.name != "Init":
@@ -176,7 +181,7 @@ class Model:
         if ev.args[0] not in self.bound.workloads:
             raise NotEnabled(f"{ev}: workload {ev.args[0]} is not in bound "
                              f"{self.bound.name} (Workloads = {set(self.bound.workloads)})")
-        return initial(ev.args[0], self.bound.max_retries)
+        return initial(self.bound.program(ev.args[0]), self.bound.max_retries)
 
     def step(self, s: State, ev: Event) -> State | None:
         return step(s, ev, self.design, self.bound)

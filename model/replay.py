@@ -19,7 +19,7 @@ from pathlib import Path
 from shift.model.events import TraceError, load_trace
 from shift.model.next import Model, NotEnabled, action_of, fairness_class
 from shift.model.properties import INVARIANTS, done, some_path_healthy
-from shift.model.state import WORKLOADS, State, program
+from shift.model.state import State
 from shift.model.tla import canonical, canonical_itf, to_tla
 from shift.vocabulary import Event, make
 
@@ -80,16 +80,19 @@ def judge(model: Model, events: list[Event], invariants: list[str] | None = None
     return out
 
 
-def events_from_itf(doc: dict, source: str) -> tuple[list[Event], list[dict]]:
-    """The event trace of an ITF document written by `shift check`, and its states."""
+def events_from_itf(doc: dict, source: str, model: Model) -> tuple[list[Event], list[dict]]:
+    """The event trace of an ITF document written by `shift check`, and its states; the
+    workload is the one of the model's bound whose program state 1 has."""
     states = doc.get("states")
     if not isinstance(states, list) or not states:
         raise TraceError(f"{source}: an ITF trace needs a non-empty \"states\" list")
     prog = canonical_itf(states[0].get("program"))
-    workload = next((k for k in WORKLOADS
-                     if canonical(to_tla_program(program(k))) == prog), None)
+    workload = next((k for k, p in zip(model.bound.workloads, model.bound.programs,
+                                       strict=True)
+                     if canonical(to_tla_program(p)) == prog), None)
     if workload is None:
-        raise TraceError(f"{source}: state 1's program is none of Workloads.tla's")
+        raise TraceError(f"{source}: state 1's program is none of the workloads of bound "
+                         f"{model.bound.name} ({', '.join(map(str, model.bound.workloads))})")
     events = [make("Init", workload)]
     for k, st in enumerate(states[1:], 2):
         ev = st.get("event")
@@ -105,9 +108,9 @@ def to_tla_program(prog: tuple) -> list:
              "note": w.note} for w in prog]
 
 
-def load_any(path: Path) -> tuple[list[Event], list[dict] | None]:
-    """Events from a .jsonl event trace, or from an ITF JSON state trace (with its states
-    for validation)."""
+def load_any(path: Path, model: Model) -> tuple[list[Event], list[dict] | None]:
+    """Events from a .jsonl event trace, or from an ITF JSON state trace of the model's
+    design and bound (with its states for validation)."""
     if path.suffix == ".json" or path.name.endswith(".itf.json"):
         try:
             doc = json.loads(path.read_text())
@@ -117,7 +120,7 @@ def load_any(path: Path) -> tuple[list[Event], list[dict] | None]:
             raise TraceError(f"{path}:{e.lineno}: not JSON: {e.msg}") from None
         if not isinstance(doc, dict):
             raise TraceError(f"{path}: not an ITF document")
-        return events_from_itf(doc, str(path))
+        return events_from_itf(doc, str(path), model)
     return load_trace(path), None
 
 

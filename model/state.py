@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from shift.spec.workloads import WR
 from shift.vocabulary import DIRECTIONS, HOSTS, LAYER_STATES
 
 HOST = {h: i for i, h in enumerate(HOSTS)}
@@ -33,16 +34,6 @@ REGIONS = (1,)
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
 RTS, ERR = "RTS", "ERR"
 DEFAULT, FALLBACK, WAIT_SIGNALED, WAIT_DRAINED, ERROR = LAYER_STATES
-
-
-class WR(NamedTuple):
-    """Workloads.tla's WR(op, region, value, signaled, note)."""
-
-    op: str
-    region: int
-    value: int
-    signaled: bool
-    note: int
 
 
 class Cqe(NamedTuple):
@@ -137,26 +128,9 @@ class State(NamedTuple):
 VARIABLES: tuple[str, ...] = State._fields
 
 
-def program(k: int) -> tuple[WR, ...]:
-    """Workloads.tla's Program(k)."""
-    if k == 1:  # NCCL Simple: bulk WRITE, then the notification
-        return (WR("WRITE", 1, 1, False, 0), WR("WRITE_IMM", 0, 0, True, 1))
-    if k == 2:  # two SENDs: queue sliding
-        return (WR("SEND", 0, 0, True, 1), WR("SEND", 0, 0, True, 2))
-    if k == 3:  # an atomic in flight
-        return (WR("FADD", 1, 1, True, 0), WR("WRITE_IMM", 0, 0, True, 1))
-    if k == 4:  # buffer reuse: two Simple rounds into one region
-        return (WR("WRITE", 1, 1, False, 0), WR("WRITE_IMM", 0, 0, True, 1),
-                WR("WRITE", 1, 2, False, 0), WR("WRITE_IMM", 0, 0, True, 2))
-    raise ValueError(f"no workload {k} (Workloads.tla defines 1..4)")
-
-
-WORKLOADS = (1, 2, 3, 4)
-
-
-def initial(workload: int, max_retries: int) -> State:
-    """Failover.tla's Init with program = Program(workload)."""
-    prog = program(workload)
+def initial(prog: tuple[WR, ...], max_retries: int) -> State:
+    """Failover.tla's Init with program = prog, one of Workloads.tla's Program(k) (the
+    bound's `Constants.program(k)`)."""
     empty2: tuple[tuple[()], tuple[()]] = ((), ())
     return State(
         program=prog, posted=0, recvPosted=0, sndSeen=(), rcvSeen=(),
@@ -169,14 +143,6 @@ def initial(workload: int, max_retries: int) -> State:
         recvDone=0, sentCtr=(False, False), peerCtr=(-1, -1), replayed=(False, False),
         fence=0, refused=frozenset(),
     )
-
-
-def workload_of(state: State) -> int:
-    """Which Program(k) a state runs (the Init choice an event trace starts from)."""
-    for k in WORKLOADS:
-        if program(k) == state.program:
-            return k
-    raise ValueError("the state's program is none of Workloads.tla's")
 
 
 # -- helpers of State.tla and Workloads.tla over the Python representation --

@@ -1,6 +1,9 @@
 """Workloads.tla's programs in Z3: N WRs, symbolic (every op, signaled flag, region and
 value) or concrete, and what the protocol encoding (`protocol`) reads off them:
 notifications, writers, the memory a prefix of the program leaves.
+
+The concrete programs, `WORKLOADS`, are Program(k) of the packaged spec/Workloads.tla, read
+by `shift.spec.workloads` (the reader the model uses too), not restated here.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from dataclasses import dataclass
 import z3
 from shift.proofs.core import conj
 from shift.proofs.decisions import CAS, FADD, OPS, READ, SEND, WRITE, WRITE_IMM
+from shift.spec.catalog import packaged_spec_dir
+from shift.spec.workloads import read_workloads
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,10 @@ def fixed(prog: list[tuple[str, int, int, bool]]) -> Program:
                    [z3.IntVal(0)] + [z3.IntVal(v) for _, _, v, _ in prog])
 
 
+# Program(k) as (op, region, value, signaled) per WR; `Program.note` numbers the notifications.
 WORKLOADS: dict[int, list[tuple[str, int, int, bool]]] = {
-    1: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True)],
-    2: [("SEND", 0, 0, True), ("SEND", 0, 0, True)],
-    3: [("FADD", 1, 1, True), ("WRITE_IMM", 0, 0, True)],
-    4: [("WRITE", 1, 1, False), ("WRITE_IMM", 0, 0, True), ("WRITE", 1, 2, False),
-        ("WRITE_IMM", 0, 0, True)],
+    k: [(w.op, w.region, w.value, w.signaled) for w in prog]
+    for k, prog in read_workloads(packaged_spec_dir()).programs.items()
 }
 
 _ = READ  # every op of Workloads.tla is in OPS; READ changes nothing here

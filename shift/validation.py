@@ -28,7 +28,7 @@ from typing import Any
 from shift.differential import CHANNELS, Bridge, gap, judge, kept_invariants, wr_of
 from shift.model.next import Model
 from shift.model.observable import notes
-from shift.model.state import WRITERS, State, notes_before, num_notes, program
+from shift.model.state import WRITERS, State, notes_before, num_notes
 from shift.vocabulary import HOSTS, PATHS, Event
 
 FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is possible
@@ -146,7 +146,7 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
            attempts: int = 4) -> Recording:
     """A run of the implementation of `model`'s design at its bound: up to `length`
     recorded steps, each chosen by a scheduler seeded with `seed`."""
-    bridge = Bridge(model.design.name, model.bound.max_retries, program(workload))
+    bridge = Bridge(model.design.name, model.bound.max_retries, model.bound.program(workload))
     rng = random.Random(seed)
     sched = Scheduler(model, bridge, rng)
     steps: list[Step] = []
@@ -169,7 +169,7 @@ def validate(model: Model, rec: Recording) -> ValidationResult:
     model allows, and leave what the differential runner demands after a step (`judge`:
     the same observation and memory, the kept invariants on the implementation's)."""
     design = model.design.name
-    kept = kept_invariants(design, model.bound.name)
+    kept = kept_invariants(design, model.bound.name, model.spec_dir)
     s: State = model.init(Event("Init", (rec.workload,)))
     for k, step in enumerate(rec.steps, 1):
         ev = step.event

@@ -1,2 +1,3 @@
-"""The TLA+ specification, shipped as package data (the .tla modules and designs.toml), and
-`catalog`, the loader of designs.toml."""
+"""The TLA+ specification, shipped as package data (the .tla modules and designs.toml);
+`catalog`, the loader of designs.toml, and `workloads`, the reader of Workloads.tla's
+programs."""

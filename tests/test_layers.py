@@ -1,8 +1,10 @@
 """The layers' imports: the model, the oracle, stands without the TLC harness.
 
-`shift.model` may read the catalogue (`shift.spec.catalog`) and TLA+ (`shift.tlaplus`), but
-nothing of `shift.tlc`: what runs TLC or compares with it lives beside the harness. The
-reader and the catalogue, in turn, import neither the model nor the harness.
+`shift.model` may read the catalogue (`shift.spec.catalog`), the workloads
+(`shift.spec.workloads`) and TLA+ (`shift.tlaplus`), but nothing of `shift.tlc`: what runs
+TLC or compares with it lives beside the harness. The reader, the catalogue and the
+workloads, in turn, import neither the model nor the harness. The proofs read the workloads
+from the spec like the model, and load nothing else of the other layers.
 """
 
 from __future__ import annotations
@@ -64,5 +66,18 @@ def test_the_model_does_not_load_the_harness_through_another_module() -> None:
 
 
 def test_the_tla_reader_and_the_catalogue_stand_alone() -> None:
-    loaded = loaded_by("shift.tlaplus.values", "shift.tlaplus.syntax", "shift.spec.catalog")
+    loaded = loaded_by("shift.tlaplus.values", "shift.tlaplus.syntax", "shift.spec.catalog",
+                       "shift.spec.workloads")
     assert [m for m in loaded if within(m, HARNESS) or within(m, "shift.model")] == []
+
+
+def test_the_proofs_load_the_spec_reader_and_nothing_else_of_the_other_layers() -> None:
+    import pkgutil
+
+    import shift.proofs
+    proofs = [f"shift.proofs.{m.name}" for m in pkgutil.iter_modules(shift.proofs.__path__)]
+    loaded = loaded_by(*proofs)
+    assert "shift.proofs.programs" in loaded and "shift.spec.workloads" in loaded
+    allowed = ("shift.proofs", "shift.spec", "shift.tlaplus")
+    assert [m for m in loaded if m not in ("shift", "shift.errors")
+            and not any(within(m, a) for a in allowed)] == []

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from shift import report
 from shift.errors import ShiftError, UsageError
-from shift.spec.catalog import load_catalog
+from shift.spec.catalog import Bound, Catalog, load_catalog
+from shift.spec.workloads import read_workloads
+from shift.tlaplus.values import TlaSet, TlaValueError, parse_value
 from shift.tlc import explorer
 from shift.tlc.check import CellVerdict, check_design
 from shift.tlc.java import find_jar, find_java
@@ -31,6 +33,20 @@ def default_engine() -> tuple[str, str]:
     except ShiftError as e:
         return "explorer", f"TLC cannot run ({e}); using the explorer"
     return "tlc", ""
+
+
+def named_workloads_exist(catalog: Catalog, bound: Bound) -> None:
+    """Before TLC meets it as `a CASE with no conditions true`: a workload the bound names
+    that Program(k) has no arm for, in one line. What else the model could not read is for
+    TLC to judge, and the explorer's check (`explorer.model_of`)."""
+    try:
+        named = parse_value(bound.constants.get("Workloads", ""))
+        workloads = read_workloads(catalog.spec_dir)
+    except (ShiftError, TlaValueError):
+        return
+    for k in named.members if isinstance(named, TlaSet) else ():
+        if isinstance(k, int):
+            workloads.program(k, bound.name)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -77,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     progress(f"{len(designs)} design(s) at bound {bound.name} ({bound.summary}); engine "
              f"{engine}" + (f"; {args.jobs} TLC at a time, {workers} workers each"
                             if engine != "explorer" else ""))
+    named_workloads_exist(catalog, bound)
+    if engine != "tlc":  # what the model cannot read is an error before TLC starts
+        for d in designs:
+            explorer.model_of(catalog, d, bound)
     # The explorer runs in a thread of its own, beside the TLC processes.
     with ThreadPoolExecutor(max_workers=args.jobs) as pool, \
             ThreadPoolExecutor(max_workers=1) as mine:

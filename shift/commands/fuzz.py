@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="events per trace after Init (default 60)")
     p.add_argument("--out", type=Path, default=Path("fuzz-corpus"), metavar="DIR",
                    help="where divergent traces are saved (default ./fuzz-corpus)")
+    p.add_argument("--spec-dir", type=Path, metavar="DIR",
+                   help="use this copy of the specification (its workloads, bounds and "
+                        "declarations) instead of the packaged one")
     p.add_argument("--replay", type=Path, metavar="TRACE",
                    help="run one saved trace (JSON Lines) through both sides instead, step "
                         "by step, and show where they part (one --design)")
@@ -60,13 +63,16 @@ class Batch:
     divergent: list[list[Event]] = field(default_factory=list)
 
 
-def run_batch(job: tuple[str, str, int, int, int]) -> Batch:
+Job = tuple[str, str, int, int, int, Path | None]
+
+
+def run_batch(job: Job) -> Batch:
     """Run `count` traces of one design; the seed fixes them."""
     from shift.differential import run_trace, trace_from_choices
     from shift.model.next import Model
 
-    design, bound, seed, count, max_events = job
-    model = Model.load(design, bound)
+    design, bound, seed, count, max_events, spec_dir = job
+    model = Model.load(design, bound, spec_dir)
     rng = random.Random(seed)
     out = Batch(design)
     for _ in range(count):
@@ -83,8 +89,7 @@ def run_batch(job: tuple[str, str, int, int, int]) -> Batch:
     return out
 
 
-def _jobs(designs: list[str], args: argparse.Namespace) -> Iterator[tuple[str, str, int, int,
-                                                                          int]]:
+def _jobs(designs: list[str], args: argparse.Namespace) -> Iterator[Job]:
     """Batches round-robin over the designs; endless under --seconds."""
     k = 0
     while True:
@@ -97,21 +102,23 @@ def _jobs(designs: list[str], args: argparse.Namespace) -> Iterator[tuple[str, s
             else:
                 count = BATCH
             yield (d, args.bound, args.seed * 1_000_003 + k * 7919 + designs.index(d),
-                   count, args.max_events)
+                   count, args.max_events, args.spec_dir)
         k += 1
 
 
 def run(args: argparse.Namespace) -> int:
     from shift.differential import DESIGNS, report, run_trace, shrink
     from shift.model.next import Model
-    from shift.spec.catalog import load_catalog
 
     designs = args.design or list(DESIGNS)
     for d in designs:
         if d not in DESIGNS:
             raise UsageError(f"unknown design {d!r} for fuzz (both sides implement "
                              f"{', '.join(DESIGNS)})")
-    load_catalog().bound(args.bound)  # UsageError for an unknown bound
+    if args.spec_dir is not None:
+        args.spec_dir = args.spec_dir.resolve()
+    # UsageError for an unknown bound, SpecError for a workload the model cannot run
+    Model.load(designs[0], args.bound, args.spec_dir)
     if args.examples is not None and args.examples < 1:
         raise UsageError("--examples must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
@@ -192,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         if missing:
             print(f"  {'':<12} events never generated: {', '.join(missing)}")
         if b.divergent:
-            model = Model.load(d, args.bound)
+            model = Model.load(d, args.bound, args.spec_dir)
             small = shrink(model, min(b.divergent, key=len))
             path = save_trace(args.out / d / args.bound / f"seed{args.seed}-{len(saved)}.jsonl",
                               small)
@@ -215,7 +222,7 @@ def replay(args: argparse.Namespace, designs: list[str]) -> int:
 
     if len(designs) != 1:
         raise UsageError("--replay runs one trace on one design: give --design NAME")
-    model = Model.load(designs[0], args.bound)
+    model = Model.load(designs[0], args.bound, args.spec_dir)
     events = load_trace(args.replay)
     try:
         run = run_trace(model, events)

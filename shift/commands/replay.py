@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown design {args.design!r}; designs: {', '.join(catalog.designs)}")
     if args.impl:
         return both_sides(args)
-    model = Model(load_design(args.design, catalog), load_bound(args.bound, catalog))
-    events, itf_states = load_any(args.trace)
+    model = Model(load_design(args.design, catalog), load_bound(args.bound, catalog),
+                  catalog.spec_dir)
+    events, itf_states = load_any(args.trace, model)
     invariants = [p for p in catalog.invariants]
     try:
         result = judge(model, events, invariants, temporal="Liveness" in catalog.temporal)
@@ -97,4 +98,5 @@ def both_sides(args: argparse.Namespace) -> int:
                          f"not {args.design}")
     if args.trace.name.endswith(".itf.json"):
         raise UsageError(f"--impl: {args.trace} is a state trace; give an event trace (.jsonl)")
-    return replay(argparse.Namespace(replay=args.trace, bound=args.bound), [args.design])
+    return replay(argparse.Namespace(replay=args.trace, bound=args.bound,
+                                     spec_dir=args.spec_dir), [args.design])

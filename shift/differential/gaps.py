@@ -13,6 +13,7 @@ docs/differential.md (with a trace of tests/corpus/ that shows it):
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from shift.model.observable import OBSERVABLE
@@ -99,8 +100,8 @@ def fixed_here(design: str, s: State) -> list[str]:
 
 
 @functools.cache
-def kept_invariants(design: str, bound: str) -> tuple[str, ...]:
-    """The observable invariants the design declares it keeps at the bound (designs.toml,
-    the packaged one: read once per process)."""
-    d = load_catalog().design(design).at(bound)
+def kept_invariants(design: str, bound: str, spec_dir: Path | None = None) -> tuple[str, ...]:
+    """The observable invariants the design declares it keeps at the bound (designs.toml
+    of spec_dir, else the packaged one: read once per process)."""
+    d = load_catalog(spec_dir).design(design).at(bound)
     return tuple(p for p in OBSERVABLE_INVARIANTS if p not in d.violates)

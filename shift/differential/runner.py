@@ -135,7 +135,8 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
     if not events:
         raise NotEnabled("an empty trace (it starts with Init)")
     design = model.design.name
-    kept = tuple(kept_invariants(design, model.bound.name) if kept is None else kept)
+    kept = tuple(kept_invariants(design, model.bound.name, model.spec_dir) if kept is None
+                 else kept)
     s = model.init(events[0])
     states = [s]
     bridge = Bridge(design, model.bound.max_retries, s.program, copy_posts)

@@ -146,6 +146,7 @@ def test_the_copies_other_layers_keep_agree_with_the_vocabulary() -> None:
     """Names the model spells out as the spec's subsets (three statuses, the operation
     classes) must be the vocabulary's; the fields both sides observe are the same."""
     from shift.model import state
+    from shift.model.next import Model
     from shift.model.observe import observe
 
     from shift.differential import COMPARED
@@ -154,7 +155,7 @@ def test_the_copies_other_layers_keep_agree_with_the_vocabulary() -> None:
     assert set(vocab.OPS) == state.ONE_SIDED | state.TWO_SIDED
     assert COMPARED == vocab.OBSERVATION_FIELDS
     impl = ImplObservation((), (), {"A": "Default", "B": "Default"})
-    model = observe(state.initial(1, 0))
+    model = observe(state.initial(Model.load("Shift").bound.program(1), 0))
     assert tuple(impl.as_dict()) == tuple(model.as_dict()) == vocab.OBSERVATION_FIELDS
 
 

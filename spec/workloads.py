@@ -1,0 +1,206 @@
+"""The applications' programs: `Program(k)` of Workloads.tla, read without evaluating TLA+.
+
+Workloads.tla is the one place a workload is written. The model (`shift.model.config`: the
+programs of a bound's `Workloads`) and the proofs (`shift.proofs.programs`) read it here,
+from the spec folder in use, through the TLA+ grammar (`shift.tlaplus`). The reader takes
+the form the module has, and nothing more general:
+
+    Program(k) ==
+        CASE k = 1 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+          [] k = 2 -> << ... >>
+
+one arm `k = N` per workload (no OTHER), each a tuple of `WR(op, region, value, signaled,
+note)` with literal arguments, where `WR` is the record of exactly those five parameters.
+Anything else is a `SpecError` naming the file and line: TLC may accept more, but the
+programs must be readable here for every command that is not TLC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from tree_sitter import Node
+
+from shift.errors import SpecError
+from shift.tlaplus.syntax import body, definitions, first_error, line, parse, text
+from shift.tlaplus.values import TlaValueError, value
+
+MODULE = "Workloads.tla"
+FIELDS = ("op", "region", "value", "signaled", "note")
+_COMMENTS = frozenset({"comment", "block_comment"})
+
+
+class WR(NamedTuple):
+    """Workloads.tla's WR(op, region, value, signaled, note)."""
+
+    op: str
+    region: int
+    value: int
+    signaled: bool
+    note: int
+
+
+@dataclass(frozen=True)
+class Workloads:
+    """The programs of one Workloads.tla by workload number, and where each WR is written."""
+
+    path: Path
+    programs: dict[int, tuple[WR, ...]]
+    lines: dict[int, tuple[int, ...]]  # workload -> the line of each of its WRs
+    line: int  # the line of `Program(k) ==`
+
+    def program(self, k: int, bound: str = "") -> tuple[WR, ...]:
+        """Program(k); a SpecError saying which workloads there are when k is not one (and
+        which bound names it)."""
+        if k not in self.programs:
+            named = f", which bound {bound} names in its Workloads" if bound else ""
+            have = ", ".join(map(str, self.programs)) or "none"
+            raise SpecError(f"{self.path}:{self.line}: no workload {k}{named}: Program(k) "
+                            f"has an arm for k = {have} only")
+        return self.programs[k]
+
+    def where(self, k: int, w: int) -> str:
+        """file:line of WR w (1-based) of workload k."""
+        return f"{self.path}:{self.lines[k][w - 1]}"
+
+
+def _named(node: Node) -> list[Node]:
+    return [c for c in node.named_children if c.type not in _COMMENTS]
+
+
+def _innermost_error(node: Node) -> Node | None:
+    """Where the grammar failed: the first error, and inside an ERROR that wraps good text
+    (a whole module, say) the first error within it."""
+    bad = first_error(node)
+    while bad is not None:
+        inner = next((c for c in bad.children if c.has_error or c.is_missing), None)
+        if inner is None:
+            return bad
+        bad = first_error(inner)
+    return None
+
+
+def _definition(path: Path, root: Node, name: str, form: str) -> Node:
+    d = definitions(root).get(name)
+    bad = _innermost_error(root if d is None else d)
+    if d is None and bad is None:
+        raise SpecError(f"{path}: no `{form}` definition (the applications' programs)")
+    if bad is not None:
+        raise SpecError(f"{path}:{line(bad)}:{bad.start_point.column + 1}: "
+                        f"{'' if d is None else name + ': '}not well-formed TLA+")
+    return d
+
+
+def _fields(node: Node, name: str) -> list[Node]:
+    """The named nodes of a field (the grammar puts the brackets and commas there too)."""
+    return [c for c in node.children_by_field_name(name)
+            if c.is_named and c.type not in _COMMENTS]
+
+
+def _parameters(d: Node) -> list[str]:
+    return [text(c) for c in _fields(d, "parameter")]
+
+
+def _check_wr(path: Path, d: Node) -> None:
+    """WR must be the record of its five parameters, so that an argument's position is
+    its field."""
+    record = body(d)
+    parts = _named(record) if record.type == "record_literal" else []  # f |-> v, ...
+    fields = [(text(f), text(v)) for f, v in zip(parts[0::3], parts[2::3], strict=False)
+              if v.type == "identifier_ref"]
+    if tuple(_parameters(d)) != FIELDS or len(parts) != 3 * len(FIELDS) \
+            or sorted(fields) != sorted((f, f) for f in FIELDS):
+        raise SpecError(f"{path}:{line(d)}: WR must be WR({', '.join(FIELDS)}) == "
+                        f"[{', '.join(f'{f} |-> {f}' for f in FIELDS)}] (the reader takes "
+                        f"Program(k)'s WRs by position)")
+
+
+def _natural(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+# Each field's type, as WRs of Workloads.tla has it (the op and region sets are the model's
+# to judge: shift.model.config).
+_TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "op": ("a string", lambda v: isinstance(v, str)),
+    "region": ("a natural number", _natural),
+    "value": ("a natural number", _natural),
+    "signaled": ("TRUE or FALSE", lambda v: isinstance(v, bool)),
+    "note": ("a natural number", _natural),
+}
+
+
+def _arg(where: str, field: str, node: Node) -> Any:
+    try:
+        v = value(node)
+    except TlaValueError as e:
+        raise SpecError(f"{where}: {field}: {e}") from None
+    kind, ok = _TYPES[field]
+    if not ok(v):
+        raise SpecError(f"{where}: {field} = {text(node)}: expected {kind}")
+    return v
+
+
+def _wr(path: Path, k: int, w: int, node: Node) -> WR:
+    where = f"{path}:{line(node)}: Program({k}), WR {w}"
+    name = node.child_by_field_name("name")
+    if node.type != "bound_op" or name is None or text(name) != "WR":
+        raise SpecError(f"{where}: expected WR({', '.join(FIELDS)}) with literal arguments, "
+                        f"not {text(node)[:40]!r}")
+    args = _fields(node, "parameter")
+    if len(args) != len(FIELDS):
+        raise SpecError(f"{where}: WR takes {len(FIELDS)} arguments ({', '.join(FIELDS)}), "
+                        f"not {len(args)}")
+    return WR(*(_arg(where, f, a) for f, a in zip(FIELDS, args, strict=True)))
+
+
+def _guard(path: Path, k: str, node: Node) -> int:
+    lhs, rhs = node.child_by_field_name("lhs"), node.child_by_field_name("rhs")
+    symbol = node.child_by_field_name("symbol")
+    if node.type != "bound_infix_op" or symbol is None or symbol.type != "eq" or lhs is None \
+            or text(lhs) != k or rhs is None or rhs.type != "nat_number":
+        raise SpecError(f"{path}:{line(node)}: Program: a CASE arm's guard must be "
+                        f"`{k} = N` for a workload number N, not {text(node)[:40]!r}")
+    return int(text(rhs))
+
+
+def read_workloads(spec_dir: Path) -> Workloads:
+    """Program(k) of `spec_dir`/Workloads.tla for every arm; SpecError (file and line) for a
+    form the reader does not take."""
+    path = spec_dir / MODULE
+    try:
+        source = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such module (it defines Program(k), the workloads)") \
+            from None
+    root = parse(source)
+    _check_wr(path, _definition(path, root, "WR", "WR(" + ", ".join(FIELDS) + ") == [...]"))
+    d = _definition(path, root, "Program", "Program(k) == CASE ...")
+    params = _parameters(d)
+    case = body(d)
+    if len(params) != 1 or case.type != "case":
+        raise SpecError(f"{path}:{line(d)}: Program must be Program(k) == CASE k = 1 -> "
+                        f"<< WR(...), ... >> [] k = 2 -> ...")
+    programs: dict[int, tuple[WR, ...]] = {}
+    lines: dict[int, tuple[int, ...]] = {}
+    for arm in _named(case):
+        if arm.type == "case_box":
+            continue
+        parts = [c for c in _named(arm) if c.type != "case_arrow"]
+        if arm.type != "case_arm" or len(parts) != 2:
+            raise SpecError(f"{path}:{line(arm)}: Program: only arms `k = N -> << WR(...), "
+                            f"... >>` (no OTHER)")
+        guard, prog = parts
+        k = _guard(path, params[0], guard)
+        if k in programs:
+            raise SpecError(f"{path}:{line(arm)}: Program: a second arm for workload {k}")
+        if prog.type != "tuple_literal":
+            raise SpecError(f"{path}:{line(prog)}: Program({k}): expected a tuple "
+                            f"<< WR(...), ... >>, not {text(prog)[:40]!r}")
+        wrs = [c for c in _named(prog) if c.type not in ("langle_bracket", "rangle_bracket")]
+        programs[k] = tuple(_wr(path, k, w, n) for w, n in enumerate(wrs, 1))
+        lines[k] = tuple(line(n) for n in wrs)
+    return Workloads(path, programs, lines, line(d))
