@@ -60,9 +60,13 @@ def _record_from_module(name: str, path: Path) -> DesignRecord:
         source = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(f"{path}: no such module for design {name}") from None
-    d = definitions(parse(source)).get("D")
+    root = parse(source)
+    d = definitions(root).get("D")
     if d is None:
-        raise SpecError(f"{path}: no `D == [...]` record (the design's choices)")
+        bad = first_error(root)  # a broken D may hide it from the grammar: say where
+        where = f"{path}:{line(bad)}:{bad.start_point.column + 1}: not well-formed TLA+; " \
+            if bad is not None else f"{path}: "
+        raise SpecError(f"{where}no `D == [...]` record (the design's choices)")
     bad = first_error(d)
     if bad is not None:
         raise SpecError(f"{path}:{line(bad)}:{bad.start_point.column + 1}: D: not well-formed TLA+")

@@ -91,6 +91,10 @@ def spec_with_shift(tmp_path: Path, record: str) -> int:
     ('D == [failover |-> TRUE, skip |-> "counter"]', r"Shift.tla:{line}: D must be a record"),
     ('D == [failover |-> TRUE, skip |-> "all", refuseAtomics |-> TRUE, failBack |-> TRUE,\n'
      '      readsResponder |-> FALSE, staged |-> FALSE]', r"Shift.tla:{line}: D.skip = 'all'"),
+    # without its `]` the record swallows what follows and the grammar no longer sees a D:
+    # the error still says where the text stopped being TLA+ (not the module's first line)
+    ('D == [failover |-> TRUE, skip |-> "counter"',
+     r"Shift.tla:(?!1:)\d+:\d+: not well-formed TLA\+; no `D == \[\.\.\.\]` record"),
 ])
 def test_a_malformed_record_is_an_error_with_its_line(tmp_path: Path, record: str,
                                                       message: str) -> None:

@@ -51,15 +51,17 @@ def line(node: Node) -> int:
 
 
 def first_error(node: Node) -> Node | None:
-    """The first node, in source order, where the grammar failed (ERROR or missing)."""
+    """The first node, in source order, where the grammar failed (ERROR or missing): the
+    innermost one, since an ERROR that wraps a whole module starts at its first line."""
     if not node.has_error:
         return None
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.is_error or n.is_missing:
+        inner = [c for c in n.children if c.has_error or c.is_error or c.is_missing]
+        if (n.is_error or n.is_missing) and not inner:
             return n
-        stack.extend(reversed([c for c in n.children if c.has_error or c.is_missing]))
+        stack.extend(reversed(inner))
     return node
 
 
