@@ -83,7 +83,8 @@ class Connection:
     """
 
     def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
-                 probe: str, ctl_retries: int, copy_posts: bool = False):
+                 probe: str, ctl_retries: int, copy_posts: bool = False,
+                 fail_back: bool = True):
         self._fabric = fabric
         self.design = design
         self.regions = int_arg("regions", regions, 1, 4096)
@@ -97,10 +98,9 @@ class Connection:
         attr.max_send_wr = max_wr
         attr.max_recv_wr = max_wr
         attr.ctl_retries = int_arg("ctl_retries", ctl_retries, 0, 255)
-        if not isinstance(copy_posts, bool):
-            raise TypeError("copy_posts must be a bool")
         attr.flags = ((lib.SHIFT_EP_WIRE_PROBE if probe == "wire" else 0)
-                      | (lib.SHIFT_EP_COPY_POSTS if copy_posts else 0))
+                      | (lib.SHIFT_EP_COPY_POSTS if bool_arg("copy_posts", copy_posts) else 0)
+                      | (0 if bool_arg("fail_back", fail_back) else lib.SHIFT_EP_NO_FAIL_BACK))
         out = ffi.new("shift_conn *")
         check_errno(lib.shift_sim_connect(fabric.handle, attr, out), "shift_sim_connect")
         self._h = out[0]

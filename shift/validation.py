@@ -146,7 +146,8 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
            attempts: int = 4) -> Recording:
     """A run of the implementation of `model`'s design at its bound: up to `length`
     recorded steps, each chosen by a scheduler seeded with `seed`."""
-    bridge = Bridge(model.design.name, model.bound.max_retries, model.bound.program(workload))
+    bridge = Bridge(model.design.name, model.bound.max_retries, model.bound.program(workload),
+                    recover=model.bound.recover)
     rng = random.Random(seed)
     sched = Scheduler(model, bridge, rng)
     steps: list[Step] = []

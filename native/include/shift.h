@@ -82,7 +82,11 @@ enum shift_ep_flags {
     /* Keep the layer's own copy of every WR posted, even with a backend whose send
      * queue can give them back (sq_pending): the failure-free path a backend without
      * it gets. Tests run both paths. */
-    SHIFT_EP_COPY_POSTS = 2
+    SHIFT_EP_COPY_POSTS = 2,
+    /* Stay on the backup path once the replay is done: no reconnect of the default
+     * path, no fail-back (the specification's D.failBack = FALSE, or a bound whose
+     * failed path never recovers: Recover = FALSE). */
+    SHIFT_EP_NO_FAIL_BACK = 4
 };
 
 struct shift_ep_attr {

@@ -70,7 +70,8 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_NO_FAILOVER ||
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
-        (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS)))
+        (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
+                                    SHIFT_EP_NO_FAIL_BACK)))
         return EINVAL;
     ep_s *e = calloc(1, sizeof *e);
     if (!e)

@@ -325,7 +325,8 @@ int shift_progress(shift_ep h)
         replay(e);
         return SHIFT_STEP_REPLAY;
     }
-    if (is_shift(e) && e->state == SHIFT_STATE_FALLBACK && e->replayed)
+    if (is_shift(e) && e->state == SHIFT_STATE_FALLBACK && e->replayed &&
+        !(e->attr.flags & SHIFT_EP_NO_FAIL_BACK))
         return e->probing ? probe_check(e) : reconnect(e);
     if (e->state == SHIFT_STATE_WAIT_DRAINED && fence_done(e)) {
         release(e);

@@ -527,6 +527,40 @@ static int settle(lay_t *L, struct shift_wc *sa, int *na, struct shift_wc *sb, i
     return steps;
 }
 
+/* SHIFT_EP_NO_FAIL_BACK: the layer stays on the backup path when the NIC recovers */
+static void test_layer_no_fail_back(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_NO_FAIL_BACK);
+    struct shift_wc sa[64], sb[64];
+    uint64_t mem_at[64];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 3; k++)
+        lay_round(&L, k, 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    CHECK(sn_nic_recover(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    lay_round(&L, 4, 0);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    CHECK(nb == 4 && na == 4);
+    for (int i = 0; i < nb && i < 4; i++)
+        CHECK(sb[i].status == SHIFT_WC_SUCCESS && sb[i].wr_id == (uint64_t)i + 1 &&
+              mem_at[i] == 1000 + (uint64_t)i + 1);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK);
+    CHECK(ia.failovers == 1 && ia.failbacks == 0);
+    lay_close(&L);
+    /* a flag the layer does not know */
+    struct sn_fabric_attr fa = {0, 1, 7, 0};
+    sn_fabric f;
+    shift_conn c;
+    CHECK(sn_fabric_create(&fa, &f) == 0);
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 8, 8, 2, SHIFT_EP_NO_FAIL_BACK << 1};
+    CHECK(shift_sim_connect(f, &ca, &c) == EINVAL);
+    CHECK(sn_fabric_destroy(f) == 0);
+}
+
 static void test_layer_nccl(int fail_host, int fault_step)
 {
     lay_t L;
@@ -1403,6 +1437,7 @@ int main(void)
         for (int step = 0; step < 12; step++)
             test_layer_nccl(host, step);
     test_layer_atomic_refused();
+    test_layer_no_fail_back();
     test_layer_bad_inputs();
     test_fake_backend_failed_post();
     test_conn_owns_qps();

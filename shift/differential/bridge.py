@@ -7,7 +7,8 @@
 - region r is the r-th 8-byte slot of B's registered memory (the model has one region);
 - `PostRecv(B, r)` posts receive WR id r; a receive completion names it (`recv`);
 - the fabric runs with the bound's `MaxRetries`, the connection with `probe="instant"`
-  (the spec's reconnect is its probe) and `ctl_retries=0`; every other event is the
+  (the spec's reconnect is its probe), `ctl_retries=0`, and without fail-back at a bound
+  without recovery (the spec's Reconnect needs `Recover`); every other event is the
   implementation's event of the same name and arguments.
 """
 
@@ -34,11 +35,12 @@ class Bridge:
     """The implementation side of a trace: a fabric and a connection for one design."""
 
     def __init__(self, design: str, max_retries: int, program: Sequence[Any],
-                 copy_posts: bool = False):
+                 copy_posts: bool = False, recover: bool = True):
         self.program = tuple(program)
         self.fabric = Fabric(retries=max_retries)
         self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
-                                        probe="instant", ctl_retries=0, copy_posts=copy_posts)
+                                        probe="instant", ctl_retries=0, copy_posts=copy_posts,
+                                        fail_back=recover)
 
     def close(self) -> None:
         self.fabric.close()

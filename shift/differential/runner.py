@@ -139,7 +139,8 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                  else kept)
     s = model.init(events[0])
     states = [s]
-    bridge = Bridge(design, model.bound.max_retries, s.program, copy_posts)
+    bridge = Bridge(design, model.bound.max_retries, s.program, copy_posts,
+                    model.bound.recover)
     try:
         for k, ev in enumerate(events[1:], 2):
             why = gap(s, ev)

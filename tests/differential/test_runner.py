@@ -170,3 +170,33 @@ def test_kept_invariants_follow_the_declarations() -> None:
                                                      "CompletionIntegrity")
     assert D.kept_invariants("Shift", "large") == ("NotificationIntegrity",)
     assert D.kept_invariants("NoFailover", "large") == D.OBSERVABLE_INVARIANTS
+
+
+# A failover without a hardware fault (a lost packet, no retransmission left): after the
+# replay the default path is healthy, and only a bound with recovery lets A fail back.
+NO_FAULT_FAILOVER = [make("Init", 2), make("PostRecv", "B", 1), make("PostSend", "A", 1),
+                     make("Transmit", "A", 1), make("Drop", 1, "AtoB"),
+                     make("Timeout", "A", 1), make("PollCq", "A"), make("Progress", "A"),
+                     make("Deliver", 2, "AtoB"), make("Progress", "B"),
+                     make("Progress", "B"), make("Deliver", 2, "BtoA"),
+                     make("Progress", "A")]
+
+
+def test_at_a_bound_without_recovery_the_core_does_not_fail_back(monkeypatch) -> None:
+    """`small` has Recover = FALSE: the spec's Reconnect is never enabled. The bridge
+    opens the connection without fail-back there, so the two sides agree; with it (the
+    core's default) the core reconnects the healthy default path and the runner says so."""
+    model = Model.load("Shift", "small")
+    assert not model.bound.recover
+    run = D.run_trace(model, NO_FAULT_FAILOVER)
+    assert run.ok, D.report(model, run)
+    assert run.states[-1].layer[0] == "Fallback"
+    init = D.Bridge.__init__
+
+    def failing_back(self, design, retries, program, copy_posts=False, recover=True):  # type: ignore[no-untyped-def]
+        init(self, design, retries, program, copy_posts, True)
+
+    monkeypatch.setattr(D.Bridge, "__init__", failing_back)
+    run = D.run_trace(model, NO_FAULT_FAILOVER)
+    assert run.divergence is not None
+    assert "Progress(A)" in D.report(model, run)

@@ -219,7 +219,7 @@ def test_bad_fabric_arguments(kw, exc):
 @pytest.mark.parametrize("kw, exc", [
     ({"design": "Foo"}, ValueError), ({"design": 3}, TypeError), ({"regions": 0}, ValueError),
     ({"max_wr": 0}, ValueError), ({"probe": "x"}, ValueError), ({"ctl_retries": -1}, ValueError),
-    ({"copy_posts": 1}, TypeError),
+    ({"copy_posts": 1}, TypeError), ({"fail_back": "no"}, TypeError),
 ])
 def test_bad_connection_arguments(kw, exc):
     with Fabric() as fab, pytest.raises(exc):

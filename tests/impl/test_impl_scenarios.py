@@ -67,6 +67,17 @@ def test_receiver_nic_failure_without_recovery_stays_on_backup(conn, pos):
     assert conn.observe().layer == {"A": "Fallback", "B": "Fallback"}
 
 
+@pytest.mark.parametrize("pos", FAULT_POSITIONS)
+def test_without_fail_back_the_recovered_path_stays_unused(fabric, pos):
+    """fail_back=False: the layer stays on the backup path even once the default NIC is
+    back (the spec's D.failBack = FALSE, or a bound without recovery)."""
+    conn = fabric.connect("Shift", regions=4, fail_back=False)
+    total = _run_with_fault(conn, ("NicFail", "A", 1), pos, recover=("NicRecover", "A", 1))
+    assert_nccl_delivered(conn, total)
+    assert conn.observe().layer == {"A": "Fallback", "B": "Fallback"}
+    assert conn.stats().failbacks == 0
+
+
 def test_flapping_link(conn):
     k = 0
     for flap in range(4):
