@@ -26,12 +26,13 @@ def bool_arg(name: str, v: Any) -> bool:
 
 
 def _named(what: str, v: Any, numbers: dict[str, int]) -> int:
+    n = numbers.get(v) if isinstance(v, str) else None
+    if n is not None:  # the data path: one lookup, no message built
+        return n
     expected = " or ".join(map(repr, numbers))
     if not isinstance(v, str):
         raise TypeError(f"{what} must be {expected}, not {type(v).__name__}")
-    if v not in numbers:
-        raise ValueError(f"unknown {what} {v!r} (expected {expected})")
-    return numbers[v]
+    raise ValueError(f"unknown {what} {v!r} (expected {expected})")
 
 
 def host_arg(h: Any) -> int:
