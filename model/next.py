@@ -19,6 +19,7 @@ from shift.model.config import Constants, DesignRecord
 from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.events import TraceError
+from shift.model.explain import why_not
 from shift.model.state import State, initial
 from shift.spec.catalog import load_catalog
 from shift.vocabulary import DIRECTIONS, HOSTS, PATHS, Event, make
@@ -192,6 +193,14 @@ class Model:
     def enabled(self, s: State) -> list[Event]:
         return enabled(s, self.design, self.bound)
 
+    def not_enabled(self, n: int, s: State, ev: Event) -> str:
+        """Event n of a trace, ev, cannot happen in s: what is enabled instead, and why
+        not ev (the first guard of its action that fails, `explain.why_not`)."""
+        enabled = ", ".join(map(str, self.enabled(s))) or "nothing"
+        why = why_not(self, s, ev)
+        return f"event {n}, {ev}, is not enabled (enabled: {enabled})" + \
+            (f": {why}" if why else "")
+
     def run(self, events: Iterable[Event]) -> list[State]:
         """The states an event trace (Init first) goes through; NotEnabled names the
         first event that cannot happen."""
@@ -203,7 +212,6 @@ class Model:
         for n, ev in enumerate(it, 2):
             t = self.step(states[-1], ev)
             if t is None:
-                raise NotEnabled(f"event {n}, {ev}, is not enabled "
-                                 f"(enabled: {', '.join(map(str, self.enabled(states[-1])))})")
+                raise NotEnabled(self.not_enabled(n, states[-1], ev))
             states.append(t)
         return states

@@ -148,7 +148,7 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                 return Run(events[:k - 1], states, None, f"event {k}, {ev}: {why}")
             t = model.step(s, ev)
             if t is None:
-                raise NotEnabled(f"event {k}, {ev}, is not enabled in the model")
+                raise NotEnabled(f"in the model, {model.not_enabled(k, s, ev)}")
             s = t
             states.append(s)
             try:
