@@ -181,12 +181,16 @@ def test_merge_reports_engines_that_explore_different_graphs() -> None:
         return CellVerdict("Shift", prop, verdict, "holds", states, 1.0)
 
     tlc = [cell("Opacity", "holds", 28_300), cell("Liveness", "holds", 28_300),
-           cell("AtomicSafety", "holds", 34_114), cell("ZeroCopy", "violated", 900)]
+           cell("AtomicSafety", "holds", 34_114), cell("ZeroCopy", "violated", 900),
+           cell("DataAtNotification", "holds", 34_114)]
     explorer = [cell("Opacity", "holds", 34_114), cell("Liveness", "holds", 34_114),
-                cell("AtomicSafety", "holds", 34_114), cell("ZeroCopy", "violated", 34_114)]
+                cell("AtomicSafety", "holds", 34_114), cell("ZeroCopy", "violated", 34_114),
+                cell("DataAtNotification", "violated", 34_114)]
     out = {v.property: v for v in merge(tlc, explorer)}
     assert out["Opacity"].verdict == "error"
     assert "28,300" in out["Opacity"].message and "34,114" in out["Opacity"].message
+    assert out["DataAtNotification"].verdict == "error"
+    assert "TLC says holds, the explorer says violated" in out["DataAtNotification"].message
     # a temporal property is checked apart, and a violation stops TLC early: no comparison
     assert [out[p].verdict for p in ("Liveness", "AtomicSafety", "ZeroCopy")] == [
         "holds", "holds", "violated"]
