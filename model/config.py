@@ -17,7 +17,7 @@ from shift.spec.catalog import Catalog, load_catalog
 from shift.spec.workloads import WR, Workloads, read_workloads
 
 from shift.errors import SpecError
-from shift.tlaplus.syntax import body, definitions, first_error, line, parse
+from shift.tlaplus.syntax import body, definition, line, parse
 from shift.tlaplus.values import TlaSet, TlaValueError, parse_value, value
 
 SKIPS = ("none", "counter", "prefix", "psn", "flag")
@@ -60,16 +60,7 @@ def _record_from_module(name: str, path: Path) -> DesignRecord:
         source = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(f"{path}: no such module for design {name}") from None
-    root = parse(source)
-    d = definitions(root).get("D")
-    if d is None:
-        bad = first_error(root)  # a broken D may hide it from the grammar: say where
-        where = f"{path}:{line(bad)}:{bad.start_point.column + 1}: not well-formed TLA+; " \
-            if bad is not None else f"{path}: "
-        raise SpecError(f"{where}no `D == [...]` record (the design's choices)")
-    bad = first_error(d)
-    if bad is not None:
-        raise SpecError(f"{path}:{line(bad)}:{bad.start_point.column + 1}: D: not well-formed TLA+")
+    d = definition(path, parse(source), "D", "no `D == [...]` record (the design's choices)")
     where = f"{path}:{line(d)}"
     try:
         rec = value(body(d))

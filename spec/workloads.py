@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from tree_sitter import Node
 
 from shift.errors import SpecError
-from shift.tlaplus.syntax import body, definitions, first_error, line, parse, text
+from shift.tlaplus.syntax import body, definition, line, parse, text
 from shift.tlaplus.values import TlaValueError, value
 
 MODULE = "Workloads.tla"
@@ -71,27 +71,8 @@ def _named(node: Node) -> list[Node]:
     return [c for c in node.named_children if c.type not in _COMMENTS]
 
 
-def _innermost_error(node: Node) -> Node | None:
-    """Where the grammar failed: the first error, and inside an ERROR that wraps good text
-    (a whole module, say) the first error within it."""
-    bad = first_error(node)
-    while bad is not None:
-        inner = next((c for c in bad.children if c.has_error or c.is_missing), None)
-        if inner is None:
-            return bad
-        bad = first_error(inner)
-    return None
-
-
-def _definition(path: Path, root: Node, name: str, form: str) -> Node:
-    d = definitions(root).get(name)
-    bad = _innermost_error(root if d is None else d)
-    if d is None and bad is None:
-        raise SpecError(f"{path}: no `{form}` definition (the applications' programs)")
-    if bad is not None:
-        raise SpecError(f"{path}:{line(bad)}:{bad.start_point.column + 1}: "
-                        f"{'' if d is None else name + ': '}not well-formed TLA+")
-    return d
+def _missing(form: str) -> str:
+    return f"no `{form}` definition (the applications' programs)"
 
 
 def _fields(node: Node, name: str) -> list[Node]:
@@ -177,8 +158,9 @@ def read_workloads(spec_dir: Path) -> Workloads:
         raise SpecError(f"{path}: no such module (it defines Program(k), the workloads)") \
             from None
     root = parse(source)
-    _check_wr(path, _definition(path, root, "WR", "WR(" + ", ".join(FIELDS) + ") == [...]"))
-    d = _definition(path, root, "Program", "Program(k) == CASE ...")
+    wr_form = "WR(" + ", ".join(FIELDS) + ") == [...]"
+    _check_wr(path, definition(path, root, "WR", _missing(wr_form)))
+    d = definition(path, root, "Program", _missing("Program(k) == CASE ..."))
     params = _parameters(d)
     case = body(d)
     if len(params) != 1 or case.type != "case":

@@ -17,6 +17,8 @@ from functools import cache
 import tree_sitter_tlaplus
 from tree_sitter import Language, Node, Parser
 
+from shift.errors import SpecError
+
 # Top-level units that define a name: `Op(x) == e` and `f[x \in S] == e`.
 DEFINITIONS = frozenset({"operator_definition", "function_definition"})
 
@@ -63,6 +65,23 @@ def first_error(node: Node) -> Node | None:
             return n
         stack.extend(reversed(inner))
     return node
+
+
+def definition(path: object, root: Node, name: str, missing: str) -> Node:
+    """The top-level definition `name` of the module parsed into `root`, well formed; else a
+    SpecError with the file, and the line and column of the innermost syntax error: in the
+    definition, or anywhere in the module when a broken text hides it from the grammar.
+    `missing` says what is expected (e.g. "no `D == [...]` record (the design's choices)")."""
+    d = definitions(root).get(name)
+    bad = first_error(root if d is None else d)
+    if bad is None:
+        if d is None:
+            raise SpecError(f"{path}: {missing}")
+        return d
+    where = f"{path}:{line(bad)}:{bad.start_point.column + 1}"
+    if d is None:
+        raise SpecError(f"{where}: not well-formed TLA+; {missing}")
+    raise SpecError(f"{where}: {name}: not well-formed TLA+")
 
 
 # Named children of a module that are not units: its `---- MODULE`, `----` and `====` lines.
