@@ -59,7 +59,7 @@ def _names_by_value(ctype: str, prefix: str, names: tuple[str, ...]) -> tuple[st
 HOST_NAMES = _names_by_value("enum sn_host", "SN_HOST_", vocab.HOSTS)  # by number
 HOSTS = {h: i for i, h in enumerate(HOST_NAMES)}
 DIRECTIONS = _by_name("enum sn_dir", "SN_", vocab.DIRECTIONS, spell=str)
-PATHS = (1, 2)
+PATHS = vocab.PATHS
 
 Status = IntEnum("Status", _by_name("enum shift_wc_status", "SHIFT_WC_", vocab.STATUSES),
                  module=__name__)

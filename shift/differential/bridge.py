@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from shift.impl import Fabric, Wr
+from shift.impl import DesignCode, Fabric, Wr
 from shift.model.state import REGIONS
 from shift.vocabulary import Event
 
-# The designs both sides implement (spec/designs.toml and the C core's enum shift_design).
-DESIGNS = ("Shift", "NaiveReplay", "NoFailover")
+# The designs both sides implement: the C core's (enum shift_design), under their names in
+# spec/designs.toml; the model has every design.
+DESIGNS = tuple(d.value for d in DesignCode)
 
 
 def wr_of(program: Sequence[Any], w: int) -> Wr:
