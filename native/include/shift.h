@@ -49,7 +49,10 @@ typedef struct shift_ep_opaque *shift_ep;
 enum shift_design {
     SHIFT_DESIGN_SHIFT = 0,        /* counter handshake, filtered replay, refusal, fail-back */
     SHIFT_DESIGN_NAIVE_REPLAY = 1, /* replay every outstanding WR; no filter, no refusal */
-    SHIFT_DESIGN_NO_FAILOVER = 2   /* plain RC: errors go to the application */
+    SHIFT_DESIGN_NO_FAILOVER = 2,  /* plain RC: errors go to the application */
+    SHIFT_DESIGN_SHIFT_PREFIX = 3  /* SHIFT whose replay also skips every WR before the
+                                    * last notification the peer received (RC order:
+                                    * they executed; docs/findings.md, F3) */
 };
 
 enum shift_role { SHIFT_ROLE_REQUESTER = 0, SHIFT_ROLE_RESPONDER = 1 };

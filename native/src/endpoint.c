@@ -67,7 +67,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send)
         return EINVAL;
     if ((attr->role != SHIFT_ROLE_REQUESTER && attr->role != SHIFT_ROLE_RESPONDER) ||
-        attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_NO_FAILOVER ||
+        attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_SHIFT_PREFIX ||
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
         (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
@@ -252,8 +252,8 @@ const char *shift_state_name(int s)
 
 const char *shift_design_name(int d)
 {
-    static const char *const n[] = {"Shift", "NaiveReplay", "NoFailover"};
-    if (d < 0 || d > SHIFT_DESIGN_NO_FAILOVER)
+    static const char *const n[] = {"Shift", "NaiveReplay", "NoFailover", "ShiftPrefix"};
+    if (d < 0 || d > SHIFT_DESIGN_SHIFT_PREFIX)
         return NULL;
     return n[d];
 }

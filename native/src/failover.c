@@ -165,19 +165,37 @@ static void handshake(ep_s *e)
     e->sent_ctr = 1;
 }
 
+/* The peer's receive counter shows notification p as received. */
+static int counted(const ep_s *e, const pend_t *p)
+{
+    return NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr;
+}
+
 /* Replay: re-post the outstanding sends on the backup QP in post order, skipping the
- * notifications the peer's receive counter shows as received (SHIFT only). */
+ * notifications the peer's receive counter shows as received (SHIFT) and, for
+ * ShiftPrefix, every WR before the last of them too. */
 static void replay(ep_s *e)
 {
+    /* RC executes in post order: every WR up to the last notification the peer counted
+     * executed on the default QP (those before `executed`; none if it counted none) */
+    uint64_t executed = 0;
+    if (is_shift(e))
+        for (uint64_t s = e->phead; s < e->ptail; s++) {
+            pend_t *p = &e->pq[s & e->pmask];
+            if (!(p->flags & PF_DONE) && counted(e, p))
+                executed = s + 1;
+        }
+    if (executed > e->known_exec)
+        e->known_exec = executed;
     int blocked = 0;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         pend_t *p = &e->pq[s & e->pmask];
         if (p->flags & PF_DONE)
             continue;
-        if (is_shift(e) && NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr) {
-            /* the peer received it, so every WR before it on the default QP executed */
-            if (s > e->known_exec)
-                e->known_exec = s;
+        /* ShiftPrefix skips the executed WRs too: a WRITE replayed there would put stale
+         * data under a notification the peer holds (docs/findings.md, F3). They are a
+         * prefix of the outstanding WRs, so none of their successes waits below. */
+        if ((skips_prefix(e) && s < executed) || (is_shift(e) && counted(e, p))) {
             e->st.skipped_wrs++;
             if ((p->wr.send_flags & SHIFT_SEND_SIGNALED) && blocked) {
                 p->flags |= PF_SKIPPED;

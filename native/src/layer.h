@@ -97,7 +97,16 @@ typedef struct ep_s {
 static inline ep_s *ep_get(shift_ep h) { return h_get(h, H_EP); }
 static inline int is_req(const ep_s *e) { return e->attr.role == SHIFT_ROLE_REQUESTER; }
 static inline int failover(const ep_s *e) { return e->attr.design != SHIFT_DESIGN_NO_FAILOVER; }
-static inline int is_shift(const ep_s *e) { return e->attr.design == SHIFT_DESIGN_SHIFT; }
+/* SHIFT's machinery (counter filter, refusal, fail-back): Shift and ShiftPrefix */
+static inline int is_shift(const ep_s *e)
+{
+    return e->attr.design == SHIFT_DESIGN_SHIFT || e->attr.design == SHIFT_DESIGN_SHIFT_PREFIX;
+}
+/* the replay also skips the WRs before the last notification the peer counted */
+static inline int skips_prefix(const ep_s *e)
+{
+    return e->attr.design == SHIFT_DESIGN_SHIFT_PREFIX;
+}
 
 /* the opcodes that consume a receive WR at the peer (its notifications); the
  * failure-free paths index it with op & 7 and leave an unknown opcode to the backend */

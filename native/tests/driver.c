@@ -417,6 +417,8 @@ static void test_raw_bad_handles(void)
     struct shift_ep_attr ea = {0, 0, 8, 8, 3, 0};
     CHECK(shift_ep_create(NULL, NULL, &ea, &ep) == EINVAL);
     CHECK(shift_state_name(7) == NULL && shift_design_name(-1) == NULL);
+    CHECK(strcmp(shift_design_name(SHIFT_DESIGN_SHIFT_PREFIX), "ShiftPrefix") == 0 &&
+          shift_design_name(SHIFT_DESIGN_SHIFT_PREFIX + 1) == NULL);
     CHECK(shift_wc_status_name(22) == NULL && strcmp(shift_wc_status_str(99), "unknown") == 0);
     CHECK(strcmp(shift_wc_status_name(SHIFT_WC_RETRY_EXC_ERR), "RETRY_EXC_ERR") == 0);
     CHECK(shift_qp_state_name(SHIFT_QPS_ERR) && !shift_qp_state_name(-1));
@@ -731,6 +733,8 @@ static void test_fake_backend_failed_post(void)
     struct shift_ep_attr ea = {SHIFT_ROLE_REQUESTER, SHIFT_DESIGN_SHIFT, 8, 8, 2, 0};
     CHECK(shift_ep_create(&broken, &x, &ea, &ep) == EINVAL);
     ea.design = 7;
+    CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
+    ea.design = SHIFT_DESIGN_SHIFT_PREFIX + 1;
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
     ea.design = SHIFT_DESIGN_SHIFT;
     ea.max_send_wr = 0;
@@ -1328,6 +1332,102 @@ static void test_layer_skipped_after_replay_error(unsigned flags, int nwr, int s
     lay_close(&L);
 }
 
+/* F3's scenario (docs/findings.md): two rounds WRITE r := 1, notification 1, WRITE
+ * r := 2, notification 2 into the same region, all executed at B, every ACK lost. B
+ * counts both notifications. Shift replays both WRITEs, and the first puts the stale 1
+ * back under notification 2, which B's application has not polled yet; ShiftPrefix
+ * skips all four (they precede the last counted notification) and sends nothing. */
+static void test_layer_prefix_skipped(int design, unsigned flags)
+{
+    int prefix = design == SHIFT_DESIGN_SHIFT_PREFIX;
+    lay_t L;
+    lay_open(&L, design, 0, flags);
+    struct shift_recv_wr r[2] = {{61, NULL, {0, 0, 0}, 0}, {62, NULL, {0, 0, 0}, 0}};
+    r[0].next = &r[1];
+    CHECK(shift_post_recv(L.ep[1], r, NULL) == 0);
+    uint64_t one = 1, two = 2;
+    memcpy(L.mem[0], &one, 8);
+    memcpy(L.mem[0] + 16, &two, 8);
+    struct shift_send_wr w[4];
+    w[0] = lwr(&L, 1, SHIFT_WR_RDMA_WRITE, 0, 0);
+    w[1] = lwr(&L, 2, SHIFT_WR_RDMA_WRITE_WITH_IMM, SHIFT_SEND_SIGNALED, 8);
+    w[2] = lwr(&L, 3, SHIFT_WR_RDMA_WRITE, 0, 16);
+    w[2].remote_addr = L.b_dst; /* the same region, a new source buffer */
+    w[3] = lwr(&L, 4, SHIFT_WR_RDMA_WRITE_WITH_IMM, SHIFT_SEND_SIGNALED, 24);
+    lay_exec_unacked(&L, w, 4);
+    lay_failover_to_replay(&L, 2);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          ia.skipped_wrs == (prefix ? 4u : 2u) && ia.replayed_wrs == (prefix ? 0u : 2u) &&
+          ia.buffered == 2);
+    /* the first replayed WRITE (if any) executes before B's application polls */
+    CHECK(sn_transmit(L.f, 0, 2) == !prefix);
+    if (!prefix)
+        CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1);
+    struct shift_wc wc[8];
+    int n = poll_all(L.ep[1], wc, 8);
+    uint64_t v;
+    memcpy(&v, L.mem[1], 8);
+    CHECK(n == 2 && wc[1].wr_id == 62 && wc[1].imm_data == 4);
+    CHECK(v == (prefix ? 2u : 1u)); /* what notification 2's reader finds */
+    n = poll_all(L.ep[0], wc, 8);
+    CHECK(n == 2 && wc[0].wr_id == 2 && wc[1].wr_id == 4 && wc[0].status == SHIFT_WC_SUCCESS &&
+          wc[1].status == SHIFT_WC_SUCCESS);
+    /* Shift: WRITE 3 out and in, the ACKs of both replayed WRITEs */
+    CHECK(sn_pump(L.f, 1000) == (prefix ? 0 : 4));
+    memcpy(&v, L.mem[1], 8);
+    CHECK(v == 2);
+    CHECK(poll_all(L.ep[0], wc, 8) == 0 && poll_all(L.ep[1], wc, 8) == 0);
+    /* Shift's replayed WRITEs are unsignaled: no completion will say they are done */
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.outstanding == (prefix ? 0u : 2u));
+    lay_close(&L);
+}
+
+/* ShiftPrefix still replays what follows the last counted notification: signaled
+ * WRITE 1 and notification 2 executed at B, signaled WRITE 3 never left A's default
+ * QP. 1 and 2 are skipped, their successes reported at once and in post order (F5's
+ * program: no wait behind a replayed WR), and 3 is replayed and executes on path 2. */
+static void test_layer_prefix_replays_after(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT_PREFIX, 0, flags);
+    struct shift_recv_wr r = {71, NULL, {0, 0, 0}, 0};
+    CHECK(shift_post_recv(L.ep[1], &r, NULL) == 0);
+    uint64_t v = 33;
+    memcpy(L.mem[0] + 16, &v, 8);
+    struct shift_send_wr w[3];
+    w[0] = lwr(&L, 1, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 0);
+    w[1] = lwr(&L, 2, SHIFT_WR_RDMA_WRITE_WITH_IMM, SHIFT_SEND_SIGNALED, 8);
+    w[2] = lwr(&L, 3, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 16);
+    w[0].next = &w[1];
+    w[1].next = &w[2];
+    CHECK(shift_post_send(L.ep[0], w, NULL) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(sn_transmit(L.f, 0, 1) == 1 && sn_deliver(L.f, 1, SN_AtoB) == 1);
+    CHECK(sn_wire_len(L.f, 1, SN_BtoA) == 2 && sn_nic_fail(L.f, 0, 1) == 1);
+    lay_failover_to_replay(&L, 1);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.skipped_wrs == 2 && ia.replayed_wrs == 1 &&
+          ia.buffered == 2 && ia.outstanding == 1);
+    struct shift_wc wc[8];
+    CHECK(shift_poll_step(L.ep[0], &wc[0]) == 1 && shift_poll_step(L.ep[0], &wc[1]) == 1 &&
+          shift_poll_step(L.ep[0], &wc[2]) == 0);
+    CHECK(wc[0].wr_id == 1 && wc[0].status == SHIFT_WC_SUCCESS &&
+          wc[0].opcode == SHIFT_WC_RDMA_WRITE);
+    CHECK(wc[1].wr_id == 2 && wc[1].status == SHIFT_WC_SUCCESS);
+    memcpy(&v, L.mem[1] + 16, 8);
+    CHECK(v == 0);
+    CHECK(sn_pump(L.f, 1000) == 3); /* WRITE 3 out and in on path 2, its ACK */
+    memcpy(&v, L.mem[1] + 16, 8);
+    CHECK(v == 33);
+    CHECK(poll_all(L.ep[0], wc, 8) == 1 && wc[0].wr_id == 3 &&
+          wc[0].status == SHIFT_WC_SUCCESS);
+    CHECK(poll_all(L.ep[1], wc, 8) == 1 && wc[0].wr_id == 71 && wc[0].imm_data == 2);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.outstanding == 0 &&
+          ia.state == SHIFT_STATE_FALLBACK);
+    lay_close(&L);
+}
+
 /* The backup QP refuses a replayed post (EIO on the second): the path is unusable, the
  * layer enters Error and every WR completes WR_FLUSH_ERR in post order, the refused one
  * after the one replayed before it. */
@@ -1451,6 +1551,9 @@ int main(void)
         test_layer_skipped_after_replay_error(fl, 4, 0);
         test_layer_skipped_after_replay_error(fl, 4, 1); /* WR 3 signaled: post order */
         test_layer_skipped_after_replay_error(fl, 2, 0); /* nothing after: not lost */
+        test_layer_prefix_skipped(SHIFT_DESIGN_SHIFT, fl);
+        test_layer_prefix_skipped(SHIFT_DESIGN_SHIFT_PREFIX, fl);
+        test_layer_prefix_replays_after(fl);
     }
     test_raw_err_cyclic_chains();
     test_layer_give_up_responder();

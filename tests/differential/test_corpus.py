@@ -10,13 +10,18 @@ from diff_helpers import corpus_traces
 from shift.model.events import load_trace
 from shift.model.next import Model
 
-from shift.differential import report, run_trace
+from shift.differential import DESIGNS, report, run_trace
 
 TRACES = corpus_traces()
 
 
 def test_the_corpus_is_not_empty() -> None:
     assert len(TRACES) >= 3
+
+
+def test_every_design_of_the_core_has_traces() -> None:
+    """Each design both sides implement is replayed from its own folder of the corpus."""
+    assert set(DESIGNS) <= {d for d, _, _ in TRACES}
 
 
 @pytest.mark.parametrize(("design", "bound", "path"), TRACES,

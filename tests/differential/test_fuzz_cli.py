@@ -23,6 +23,18 @@ def test_a_clean_campaign_exits_0_with_a_summary(tmp_path: Path, capsys) -> None
     assert not list(tmp_path.rglob("*.jsonl"))
 
 
+@pytest.mark.parametrize("bound", ["small", "default", "large"])
+def test_shift_prefix_campaigns_agree_at_every_bound(bound: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["fuzz", "--examples", "100", "--design", "ShiftPrefix", "--bound", bound,
+               "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    line = next(ln for ln in out.splitlines() if "ShiftPrefix" in ln)
+    assert "100 traces" in line and " 0 divergent" in line and "Fallback" in line
+    assert "no divergence" in out and not list(tmp_path.rglob("*.jsonl"))
+
+
 def test_seconds_and_workers(tmp_path: Path, capsys) -> None:
     rc = main(["fuzz", "--seconds", "2", "--workers", "2", "--design", "NoFailover",
                "--out", str(tmp_path)])
