@@ -28,6 +28,7 @@ from .verbs import (
     DESIGN_CODES,
     HOST_NAMES,
     OP_CODES,
+    RETURNING,
     STATE_NAMES,
     STEP_NAMES,
     TWO_SIDED,
@@ -77,9 +78,10 @@ def _wr_arg(wr: Any) -> Any:
 class Connection:
     """A resilient connection from A (requester) to B (responder) over paths 1 and 2.
 
-    Regions 1..regions are 8-byte slots registered on both hosts (A: the WRs' sources
-    and the landing slots of READs and atomics; B: the targets). Every event of the
-    vocabulary is a method, and :meth:`apply` takes one by name.
+    Regions 1..regions are 8-byte slots registered on both hosts (A: the WRs' sources,
+    then one landing slot per WR id for what a READ or atomic returns; B: the targets,
+    then one buffer per receive WR id for a SEND's payload; ids map onto max_wr slots).
+    Every event of the vocabulary is a method, and :meth:`apply` takes one by name.
     """
 
     def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
@@ -88,7 +90,7 @@ class Connection:
         self._fabric = fabric
         self.design = design
         self.regions = int_arg("regions", regions, 1, 4096)
-        int_arg("max_wr", max_wr, 1, 16384)
+        self.max_wr = int_arg("max_wr", max_wr, 1, 16384)
         if not isinstance(probe, str):
             raise TypeError("probe must be 'wire' or 'instant'")
         if probe not in ("wire", "instant"):
@@ -110,9 +112,8 @@ class Connection:
             ep = ffi.new("shift_ep *")
             check_errno(lib.shift_sim_ep(self._h, h, ep), "shift_sim_ep")
             self._ep.append(ep[0])
-        nbytes = self.regions * SLOT
-        # A: sources (regions) then landing slots; B: targets (regions)
-        self._src = self.register("A", 2 * nbytes, ALL_ACCESS)
+        nbytes = (self.regions + self.max_wr) * SLOT
+        self._src = self.register("A", nbytes, ALL_ACCESS)
         self._dst = self.register("B", nbytes, ALL_ACCESS)
         self._wc = ffi.new("struct shift_wc *")
         self._wcs = ffi.new("struct shift_wc[]", 256)
@@ -161,10 +162,18 @@ class Connection:
         off = (self._region(region) - 1) * SLOT
         return int.from_bytes(mr.read(off, SLOT), "little")
 
-    def landing(self, region: int) -> int:
-        """What the last READ/atomic on region returned into A's landing slot."""
-        off = (self.regions + self._region(region) - 1) * SLOT
-        return int.from_bytes(self._src.read(off, SLOT), "little")
+    def _slot(self, wr_id: int) -> int:
+        """The offset of WR id's own slot past the regions: A's landing slot of a READ or
+        atomic, B's buffer of a receive WR."""
+        return (self.regions + (int_arg("id", wr_id) - 1) % self.max_wr) * SLOT
+
+    def returned(self, wr_id: int) -> int:
+        """What the READ or atomic with this id returned into A's landing slot for it."""
+        return int.from_bytes(self._src.read(self._slot(wr_id), SLOT), "little")
+
+    def received(self, recv_id: int) -> int:
+        """The buffer of B's receive WR recv_id: the payload of the SEND it took, or 0."""
+        return int.from_bytes(self._dst.read(self._slot(recv_id), SLOT), "little")
 
     def memory(self) -> tuple[int, ...]:
         """B's regions, in order (what the receiving application reads)."""
@@ -231,12 +240,18 @@ class Connection:
                 self.app_write("A", region, value)
                 c.sg.addr = self._src.addr + (region - 1) * SLOT
                 c.sg.lkey = self._src.lkey
+        elif op == Op.SEND:  # the payload: inline, placed in the receive WR's buffer
+            c.num_sge = 1
+            c.sg.length = SLOT
+            self._inline[0] = value
+            c.sg.addr = int(ffi.cast("uintptr_t", self._inline))
+            flags |= lib.SHIFT_SEND_INLINE
         elif op in (Op.READ, Op.FADD, Op.CAS):
             if not region:
                 raise ValueError(f"{op.value} needs a region")
             c.num_sge = 1
             c.sg.length = SLOT
-            c.sg.addr = self._src.addr + (self.regions + region - 1) * SLOT
+            c.sg.addr = self._src.addr + self._slot(wr.id)
             c.sg.lkey = self._src.lkey
             if op == Op.FADD:
                 c.compare_add = value
@@ -305,6 +320,10 @@ class Connection:
             c.num_sge = int_arg("num_sge", wr.num_sge, -(1 << 31), (1 << 31) - 1)
         else:
             c.wr_id = int_arg("id", wr)
+            c.num_sge = 1
+            c.sg.addr = self._dst.addr + self._slot(wr)
+            c.sg.length = SLOT
+            c.sg.lkey = self._dst.lkey
         check_errno(lib.shift_post_recv(self._eph("B"), c, ffi.NULL), "post_recv")
         return True
 
@@ -318,9 +337,11 @@ class Connection:
             return
         self.completions.append(c)
         if c.host == "A":
-            self._snd_seen.append(SenderSeen(c.wr, c.status.name))
+            val = self.returned(c.wr) if c.ok and c.opcode in RETURNING else 0
+            self._snd_seen.append(SenderSeen(c.wr, c.status.name, val))
         else:
-            self._rcv_seen.append(ReceiverSeen(c.imm or 0, c.wr, c.status.name, self.memory()))
+            self._rcv_seen.append(ReceiverSeen(c.imm or 0, c.wr, c.status.name, self.memory(),
+                                               self.received(c.wr)))
 
     def poll_cq(self, host: str, *, check: bool = False) -> Completion | None:
         """PollCq(host): the application takes one completion (None if there is none, or

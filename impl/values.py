@@ -85,22 +85,26 @@ class Completion:
 
 @dataclass(frozen=True)
 class SenderSeen:
-    """One entry of the sender application's view (the spec's ``sndSeen``)."""
+    """One entry of the sender application's view (the spec's ``sndSeen``): what a
+    READ or atomic returned in ``val`` (0 for any other WR or an error)."""
 
     wr: int
     status: str
+    val: int = 0
 
 
 @dataclass(frozen=True)
 class ReceiverSeen:
     """One entry of the receiver application's view (the spec's ``rcvSeen``): the
     notification's sender WR (carried as immediate data; 0 for a flushed receive), the
-    receive WR it consumed, the status, and the regions as read right after polling."""
+    receive WR it consumed, the status, the regions as read right after polling, and the
+    receive WR's buffer (a SEND's payload; 0 if none landed)."""
 
     wr: int
     recv: int
     status: str
     mem: tuple[int, ...]
+    data: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,10 +155,11 @@ class ImplObservation:
     def as_dict(self) -> dict[str, Any]:
         """The projection with the specification's variable names (spec/State.tla)."""
         return {
-            "sndSeen": [{"wr": s.wr, "status": s.status} for s in self.snd_seen],
+            "sndSeen": [{"wr": s.wr, "status": s.status, "val": s.val}
+                        for s in self.snd_seen],
             "rcvSeen": [
                 {"wr": r.wr, "recv": r.recv, "status": r.status,
-                 "mem": {i + 1: v for i, v in enumerate(r.mem)}}
+                 "mem": {i + 1: v for i, v in enumerate(r.mem)}, "data": r.data}
                 for r in self.rcv_seen
             ],
             "layer": dict(self.layer),

@@ -78,6 +78,8 @@ OP_CODES = {
     Op.CAS: lib.SHIFT_WR_ATOMIC_CMP_AND_SWP,
 }
 TWO_SIDED = (Op.WRITE_IMM, Op.SEND)
+# The completion opcodes of the WRs that return a value into their local buffer.
+RETURNING = (lib.SHIFT_WC_RDMA_READ, lib.SHIFT_WC_COMP_SWAP, lib.SHIFT_WC_FETCH_ADD)
 
 
 class DesignCode(StrEnum):
@@ -87,6 +89,7 @@ class DesignCode(StrEnum):
     SHIFT = "Shift"
     NAIVE_REPLAY = "NaiveReplay"
     NO_FAILOVER = "NoFailover"
+    SHIFT_PREFIX = "ShiftPrefix"
 
 
 DESIGN_CODES = {DesignCode(d): v for d, v in

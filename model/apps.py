@@ -89,10 +89,12 @@ def post_recv(s: State, d: DesignRecord, b: Constants, host: str, recv: int) -> 
 
 
 def _see(s: State, h: int, c: Cqe) -> State:
-    """The application takes c: A sees [wr, status]; B also reads memory (SeeA, SeeB)."""
+    """The application takes c: A sees [wr, status, val]; B also reads memory and the
+    receive WR's buffer (SeeA, SeeB)."""
     if h == 0:
-        return s._replace(sndSeen=s.sndSeen + (SndSeen(c.wr, c.status),))
-    return s._replace(rcvSeen=s.rcvSeen + (RcvSeen(c.wr, c.recv, c.status, s.mem),))
+        return s._replace(sndSeen=s.sndSeen + (SndSeen(c.wr, c.status, c.val),))
+    return s._replace(rcvSeen=s.rcvSeen + (RcvSeen(c.wr, c.recv, c.status, s.mem,
+                                                   s.bufs[c.recv - 1]),))
 
 
 def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:

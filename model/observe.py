@@ -21,8 +21,8 @@ from shift.model.state import HOSTS, RcvSeen, SndSeen, State
 
 @dataclass(frozen=True)
 class Observation:
-    snd_seen: tuple[SndSeen, ...]  # A's application: [wr, status] per polled completion
-    rcv_seen: tuple[RcvSeen, ...]  # B's application: [wr, recv, status, mem] per poll
+    snd_seen: tuple[SndSeen, ...]  # A's application: [wr, status, val] per completion
+    rcv_seen: tuple[RcvSeen, ...]  # B's application: [wr, recv, status, mem, data] per poll
     layer: tuple[str, str]  # failover state of A, B
     recv_done: int  # B's counter of completed receives
     peer_ctr: tuple[int, int]  # the counter each host received from its peer (-1: none)
@@ -33,9 +33,8 @@ class Observation:
     def as_dict(self) -> dict[str, Any]:
         """The projection keyed by the specification's variable names."""
         return {
-            "sndSeen": [{"wr": s.wr, "status": s.status} for s in self.snd_seen],
-            "rcvSeen": [{"wr": r.wr, "recv": r.recv, "status": r.status,
-                         "mem": {i + 1: v for i, v in enumerate(r.mem)}}
+            "sndSeen": [s._asdict() for s in self.snd_seen],
+            "rcvSeen": [{**r._asdict(), "mem": {i + 1: v for i, v in enumerate(r.mem)}}
                         for r in self.rcv_seen],
             "layer": dict(zip(HOSTS, self.layer, strict=True)),
             "recvDone": self.recv_done,
@@ -50,9 +49,9 @@ class Observation:
         """The observation a projection in the dict form stands for (`as_dict`'s inverse;
         the form the implementation's observations are compared and recorded in)."""
         return cls(
-            tuple(SndSeen(e["wr"], e["status"]) for e in d["sndSeen"]),
+            tuple(SndSeen(e["wr"], e["status"], e["val"]) for e in d["sndSeen"]),
             tuple(RcvSeen(e["wr"], e["recv"], e["status"],
-                          tuple(e["mem"][r] for r in sorted(e["mem"])))
+                          tuple(e["mem"][r] for r in sorted(e["mem"])), e["data"])
                   for e in d["rcvSeen"]),
             tuple(d["layer"][h] for h in HOSTS), d["recvDone"],
             tuple(d["peerCtr"][h] for h in HOSTS), tuple(d["sentCtr"][h] for h in HOSTS),
@@ -71,11 +70,12 @@ def _mem(mem: tuple[int, ...]) -> str:
 def changes(before: Observation, after: Observation) -> list[str]:
     """What an observer sees change in one step, one line per change."""
     out = [f"A's application polls WR {e.wr}: {e.status}"
+           + (f", returned {e.val}" if e.val else "")
            for e in after.snd_seen[len(before.snd_seen):]]
     for e in after.rcv_seen[len(before.rcv_seen):]:
         what = f"WR {e.wr}" if e.wr else "a flushed receive"
         out.append(f"B's application polls {what} in receive WR {e.recv}: {e.status}; "
-                   f"reads {_mem(e.mem)}")
+                   f"reads {_mem(e.mem)}" + (f", payload {e.data}" if e.data else ""))
     for h, old, new in zip(HOSTS, before.layer, after.layer, strict=True):
         if old != new:
             out.append(f"{h}'s layer: {old} -> {new}")

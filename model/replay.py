@@ -20,6 +20,7 @@ from shift.model.events import TraceError, load_trace
 from shift.model.next import Model, NotEnabled, action_of, fairness_class
 from shift.model.properties import INVARIANTS, done, some_path_healthy
 from shift.model.state import State
+from shift.model.tla import FIELDS as TLA_FIELDS
 from shift.model.tla import canonical, canonical_itf, to_tla
 from shift.vocabulary import Event, make
 
@@ -89,7 +90,7 @@ def events_from_itf(doc: dict, source: str, model: Model) -> tuple[list[Event], 
     prog = canonical_itf(states[0].get("program"))
     workload = next((k for k, p in zip(model.bound.workloads, model.bound.programs,
                                        strict=True)
-                     if canonical(to_tla_program(p)) == prog), None)
+                     if canonical(TLA_FIELDS["program"](p)) == prog), None)
     if workload is None:
         raise TraceError(f"{source}: state 1's program is none of the workloads of bound "
                          f"{model.bound.name} ({', '.join(map(str, model.bound.workloads))})")
@@ -101,11 +102,6 @@ def events_from_itf(doc: dict, source: str, model: Model) -> tuple[list[Event], 
         except (ValueError, TypeError) as e:
             raise TraceError(f"{source}: state {k}: event {ev!r}: {e}") from None
     return events, states
-
-
-def to_tla_program(prog: tuple) -> list:
-    return [{"op": w.op, "region": w.region, "value": w.value, "signaled": w.signaled,
-             "note": w.note} for w in prog]
 
 
 def load_any(path: Path, model: Model) -> tuple[list[Event], list[dict] | None]:

@@ -9,7 +9,8 @@ Representation, chosen so that hashing and comparison stay in C (tuples all the 
 - a function over Hosts is a pair indexed by `HOST` ("A" -> 0, "B" -> 1);
 - a function over Paths is a pair indexed by path - 1;
 - a function over Directions is a pair indexed by `DIR` ("AtoB" -> 0, "BtoA" -> 1);
-- `mem` and `execs` are tuples indexed by region - 1 and WR id - 1;
+- `mem`, `bufs` and `execs` are tuples indexed by region - 1, receive WR id - 1 and
+  WR id - 1;
 - sets are frozensets; sequences and records are tuples and NamedTuples.
 `shift.model.tla.to_tla` turns a state into the values TLC prints, field for field.
 """
@@ -28,8 +29,9 @@ DIR = {d: i for i, d in enumerate(DIRECTIONS)}
 ONE_SIDED = frozenset({"WRITE", "READ", "FADD", "CAS"})
 TWO_SIDED = frozenset({"SEND", "WRITE_IMM"})
 ATOMICS = frozenset({"FADD", "CAS"})
+RETURNS = frozenset({"READ", "FADD", "CAS"})
 WRITERS = frozenset({"WRITE", "WRITE_IMM", "FADD", "CAS"})
-REGIONS = (1,)
+REGIONS = (1, 2)
 
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
 RTS, ERR = "RTS", "ERR"
@@ -46,19 +48,23 @@ class Cqe(NamedTuple):
 
 
 class SndSeen(NamedTuple):
-    """One completion A's application polled: [wr, status]."""
+    """One completion A's application polled: [wr, status, val] (val: what a READ or
+    atomic returned)."""
 
     wr: int
     status: str
+    val: int
 
 
 class RcvSeen(NamedTuple):
-    """One completion B's application polled, with memory as it read it then."""
+    """One completion B's application polled, with memory and the receive WR's buffer as
+    it read them then."""
 
     wr: int
     recv: int
     status: str
     mem: tuple[int, ...]
+    data: int
 
 
 # Packets. `kind` is a field (last, so that the constructors read naturally) because the
@@ -110,6 +116,7 @@ class State(NamedTuple):
     faults: int
     drops: int
     mem: tuple[int, ...]
+    bufs: tuple[int, ...]
     execs: tuple[int, ...]
     copies: int
     queried: bool
@@ -138,7 +145,8 @@ def initial(prog: tuple[WR, ...], max_retries: int) -> State:
         epsn=(1, 1), saved=(frozenset(), frozenset()), rq=empty2,
         qp=((RTS, RTS), (RTS, RTS)), cq=(empty2, empty2), wire=(empty2, empty2),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
-        mem=tuple(0 for _ in REGIONS), execs=tuple(0 for _ in prog), copies=0,
+        mem=tuple(0 for _ in REGIONS), bufs=tuple(0 for _ in range(num_notes(prog))),
+        execs=tuple(0 for _ in prog), copies=0,
         queried=False, layer=(DEFAULT, DEFAULT), pending=(), buffered=empty2, rpend=(),
         recvDone=0, sentCtr=(False, False), peerCtr=(-1, -1), replayed=(False, False),
         fence=0, refused=frozenset(),
@@ -192,14 +200,21 @@ def note_wr(prog: tuple[WR, ...], k: int) -> int:
     raise ValueError(f"NoteWr: the program has no notification {k}")
 
 
+def applied(w: WR, old: int) -> int:
+    """Workloads.tla's Applied(w, old): the value w leaves in its region."""
+    if w.op in ("WRITE", "WRITE_IMM"):
+        return w.value
+    if w.op == "FADD":
+        return old + w.value
+    if w.op == "CAS" and old == w.compare:
+        return w.value
+    return old
+
+
 def value_after(prog: tuple[WR, ...], r: int, k: int) -> int:
     """Workloads.tla's ValueAfter(prog, r, k)."""
     v = 0
     for w in prog[:k]:
-        if w.region != r:
-            continue
-        if w.op in ("WRITE", "WRITE_IMM"):
-            v = w.value
-        elif w.op == "FADD":
-            v = v + w.value
+        if w.region == r:
+            v = applied(w, v)
     return v

@@ -38,13 +38,11 @@ def _tset(members: Any) -> TlaSet:
 
 # One converter per variable: the state's field -> the value TLC prints.
 FIELDS: dict[str, Callable[[Any], Any]] = {
-    "program": lambda prog: [{"op": w.op, "region": w.region, "value": w.value,
-                              "signaled": w.signaled, "note": w.note} for w in prog],
+    "program": lambda prog: [w._asdict() for w in prog],
     "posted": int,
     "recvPosted": int,
-    "sndSeen": lambda seen: [{"wr": e.wr, "status": e.status} for e in seen],
-    "rcvSeen": lambda seen: [{"wr": e.wr, "recv": e.recv, "status": e.status,
-                              "mem": list(e.mem)} for e in seen],
+    "sndSeen": lambda seen: [e._asdict() for e in seen],
+    "rcvSeen": lambda seen: [{**e._asdict(), "mem": list(e.mem)} for e in seen],
     "sq": lambda v: [list(q) for q in v],
     "una": list, "nxt": list, "retry": list, "epsn": list,
     "saved": lambda v: [TlaSet(tuple([p, x] for p, x in sorted(s))) for s in v],
@@ -56,7 +54,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "link": list,
     "nic": lambda v: _hosts(v, list),
     "faults": int, "drops": int,
-    "mem": list, "execs": list,
+    "mem": list, "bufs": list, "execs": list,
     "copies": int, "queried": bool,
     "layer": _hosts,
     "pending": list,

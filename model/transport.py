@@ -12,6 +12,7 @@ from shift.model.state import (
     DIR,
     FLUSH,
     RETRY_EXC,
+    RETURNS,
     RTS,
     SUCCESS,
     TWO_SIDED,
@@ -23,6 +24,7 @@ from shift.model.state import (
     Packet,
     Req,
     State,
+    applied,
     set_at,
     set_in,
 )
@@ -55,26 +57,23 @@ def _execute(s: State, i: int, w: int, psn: int, staged: bool, rest: Wire) -> St
     x = s.program[w - 1]
     dup = staged and s.execs[w - 1] > 0  # Staging: a copy already made, by sequence number
     old = 0 if x.region == 0 else s.mem[x.region - 1]
-    if x.op in ("WRITE", "WRITE_IMM"):
-        new = x.value
-    elif x.op == "FADD":
-        new = old + x.value
-    else:
-        new = old
     apply = not dup and x.op in WRITERS and x.region != 0
-    mem = set_at(s.mem, x.region - 1, new) if apply else s.mem
+    mem = set_at(s.mem, x.region - 1, applied(x, old)) if apply else s.mem
     execs = s.execs if dup else set_at(s.execs, w - 1, s.execs[w - 1] + 1)
     copies = s.copies + 1 if staged and not dup else s.copies
-    rq, cq = s.rq, s.cq
+    rq, cq, bufs = s.rq, s.cq, s.bufs
     if x.op in TWO_SIDED and not dup:
         # Respond ruled out receiver-not-ready, so a receive WR is there to consume.
         head = rq[i][0]
+        if x.op == "SEND":  # the payload lands in that receive WR's buffer
+            bufs = set_at(bufs, head - 1, x.value)
         rq = set_at(rq, i, rq[i][1:])
         cq = set_in(cq, 1, i, cq[1][i] + (Cqe(w, head, SUCCESS, 0),))
     saved = set_at(s.saved, i, s.saved[i] | {(psn, old)}) if x.op in ATOMICS else s.saved
-    return s._replace(mem=mem, execs=execs, copies=copies, rq=rq, cq=cq, saved=saved,
-                      epsn=set_at(s.epsn, i, s.epsn[i] + 1),
-                      wire=push(s.link, rest, i, 1, Ack(psn, old)))
+    val = old if x.op in RETURNS else 0
+    return s._replace(mem=mem, bufs=bufs, execs=execs, copies=copies, rq=rq, cq=cq,
+                      saved=saved, epsn=set_at(s.epsn, i, s.epsn[i] + 1),
+                      wire=push(s.link, rest, i, 1, Ack(psn, val)))
 
 
 def duplicate_val(s: State, i: int, w: int, psn: int) -> int:

@@ -119,11 +119,12 @@ PostRecv ==
 \* The QP whose CQ the layer polls for the application.
 ActivePath(h) == IF layer[h] = "Default" THEN 1 ELSE 2
 
-\* The application takes completion c: A sees [wr, status]; B sees the
-\* notification, the receive WR it consumed, and reads memory. Model: apps._see.
-SeeA(c) == sndSeen' = Append(sndSeen, [wr |-> c.wr, status |-> c.status])
-SeeB(c) == rcvSeen' = Append(rcvSeen, [wr |-> c.wr, recv |-> c.recv,
-                                        status |-> c.status, mem |-> mem])
+\* The application takes completion c: A sees [wr, status] and what a READ or
+\* atomic returned; B sees the notification, the receive WR it consumed, and
+\* reads memory and that WR's buffer. Model: apps._see.
+SeeA(c) == sndSeen' = Append(sndSeen, [wr |-> c.wr, status |-> c.status, val |-> c.val])
+SeeB(c) == rcvSeen' = Append(rcvSeen, [wr |-> c.wr, recv |-> c.recv, status |-> c.status,
+                                        mem |-> mem, data |-> bufs[c.recv]])
 
 \* The receive WRs of a sequence of B's CQEs.
 Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
@@ -195,7 +196,7 @@ PollCq(h, D) ==
 
 \* What Progress never changes: the applications, the faults, B's memory and its
 \* history but queried (which Replay sets).
-ProgressFrame == << appVars, faultVars, mem, execs, copies >>
+ProgressFrame == << appVars, faultVars, mem, bufs, execs, copies >>
 
 \* The QP pairs' transport state, which only a reconnect resets.
 PsnState == << una, nxt, retry, epsn, saved >>
@@ -392,6 +393,7 @@ Init ==
     /\ link = [p \in Paths |-> TRUE] /\ nic = [h \in Hosts |-> [p \in Paths |-> TRUE]]
     /\ faults = 0 /\ drops = 0
     /\ mem = [r \in Regions |-> 0]
+    /\ bufs = [r \in 1..NumNotes(program) |-> 0]
     /\ execs = [w \in DOMAIN program |-> 0]
     /\ copies = 0 /\ queried = FALSE
     /\ layer = [h \in Hosts |-> "Default"]

@@ -39,7 +39,9 @@ Transmit(p) ==
 (***************************************************************************)
 (* B's responder executes the request for WR w with the expected PSN on  *)
 (* path p: it changes memory, consumes a receive WR for a notification   *)
-(* and saves an atomic's result. With staged = TRUE (the Staging design) *)
+(* (a SEND's payload lands in that WR's buffer), saves an atomic's      *)
+(* result, and returns a READ's or an atomic's value in the ACK. With   *)
+(* staged = TRUE (the Staging design)                                    *)
 (* the payload lands in a staging buffer and B's CPU copies it into      *)
 (* place only the first time WR w arrives: deduplication by sequence     *)
 (* number, paid for with a copy.                                          *)
@@ -50,14 +52,14 @@ Execute(p, w, psn, staged, rest) ==
     LET x     == program[w]
         dup   == staged /\ execs[w] > 0
         old   == IF x.region = 0 THEN 0 ELSE mem[x.region]
-        new   == CASE x.op \in {"WRITE", "WRITE_IMM"} -> x.value
-                   [] x.op = "FADD"                   -> old + x.value
-                   [] OTHER                           -> old
+        new   == Applied(x, old)
         apply == ~dup /\ x.op \in Writers /\ x.region # 0
         recv  == x.op \in TwoSided /\ ~dup
     IN  /\ mem' = IF apply THEN [mem EXCEPT ![x.region] = new] ELSE mem
         /\ execs' = IF dup THEN execs ELSE [execs EXCEPT ![w] = @ + 1]
         /\ copies' = IF staged /\ ~dup THEN copies + 1 ELSE copies
+        /\ bufs' = IF recv /\ x.op = "SEND" THEN [bufs EXCEPT ![Head(rq[p])] = x.value]
+                   ELSE bufs
         /\ rq' = IF recv THEN [rq EXCEPT ![p] = Tail(@)] ELSE rq
         /\ cq' = IF recv
                  THEN [cq EXCEPT !["B"][p] = Append(@, Cqe(w, Head(rq[p]), "SUCCESS", 0))]
@@ -65,7 +67,8 @@ Execute(p, w, psn, staged, rest) ==
         /\ saved' = IF x.op \in Atomics THEN [saved EXCEPT ![p] = @ \cup {<< psn, old >>}]
                     ELSE saved
         /\ epsn' = [epsn EXCEPT ![p] = @ + 1]
-        /\ wire' = Push(rest, p, "BtoA", [kind |-> "ack", psn |-> psn, val |-> old])
+        /\ wire' = Push(rest, p, "BtoA", [kind |-> "ack", psn |-> psn,
+                                          val |-> IF x.op \in Returns THEN old ELSE 0])
 
 \* What a duplicate request is answered with: a READ re-reads memory, an
 \* atomic returns its saved result.
@@ -87,12 +90,12 @@ Respond(p, m, staged, rest) ==
     IN  IF ~(nic["B"][p] /\ qp["B"][p] = "RTS") \/ m.psn > epsn[p]
            \/ (m.psn = epsn[p] /\ rnr)
         THEN /\ wire' = rest
-             /\ UNCHANGED << responderVars, cq, mem, execs, copies >>
+             /\ UNCHANGED << responderVars, cq, mem, bufs, execs, copies >>
         ELSE IF m.psn = epsn[p]
         THEN Execute(p, m.wr, m.psn, staged, rest)
         ELSE /\ wire' = Push(rest, p, "BtoA", [kind |-> "ack", psn |-> m.psn,
                                                val |-> DuplicateVal(p, m.wr, m.psn)])
-             /\ UNCHANGED << responderVars, cq, mem, execs, copies >>
+             /\ UNCHANGED << responderVars, cq, mem, bufs, execs, copies >>
 
 \* A's requester handles the cumulative ACK m on path p: every WR up to its
 \* PSN is complete; the signaled ones get a successful CQE. A QP in the error
@@ -125,7 +128,7 @@ DeliverPacket(p, d, staged) ==
                 /\ UNCHANGED << una, retry >>
            ELSE /\ Acknowledge(p, m)
                 /\ wire' = rest
-                /\ UNCHANGED << responderVars, mem, execs, copies >>
+                /\ UNCHANGED << responderVars, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
     /\ UNCHANGED << appVars, sq, nxt, qp, faultVars, queried, layerVars >>
 

@@ -41,8 +41,8 @@ VARIABLES
     program,     \* the WRs A's application posts, in order
     posted,      \* how many of them it has posted
     recvPosted,  \* how many receive WRs B's application has posted
-    sndSeen,     \* the completions A's application polled: [wr, status]
-    rcvSeen      \* what B's application polled: [wr, recv, status, mem]
+    sndSeen,     \* the completions A's application polled: [wr, status, val]
+    rcvSeen      \* what B's application polled: [wr, recv, status, mem, data]
 
 appVars == << program, posted, recvPosted, sndSeen, rcvSeen >>
 
@@ -55,10 +55,12 @@ AppTypeOK ==
     /\ program \in Seq(WRs)
     /\ posted \in 0..Len(program)
     /\ recvPosted \in 0..NumNotes(program)
-    /\ sndSeen \in Seq([wr : WrIds, status : Statuses])
-    \* wr 0: a flushed receive WR, which no WR consumed.
+    \* val: what a READ or atomic returned (0 for any other WR).
+    /\ sndSeen \in Seq([wr : WrIds, status : Statuses, val : Nat])
+    \* wr 0: a flushed receive WR, which no WR consumed. mem: the regions as B's
+    \* application read them then; data: its receive WR's buffer (a SEND's payload).
     /\ rcvSeen \in Seq([wr : {0} \cup WrIds, recv : RecvIds, status : Statuses,
-                        mem : [Regions -> Nat]])
+                        mem : [Regions -> Nat], data : Nat])
 
 (* ----------------------- A's requester, per path ------------------------ *)
 VARIABLES
@@ -136,14 +138,16 @@ FaultTypeOK ==
 (* ------- B's memory, and history variables the properties read ---------- *)
 VARIABLES
     mem,         \* region -> value
+    bufs,        \* receive WR id -> its buffer: the SEND payload placed there, or 0
     execs,       \* WR id -> times its effect was applied at B
     copies,      \* payload copies made by a CPU (zero-copy designs make none)
     queried      \* did a decision read the responder NIC's transport state?
 
-historyVars == << mem, execs, copies, queried >>
+historyVars == << mem, bufs, execs, copies, queried >>
 
 HistoryTypeOK ==
     /\ mem \in [Regions -> Nat]
+    /\ bufs \in [RecvIds -> Nat]
     /\ execs \in [WrIds -> Nat]
     /\ copies \in Nat
     /\ queried \in BOOLEAN

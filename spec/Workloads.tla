@@ -2,8 +2,8 @@
 (***************************************************************************)
 (* The applications' programs. Host A's application posts a fixed        *)
 (* sequence of work requests (WRs) to host B; host B's application posts *)
-(* one receive WR per notification. A WR's id is its position in the     *)
-(* program, so ids increase in post order.                                *)
+(* one receive WR per notification, each with a buffer of its own. A WR's  *)
+(* id is its position in the program, so ids increase in post order.       *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences
 
@@ -12,19 +12,40 @@ OneSided == {"WRITE", "READ", "FADD", "CAS"}
 TwoSided == {"SEND", "WRITE_IMM"}
 \* Not idempotent: applying one twice changes memory twice.
 Atomics  == {"FADD", "CAS"}
+\* Operations whose completion returns a value: the region's, before the WR executed.
+Returns  == {"READ", "FADD", "CAS"}
 \* Operations that change the responder's memory.
 Writers  == {"WRITE", "WRITE_IMM", "FADD", "CAS"}
 
-Regions == {1}
+\* B's memory regions that WRs address (receive buffers are apart: State.tla's bufs).
+Regions == {1, 2}
 
-\* A work request. region 0: none. note: the number (1, 2, ...) of a notification
-\* in post order, 0 for a one-sided WR.
+(***************************************************************************)
+(* A work request. region: the responder's region it writes, reads or      *)
+(* updates, 0 for none. value: what a WRITE or WRITE_WITH_IMM stores, a    *)
+(* SEND's payload (placed in the buffer of the receive WR it consumes),    *)
+(* FADD's addend, CAS's swap value. compare: CAS's compare value (0 for    *)
+(* every other op). note: the number (1, 2, ...) of a notification in      *)
+(* post order, 0 for a one-sided WR.                                       *)
+(***************************************************************************)
 WR(op, region, value, signaled, note) ==
-    [op |-> op, region |-> region, value |-> value, signaled |-> signaled, note |-> note]
+    [op |-> op, region |-> region, value |-> value, signaled |-> signaled, note |-> note,
+     compare |-> 0]
+
+\* A compare-and-swap of region: swap in `swap` if it holds `compare`.
+CAS(region, compare, swap, signaled) ==
+    [WR("CAS", region, swap, signaled, 0) EXCEPT !.compare = compare]
 
 \* Every such record: the type of a program's elements.
 WRs == [op : OneSided \cup TwoSided, region : {0} \cup Regions, value : Nat,
-        signaled : BOOLEAN, note : Nat]
+        signaled : BOOLEAN, note : Nat, compare : Nat]
+
+\* The value WR w leaves in its region when it executes on `old` (its result is old).
+Applied(w, old) ==
+    CASE w.op \in {"WRITE", "WRITE_IMM"}       -> w.value
+      [] w.op = "FADD"                         -> old + w.value
+      [] w.op = "CAS" /\ old = w.compare       -> w.value
+      [] OTHER                                 -> old
 
 (***************************************************************************)
 (* 1: NCCL's Simple protocol: an unsignaled bulk WRITE, then a signaled  *)
@@ -32,13 +53,19 @@ WRs == [op : OneSided \cup TwoSided, region : {0} \cup Regions, value : Nat,
 (* 2: two SENDs: the shape that shows queue sliding.                     *)
 (* 3: an atomic in flight: FADD, then a notification.                    *)
 (* 4: buffer reuse: two Simple-protocol rounds into the same region.     *)
+(* 5: a signaled WRITE before the notification: an application that wants  *)
+(*    a completion per WRITE (docs/findings.md, F5).                       *)
+(* 6: a CAS in flight on a second region, then a notification: run twice,  *)
+(*    it fails the second time and returns the value it swapped in.        *)
 (***************************************************************************)
 Program(k) ==
     CASE k = 1 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
-      [] k = 2 -> << WR("SEND", 0, 0, TRUE, 1), WR("SEND", 0, 0, TRUE, 2) >>
+      [] k = 2 -> << WR("SEND", 0, 1, TRUE, 1), WR("SEND", 0, 2, TRUE, 2) >>
       [] k = 3 -> << WR("FADD", 1, 1, TRUE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 4 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1),
                      WR("WRITE", 1, 2, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 2) >>
+      [] k = 5 -> << WR("WRITE", 1, 1, TRUE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
 
 \* How many notifications (and so receive WRs) a program has.
 NumNotes(prog) == Len(SelectSeq(prog, LAMBDA w : w.note > 0))
@@ -58,8 +85,5 @@ ValueAfter(prog, r, k) ==
     IF k = 0 THEN 0
     ELSE LET w == prog[k]
              v == ValueAfter(prog, r, k - 1)
-         IN  IF w.region # r THEN v
-             ELSE CASE w.op \in {"WRITE", "WRITE_IMM"} -> w.value
-                    [] w.op = "FADD"                   -> v + w.value
-                    [] OTHER                           -> v
+         IN  IF w.region # r THEN v ELSE Applied(w, v)
 =============================================================================

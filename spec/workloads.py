@@ -10,7 +10,9 @@ the form the module has, and nothing more general:
           [] k = 2 -> << ... >>
 
 one arm `k = N` per workload (no OTHER), each a tuple of `WR(op, region, value, signaled,
-note)` with literal arguments, where `WR` is the record of exactly those five parameters.
+note)` or `CAS(region, compare, swap, signaled)` with literal arguments, where `WR` is the
+record of exactly those five parameters and `compare |-> 0`, and `CAS` takes exactly those
+four.
 Anything else is a `SpecError` naming the file and line: TLC may accept more, but the
 programs must be readable here for every command that is not TLC.
 """
@@ -30,17 +32,20 @@ from shift.tlaplus.values import TlaValueError, value
 
 MODULE = "Workloads.tla"
 FIELDS = ("op", "region", "value", "signaled", "note")
+CAS_FIELDS = ("region", "compare", "swap", "signaled")
 _COMMENTS = frozenset({"comment", "block_comment"})
 
 
 class WR(NamedTuple):
-    """Workloads.tla's WR(op, region, value, signaled, note)."""
+    """Workloads.tla's WR(op, region, value, signaled, note), with CAS's compare value
+    (CAS(region, compare, swap, signaled) is WR("CAS", region, swap, signaled, 0, compare))."""
 
     op: str
     region: int
     value: int
     signaled: bool
     note: int
+    compare: int = 0
 
 
 @dataclass(frozen=True)
@@ -86,17 +91,25 @@ def _parameters(d: Node) -> list[str]:
 
 
 def _check_wr(path: Path, d: Node) -> None:
-    """WR must be the record of its five parameters, so that an argument's position is
-    its field."""
+    """WR must be the record of its five parameters and `compare |-> 0`, so that an
+    argument's position is its field."""
     record = body(d)
     parts = _named(record) if record.type == "record_literal" else []  # f |-> v, ...
     fields = [(text(f), text(v)) for f, v in zip(parts[0::3], parts[2::3], strict=False)
-              if v.type == "identifier_ref"]
-    if tuple(_parameters(d)) != FIELDS or len(parts) != 3 * len(FIELDS) \
-            or sorted(fields) != sorted((f, f) for f in FIELDS):
+              if v.type in ("identifier_ref", "nat_number")]
+    want = [(f, f) for f in FIELDS] + [("compare", "0")]
+    if tuple(_parameters(d)) != FIELDS or len(parts) != 3 * len(want) \
+            or sorted(fields) != sorted(want):
         raise SpecError(f"{path}:{line(d)}: WR must be WR({', '.join(FIELDS)}) == "
-                        f"[{', '.join(f'{f} |-> {f}' for f in FIELDS)}] (the reader takes "
-                        f"Program(k)'s WRs by position)")
+                        f"[{', '.join(f'{f} |-> {v}' for f, v in want)}] (the reader "
+                        f"takes Program(k)'s WRs by position)")
+
+
+def _check_cas(path: Path, d: Node) -> None:
+    """CAS must take its four parameters in the order the reader maps them."""
+    if tuple(_parameters(d)) != CAS_FIELDS:
+        raise SpecError(f"{path}:{line(d)}: CAS must be CAS({', '.join(CAS_FIELDS)}) == "
+                        f"... (the reader takes Program(k)'s CASes by position)")
 
 
 def _natural(v: Any) -> bool:
@@ -111,6 +124,8 @@ _TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "value": ("a natural number", _natural),
     "signaled": ("TRUE or FALSE", lambda v: isinstance(v, bool)),
     "note": ("a natural number", _natural),
+    "compare": ("a natural number", _natural),
+    "swap": ("a natural number", _natural),
 }
 
 
@@ -128,14 +143,20 @@ def _arg(where: str, field: str, node: Node) -> Any:
 def _wr(path: Path, k: int, w: int, node: Node) -> WR:
     where = f"{path}:{line(node)}: Program({k}), WR {w}"
     name = node.child_by_field_name("name")
-    if node.type != "bound_op" or name is None or text(name) != "WR":
-        raise SpecError(f"{where}: expected WR({', '.join(FIELDS)}) with literal arguments, "
+    op = text(name) if node.type == "bound_op" and name is not None else ""
+    if op not in ("WR", "CAS"):
+        raise SpecError(f"{where}: expected WR({', '.join(FIELDS)}) or "
+                        f"CAS({', '.join(CAS_FIELDS)}) with literal arguments, "
                         f"not {text(node)[:40]!r}")
+    fields = FIELDS if op == "WR" else CAS_FIELDS
     args = _fields(node, "parameter")
-    if len(args) != len(FIELDS):
-        raise SpecError(f"{where}: WR takes {len(FIELDS)} arguments ({', '.join(FIELDS)}), "
+    if len(args) != len(fields):
+        raise SpecError(f"{where}: {op} takes {len(fields)} arguments ({', '.join(fields)}), "
                         f"not {len(args)}")
-    return WR(*(_arg(where, f, a) for f, a in zip(FIELDS, args, strict=True)))
+    v = {f: _arg(where, f, a) for f, a in zip(fields, args, strict=True)}
+    if op == "CAS":
+        return WR("CAS", v["region"], v["swap"], v["signaled"], 0, v["compare"])
+    return WR(**v)
 
 
 def _guard(path: Path, k: str, node: Node) -> int:
@@ -160,6 +181,8 @@ def read_workloads(spec_dir: Path) -> Workloads:
     root = parse(source)
     wr_form = "WR(" + ", ".join(FIELDS) + ") == [...]"
     _check_wr(path, definition(path, root, "WR", _missing(wr_form)))
+    cas_form = "CAS(" + ", ".join(CAS_FIELDS) + ") == ..."
+    _check_cas(path, definition(path, root, "CAS", _missing(cas_form)))
     d = definition(path, root, "Program", _missing("Program(k) == CASE ..."))
     params = _parameters(d)
     case = body(d)

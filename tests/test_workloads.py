@@ -19,30 +19,30 @@ from test_declarations import spec_copy
 from shift.cli import main
 from shift.errors import SpecError
 
-FOURTH = '                     WR("WRITE", 1, 2, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 2) >>\n'
-# A fifth workload: a bulk WRITE, then a SEND as the notification.
-FIFTH = '      [] k = 5 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TRUE, 1) >>\n'
-# Bound `five`: default's faults, retries and recovery (as `shift fuzz` needs: the C core
-# fails back whether or not the bound has Recover), workload 5 alone.
-FIVE = ('[bounds.five]\nsummary = "as default, workload 5 only"\n'
-        'constants = { Workloads = "{5}", MaxRetries = 1, MaxDrops = 1, MaxFaults = 1, '
+LAST = '      [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>\n'
+# A seventh workload: a bulk WRITE, then a SEND as the notification.
+SEVENTH = '      [] k = 7 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TRUE, 1) >>\n'
+# Bound `seven`: default's faults, retries and recovery (as `shift fuzz` needs: the C core
+# fails back whether or not the bound has Recover), workload 7 alone.
+SEVEN = ('[bounds.seven]\nsummary = "as default, workload 7 only"\n'
+        'constants = { Workloads = "{7}", MaxRetries = 1, MaxDrops = 1, MaxFaults = 1, '
         'FaultPaths = "{1}", Recover = "TRUE" }\n\n')
 
 
-def with_fifth(tmp_path: Path, arm: str = FIFTH) -> Path:
-    """A copy of the spec whose Program(k) has `arm` after workload 4, and bound `five`."""
+def with_seventh(tmp_path: Path, arm: str = SEVENTH) -> Path:
+    """A copy of the spec whose Program(k) has `arm` after workload 6, and bound `seven`."""
     spec = spec_copy(tmp_path)
     tla = spec / "Workloads.tla"
-    assert FOURTH in tla.read_text()
-    tla.write_text(tla.read_text().replace(FOURTH, FOURTH + arm))
+    assert LAST in tla.read_text()
+    tla.write_text(tla.read_text().replace(LAST, LAST + arm))
     toml = spec / "designs.toml"
-    toml.write_text(toml.read_text().replace("[designs.Shift]\n", FIVE + "[designs.Shift]\n"))
+    toml.write_text(toml.read_text().replace("[designs.Shift]\n", SEVEN + "[designs.Shift]\n"))
     return spec
 
 
 def test_the_model_and_the_proofs_run_the_programs_of_workloads_tla() -> None:
     spec = read_workloads(packaged_spec_dir())
-    assert list(spec.programs) == [1, 2, 3, 4]
+    assert list(spec.programs) == [1, 2, 3, 4, 5, 6]
     assert spec.program(1) == (WR("WRITE", 1, 1, False, 0), WR("WRITE_IMM", 0, 0, True, 1))
     assert Model.load("Shift").bound.programs == tuple(spec.programs.values())
     assert {k: [w[:4] for w in p] for k, p in spec.programs.items()} == WORKLOADS
@@ -50,41 +50,41 @@ def test_the_model_and_the_proofs_run_the_programs_of_workloads_tla() -> None:
     assert 'WR("FADD", 1, 1, TRUE, 0)' in lines[spec.lines[3][0] - 1]
 
 
-def test_a_fifth_workload_is_explored_and_its_counterexample_replayed(
+def test_a_seventh_workload_is_explored_and_its_counterexample_replayed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    spec = with_fifth(tmp_path)
+    spec = with_seventh(tmp_path)
     monkeypatch.chdir(tmp_path)
-    # Declared as at the packaged bounds; workload 5 has no stale-data shape (exit 1).
-    assert main(["check", "--spec-dir", str(spec), "--bound", "five", "--design", "Shift",
+    # Declared as at the packaged bounds; workload 7 has no stale-data shape (exit 1).
+    assert main(["check", "--spec-dir", str(spec), "--bound", "seven", "--design", "Shift",
                  "--engine", "explorer", "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "HOLDS (expected violated)" in out and "7,830" in out
     trace = tmp_path / "shift-out" / "Shift-ExactlyOnceExecution.trace.jsonl"
     first = json.loads(trace.read_text().splitlines()[0])
-    assert first == {"event": "Init", "workload": 5}
+    assert first == {"event": "Init", "workload": 7}
     for replayed in (trace, trace.with_name("Shift-ExactlyOnceExecution.explorer.itf.json")):
-        assert main(["replay", str(replayed), "--design", "Shift", "--bound", "five",
+        assert main(["replay", str(replayed), "--design", "Shift", "--bound", "seven",
                      "--spec-dir", str(spec)]) == 0
         out = capsys.readouterr().out
-        assert "1. Init(5)" in out and "program = WRITE, SEND" in out
+        assert "1. Init(7)" in out and "program = WRITE, SEND" in out
         assert "violates: ExactlyOnceExecution" in out
 
 
-def test_a_fifth_workload_is_fuzzed_against_the_c_core(
+def test_a_seventh_workload_is_fuzzed_against_the_c_core(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = with_fifth(tmp_path)
-    assert main(["fuzz", "--spec-dir", str(spec), "--bound", "five", "--examples", "40",
+    spec = with_seventh(tmp_path)
+    assert main(["fuzz", "--spec-dir", str(spec), "--bound", "seven", "--examples", "40",
                  "--design", "Shift", "--out", str(tmp_path / "corpus")]) == 0
     assert "no divergence" in capsys.readouterr().out
 
 
-def test_tlc_and_the_explorer_agree_on_a_fifth_workload(
+def test_tlc_and_the_explorer_agree_on_a_seventh_workload(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    spec = with_fifth(tmp_path)
+    spec = with_seventh(tmp_path)
     monkeypatch.chdir(tmp_path)
-    assert main(["check", "--spec-dir", str(spec), "--bound", "five", "--design",
+    assert main(["check", "--spec-dir", str(spec), "--bound", "seven", "--design",
                  "NoFailover", "--engine", "all", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "engines disagree" not in out and "1,466" in out
@@ -92,19 +92,19 @@ def test_tlc_and_the_explorer_agree_on_a_fifth_workload(
 
 MALFORMED = [
     # the arm, what the one-line error says
-    pytest.param(FIFTH.replace("FALSE, 0)", "FALSE)"), "Program(5), WR 1: WR takes 5 arguments",
+    pytest.param(SEVENTH.replace("FALSE, 0)", "FALSE)"), "Program(7), WR 1: WR takes 5 arguments",
                  id="arity"),
-    pytest.param(FIFTH.replace('"WRITE"', '"WIRTE"'),
-                 "Program(5), WR 1: op 'WIRTE': the model knows", id="op"),
-    pytest.param(FIFTH.replace("TRUE, 1)", "TRUE, 2)"),
-                 "Program(5), WR 2: note 2: a SEND here is note 1", id="note"),
-    pytest.param(FIFTH.replace("1, 1, FALSE", "1, 1 + 1, FALSE"),
-                 "Program(5), WR 1: value: '1 + 1'", id="expression"),
-    pytest.param(FIFTH.replace("<< WR", "Program(1) \\o << WR"),
-                 "Program(5): expected a tuple", id="not-a-tuple"),
-    pytest.param(FIFTH.replace("k = 5", "k = 6"), "no workload 5, which bound five names",
+    pytest.param(SEVENTH.replace('"WRITE"', '"WIRTE"'),
+                 "Program(7), WR 1: op 'WIRTE': the model knows", id="op"),
+    pytest.param(SEVENTH.replace("TRUE, 1)", "TRUE, 2)"),
+                 "Program(7), WR 2: note 2: a SEND here is note 1", id="note"),
+    pytest.param(SEVENTH.replace("1, 1, FALSE", "1, 1 + 1, FALSE"),
+                 "Program(7), WR 1: value: '1 + 1'", id="expression"),
+    pytest.param(SEVENTH.replace("<< WR", "Program(1) \\o << WR"),
+                 "Program(7): expected a tuple", id="not-a-tuple"),
+    pytest.param(SEVENTH.replace("k = 7", "k = 8"), "no workload 7, which bound seven names",
                  id="missing"),
-    pytest.param(FIFTH.replace("TRUE, 1) >>", "TRUE, 1), >>"), "not well-formed TLA+",
+    pytest.param(SEVENTH.replace("TRUE, 1) >>", "TRUE, 1), >>"), "not well-formed TLA+",
                  id="syntax"),
 ]
 
@@ -118,21 +118,21 @@ MALFORMED = [
 def test_a_workload_the_model_cannot_take_is_a_one_line_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         arm: str, says: str, command: list[str]) -> None:
-    spec = with_fifth(tmp_path, arm)
-    (tmp_path / "trace.jsonl").write_text('{"event": "Init", "workload": 5}\n')
+    spec = with_seventh(tmp_path, arm)
+    (tmp_path / "trace.jsonl").write_text('{"event": "Init", "workload": 7}\n')
     monkeypatch.chdir(tmp_path)
-    assert main([*command, "--bound", "five", "--spec-dir", str(spec)]) == 2
+    assert main([*command, "--bound", "seven", "--spec-dir", str(spec)]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
     assert len(err) == 1 and says in err[0], err
-    # file and line: the fifth arm's, or that of `Program(k) ==` for a missing workload
+    # file and line: the seventh arm's, or that of `Program(k) ==` for a missing workload
     lines = (spec / "Workloads.tla").read_text().splitlines()
     at = next(i for i, ln in enumerate(lines, 1) if ln.startswith("Program(k) =="))
     assert err[0].startswith(f"shift {command[0]}: {spec / 'Workloads.tla'}:"), err
-    assert err[0].split(":")[2] in (str(at), str(at + 6)), err
+    assert err[0].split(":")[2] in (str(at), str(at + 8)), err
 
 
 def test_the_reader_names_the_line_of_a_malformed_arm(tmp_path: Path) -> None:
-    spec = with_fifth(tmp_path, FIFTH.replace("k = 5", "OTHER"))
+    spec = with_seventh(tmp_path, SEVENTH.replace("k = 7", "OTHER"))
     lines = (spec / "Workloads.tla").read_text().splitlines()
     at = next(i for i, ln in enumerate(lines, 1) if "OTHER ->" in ln)
     with pytest.raises(SpecError, match=rf"Workloads.tla:{at}: Program: only arms"):
@@ -142,10 +142,10 @@ def test_the_reader_names_the_line_of_a_malformed_arm(tmp_path: Path) -> None:
 def test_tlc_does_not_start_on_a_workload_program_lacks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    spec = with_fifth(tmp_path, FIFTH.replace("k = 5", "k = 6"))
+    spec = with_seventh(tmp_path, SEVENTH.replace("k = 7", "k = 8"))
     monkeypatch.chdir(tmp_path)
-    assert main(["check", "--spec-dir", str(spec), "--bound", "five", "--engine", "tlc"]) == 2
+    assert main(["check", "--spec-dir", str(spec), "--bound", "seven", "--engine", "tlc"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
     at = read_workloads(spec).line
-    assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 5, which bound five "
-                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 6 only"]
+    assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 7, which bound seven "
+                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 8 only"]

@@ -4,7 +4,8 @@
   notifications carry their WR id as immediate data, so B's completion names the
   sender's WR as `rcvSeen` does; inline payloads, so a replay carries the value posted
   (the model's WRs are values);
-- region r is the r-th 8-byte slot of B's registered memory (the model has one region);
+- region r is the r-th 8-byte slot of B's registered memory; receive WR r has its own
+  buffer (a SEND's payload lands there), a READ/atomic WR w its own landing slot at A;
 - `PostRecv(B, r)` posts receive WR id r; a receive completion names it (`recv`);
 - the fabric runs with the bound's `MaxRetries`, the connection with `probe="instant"`
   (the spec's reconnect is its probe), `ctl_retries=0`, and without fail-back at a bound

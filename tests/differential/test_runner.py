@@ -5,6 +5,7 @@ faults towards WRs in flight."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -39,6 +40,23 @@ def test_a_different_implementation_diverges(monkeypatch, model_design, impl_des
     monkeypatch.setattr(D.Bridge, "__init__", wrong)
     runs = random_runs(Model.load(model_design, "default"), 60, 1)
     assert sum(r.divergence is not None for r in runs) >= 10
+
+
+@pytest.mark.parametrize(("model_design", "impl_design"),
+                         [("ShiftPrefix", "Shift"), ("Shift", "ShiftPrefix")])
+def test_shift_and_shift_prefix_tell_apart(monkeypatch: pytest.MonkeyPatch, model_design: str,
+                                          impl_design: str) -> None:
+    """The two differ only in a replay after a received notification with a WR before it
+    still outstanding, and visibly only when that WR is signaled or a later WRITE of its
+    region executed before it: rarer, so more runs than above."""
+    init = D.Bridge.__init__
+
+    def wrong(self, design, retries, program, *rest):  # type: ignore[no-untyped-def]
+        init(self, impl_design, retries, program, *rest)
+
+    monkeypatch.setattr(D.Bridge, "__init__", wrong)
+    runs = random_runs(Model.load(model_design, "default"), 200, 2)
+    assert sum(r.divergence is not None for r in runs) >= 3
 
 
 def test_random_runs_agree_and_reach_every_failover_state() -> None:
@@ -108,12 +126,12 @@ def test_f4_stops_the_comparison_only_where_the_model_breaks_the_property() -> N
 
 @pytest.mark.parametrize(("prop", "seen"), [
     ("NotificationIntegrity", {"rcvSeen": [
-        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 1}},
-        {"wr": 2, "recv": 2, "status": "SUCCESS", "mem": {1: 1}}]}),
+        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 1, 2: 0}, "data": 0},
+        {"wr": 2, "recv": 2, "status": "SUCCESS", "mem": {1: 1, 2: 0}, "data": 0}]}),
     ("DataAtNotification", {"rcvSeen": [
-        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 0}}]}),
-    ("CompletionIntegrity", {"sndSeen": [{"wr": 2, "status": "SUCCESS"},
-                                         {"wr": 1, "status": "WR_FLUSH_ERR"}]}),
+        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 0, 2: 0}, "data": 0}]}),
+    ("CompletionIntegrity", {"sndSeen": [{"wr": 2, "status": "SUCCESS", "val": 0},
+                                         {"wr": 1, "status": "WR_FLUSH_ERR", "val": 0}]}),
 ])
 def test_each_observable_invariant_is_checked_on_the_implementations_observation(
         prop: str, seen: dict) -> None:
@@ -165,11 +183,87 @@ def test_random_runs_replay_after_the_peer_received_a_notification() -> None:
     assert sum(any(s.replayed[0] and s.peerCtr[0] >= 1 for s in r.states) for r in runs) >= 5
 
 
+def test_random_runs_skip_a_one_sided_wr_before_a_received_notification() -> None:
+    """The generator reaches what ShiftPrefix adds to SHIFT: a replay that skips a WRITE
+    (one-sided) because a notification after it was received."""
+    model = Model.load("ShiftPrefix", "default")
+
+    def skips_one_sided(r: D.Run) -> bool:
+        return any(t.replayed[0] and not s.replayed[0]
+                   and any(s.program[w - 1].note == 0 for w in set(s.pending) - set(t.pending))
+                   for s, t in itertools.pairwise(r.states))
+
+    runs = random_runs(model, 200, 4)
+    assert all(r.ok for r in runs), next(D.report(model, r) for r in runs if not r.ok)
+    assert sum(map(skips_one_sided, runs)) >= 5
+
+
+def test_f3_shift_prefix_skips_the_write_shift_replays_on_both_sides() -> None:
+    """F3's trace: two rounds into region 1, all four WRs executed, every ACK lost, B
+    counts both notifications. ShiftPrefix skips all four: nothing goes out on the backup
+    path, and B reads 2 under notification 2, in the model and the core alike. Shift
+    replays WRITE #1, which executes before B polls: both sides show the stale 1."""
+    events = load_trace(CORPUS / "ShiftPrefix/small/f3-executed-writes-skipped.jsonl")
+    replay = 24  # the events up to A's replay; then B polls notification 2
+    assert events[replay - 1] == make("Progress", "A") and events[replay] == make("PollCq", "B")
+    model = Model.load("ShiftPrefix", "small")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is None and len(run.events) == len(events)
+    assert make("Transmit", "A", 2) not in sum(D.options(model, run.states[replay]), [])
+    assert [c.mem[0] for c in run.states[-1].rcvSeen] == [1, 2]
+    shift = [*events[:replay], make("Transmit", "A", 2), make("Deliver", 2, "AtoB"),
+             make("PollCq", "B")]
+    run = D.run_trace(Model.load("Shift", "small"), shift)
+    assert run.ok and run.gap is None and len(run.events) == len(shift)
+    assert [c.mem[0] for c in run.states[-1].rcvSeen] == [1, 1]
+    assert not INVARIANTS["DataAtNotification"](run.states[-1])
+
+
+def test_f4_shift_prefix_needs_no_fix_of_the_core() -> None:
+    """F4's trace up to the poll: with the backup NIC dead before the replay, Shift
+    replays WRITE #1 into it (the model then shows #2 SUCCESS before #1's error; the
+    core fixes that, IMPL_FIXES). ShiftPrefix skips #1 as well: #2's success is all there
+    is, and the two sides agree to the end without a fix to account for."""
+    events = load_trace(CORPUS / "ShiftPrefix/large/f4-backup-fails-nothing-replayed.jsonl")
+    assert events == load_trace(CORPUS / "Shift/large/f4-completion-order.jsonl")[:-1]
+    run = D.run_trace(Model.load("ShiftPrefix", "large"), events)
+    assert run.ok and run.gap is None and len(run.events) == len(events)
+    assert [(c.wr, c.status) for c in run.states[-1].sndSeen] == [(2, "SUCCESS")]
+    assert run.states[-1].pending == () and "ShiftPrefix" not in D.IMPL_FIXES
+
+
+def test_f5_shift_prefix_completes_the_skipped_prefix_in_post_order() -> None:
+    """F5's program (signaled WRITE, notification; both executed, both ACKs lost): the
+    replay skips both and both sides report #1 then #2 SUCCESS at once; the F5 gap
+    (Shift's model completes #2 while #1 is replayed) never arises."""
+    events = load_trace(CORPUS / "ShiftPrefix/small/f5-skipped-prefix-in-post-order.jsonl")
+    run = D.run_trace(Model.load("ShiftPrefix", "small"), events)
+    assert run.ok and run.gap is None and len(run.events) == len(events)
+    assert [(c.wr, c.status) for c in run.states[-1].sndSeen] == [(1, "SUCCESS"),
+                                                                  (2, "SUCCESS")]
+
+
+def test_shift_prefix_replays_the_writes_after_the_last_received_notification() -> None:
+    """Round 1 executed and counted, round 2 never left A: the replay re-posts exactly
+    round 2 (WRITE #3, notification #4), and B reads #3's value under notification 2."""
+    events = load_trace(CORPUS / "ShiftPrefix/default/write-after-last-notification-"
+                                 "replayed.jsonl")
+    model = Model.load("ShiftPrefix", "default")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is None and len(run.events) == len(events)
+    k = next(i for i, s in enumerate(run.states) if s.replayed[0])
+    assert run.states[k - 1].pending == (1, 2, 3, 4) and run.states[k].pending == (3, 4)
+    assert run.states[k].sq[1] == (3, 4)
+    assert [(c.wr, c.mem[0]) for c in run.states[-1].rcvSeen] == [(2, 1), (4, 2)]
+
+
 def test_kept_invariants_follow_the_declarations() -> None:
-    assert D.kept_invariants("Shift", "default") == ("NotificationIntegrity",
-                                                     "CompletionIntegrity")
+    # Shift breaks CompletionIntegrity from small on (F5; F4 at large)
+    assert D.kept_invariants("Shift", "default") == ("NotificationIntegrity",)
     assert D.kept_invariants("Shift", "large") == ("NotificationIntegrity",)
     assert D.kept_invariants("NoFailover", "large") == D.OBSERVABLE_INVARIANTS
+    # F3's fix keeps every observable invariant, at every bound
+    assert D.kept_invariants("ShiftPrefix", "large") == D.OBSERVABLE_INVARIANTS
 
 
 # A failover without a hardware fault (a lost packet, no retransmission left): after the

@@ -42,7 +42,7 @@ def _status_after(conn, wr):
 @pytest.mark.parametrize("kw, status", [
     ({"lkey": 0xBAD}, Status.LOC_PROT_ERR),                         # invalid lkey
     ({"rkey": 0xBAD0}, Status.REM_ACCESS_ERR),                      # invalid rkey
-    ({"remote_addr_delta": 30}, Status.REM_ACCESS_ERR),             # remote out of bounds
+    ({"remote_addr_delta": -2}, Status.REM_ACCESS_ERR),             # remote out of bounds
     ({"addr_delta": 1 << 20}, Status.LOC_PROT_ERR),                 # local out of bounds
     ({"opcode": FADD, "remote_addr_delta": 4}, Status.REM_INV_REQ_ERR),  # misaligned atomic
     ({"opcode": READ, "rkey": 0xBAD0}, Status.REM_ACCESS_ERR),
@@ -51,7 +51,9 @@ def test_bad_access_gives_the_verbs_status(conn, kw, status):
     kw = dict(kw)
     extra = {}
     if "remote_addr_delta" in kw:
-        extra["remote_addr"] = conn._dst.addr + kw.pop("remote_addr_delta")
+        # from the end of B's memory region (a negative delta straddles it)
+        end = conn._dst.addr + (conn.regions + conn.max_wr) * 8
+        extra["remote_addr"] = end + kw.pop("remote_addr_delta")
     if "addr_delta" in kw:
         extra["addr"] = conn._src.addr + kw.pop("addr_delta")
     c = _status_after(conn, _raw(conn, **kw, **extra))

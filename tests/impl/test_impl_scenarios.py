@@ -371,8 +371,9 @@ def test_events_by_name_and_projection(fabric):
     out = conn.run(trace)
     assert out[9].wr == 1 and out[9].imm == 2 and out[10].wr == 2
     d = conn.observe().as_dict()
-    assert d["sndSeen"] == [{"wr": 2, "status": "SUCCESS"}]
-    assert d["rcvSeen"] == [{"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 7, 2: 0}}]
+    assert d["sndSeen"] == [{"wr": 2, "status": "SUCCESS", "val": 0}]
+    assert d["rcvSeen"] == [{"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 7, 2: 0},
+                             "data": 0}]
     assert d["layer"] == {"A": "Default", "B": "Default"} and d["recvDone"] == 1
     assert conn.host_state("B").recvs_completed == 1
 
@@ -384,7 +385,21 @@ def test_reads_and_atomics_return_values(conn):
     conn.post_send("A", Wr(3, "CAS", region=3, compare=42, value=7))
     drive(conn)
     assert [c.status for c in conn.completions] == [Status.SUCCESS] * 3
-    assert conn.read("B", 3) == 7 and conn.landing(3) == 42
+    assert conn.read("B", 3) == 7
+    # each returns the region's value before it into its own landing slot, and the
+    # application's view carries it
+    assert [conn.returned(w) for w in (1, 2, 3)] == [40, 40, 42]
+    assert [(s.wr, s.val) for s in conn.observe().snd_seen] == [(1, 40), (2, 40), (3, 42)]
+
+
+def test_a_send_payload_lands_in_the_buffer_of_the_receive_it_consumes(conn):
+    for r in (1, 2):
+        conn.post_recv("B", r)
+    conn.post_send("A", Wr(1, "SEND", value=11))
+    conn.post_send("A", Wr(2, "SEND", value=22))
+    drive(conn)
+    assert [conn.received(r) for r in (1, 2)] == [11, 22]
+    assert [(r.recv, r.data) for r in conn.observe().rcv_seen] == [(1, 11), (2, 22)]
 
 
 def test_deterministic_replay_of_a_trace():

@@ -42,8 +42,8 @@ def test_transmit_on_a_dead_link_is_lost() -> None:
 def test_responder_executes_the_expected_psn_and_acks() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1))
     t = step(SHIFT, s, "Deliver", 1, "AtoB")
-    assert t.mem == (1,) and t.execs == (1, 0) and t.epsn == (2, 1)
-    assert t.wire[0] == ((Req(2, 2),), (Ack(1, 0),))  # the ACK carries the old value
+    assert t.mem == (1, 0) and t.execs == (1, 0) and t.epsn == (2, 1)
+    assert t.wire[0] == ((Req(2, 2),), (Ack(1, 0),))  # a WRITE's ACK returns nothing
     assert changed(s, t) == {"mem", "execs", "epsn", "wire"}
     # The notification consumes receive WR 1 and completes at B.
     u = step(SHIFT, t, "Deliver", 1, "AtoB")
@@ -61,10 +61,10 @@ def test_responder_reacks_a_duplicate_without_executing_it() -> None:
 
 def test_duplicate_atomic_returns_its_saved_result() -> None:
     s = reach(SHIFT, 3, ("PostSend", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
-    assert s.mem == (1,) and s.saved == (frozenset({(1, 0)}), frozenset())
+    assert s.mem == (1, 0) and s.saved == (frozenset({(1, 0)}), frozenset())
     dup = s._replace(wire=(((Req(1, 1),), ()), s.wire[1]))
     t = step(SHIFT, dup, "Deliver", 1, "AtoB")
-    assert t.mem == (1,) and t.execs == (1, 0)  # not added twice
+    assert t.mem == (1, 0) and t.execs == (1, 0)  # not added twice
     assert t.wire[0][1] == (Ack(1, 0),)  # the saved old value, not the current one
 
 
@@ -97,7 +97,7 @@ def test_staging_copies_a_payload_once_by_sequence_number() -> None:
     again = s._replace(wire=(s.wire[0], ((Req(1, 1),), ())), sq=(s.sq[0], (1,)))
     t = step(staging, again, "Deliver", 2, "AtoB")
     assert t.copies == 1 and t.execs == (1, 0) and t.epsn == (2, 2)
-    assert t.wire[1][1] == (Ack(1, 1),)  # the ACK carries memory as it is now
+    assert t.wire[1][1] == (Ack(1, 0),)  # a WRITE's ACK returns nothing
 
 
 def test_cumulative_ack_completes_every_wr_up_to_its_psn() -> None:
@@ -267,7 +267,7 @@ def test_poll_takes_buffered_completions_first() -> None:
     s = reach(SHIFT, 1)._replace(buffered=((Cqe(1, 0, "SUCCESS", 0),), ()),
                                  cq=(((Cqe(2, 0, "SUCCESS", 0),), ()), ((), ())))
     t = step(SHIFT, s, "PollCq", "A")
-    assert t.sndSeen == (SndSeen(1, "SUCCESS"),) and t.buffered == ((), ()) and t.cq == s.cq
+    assert t.sndSeen == (SndSeen(1, "SUCCESS", 0),) and t.buffered == ((), ()) and t.cq == s.cq
 
 
 def test_poll_success_at_the_sender_and_notification_at_the_receiver() -> None:
@@ -275,16 +275,16 @@ def test_poll_success_at_the_sender_and_notification_at_the_receiver() -> None:
               ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"), ("Deliver", 1, "BtoA"),
               ("Deliver", 1, "BtoA"))
     a = step(SHIFT, s, "PollCq", "A")
-    assert a.sndSeen == (SndSeen(2, "SUCCESS"),) and a.pending == ()
+    assert a.sndSeen == (SndSeen(2, "SUCCESS", 0),) and a.pending == ()
     b = step(SHIFT, s, "PollCq", "B")
-    assert b.rcvSeen == (RcvSeen(2, 1, "SUCCESS", (1,)),) and b.recvDone == 1 and b.rpend == ()
+    assert b.rcvSeen == (RcvSeen(2, 1, "SUCCESS", (1, 0), 0),) and b.recvDone == 1 and b.rpend == ()
     assert SHIFT.step(b, make("PollCq", "B")) is None  # nothing left
 
 
 def test_poll_of_an_error_without_failover_reaches_the_application() -> None:
     nf = model("NoFailover")
     s = reach(nf, 1, *POSTED1, ("NicFail", "A", 1), ("PollCq", "A"))
-    assert s.sndSeen == (SndSeen(1, "WR_FLUSH_ERR"),) and s.layer == ("Default", "Default")
+    assert s.sndSeen == (SndSeen(1, "WR_FLUSH_ERR", 0),) and s.layer == ("Default", "Default")
     assert s.pending == (2,)  # only the failed WR leaves the outstanding set
 
 
@@ -292,7 +292,7 @@ def test_poll_of_an_error_from_the_backup_path_puts_a_in_error() -> None:
     s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(
         layer=("Fallback", "Default"), cq=(((), (Cqe(1, 0, "WR_FLUSH_ERR", 0),)), ((), ())))
     t = step(SHIFT, s, "PollCq", "A")
-    assert t.layer[0] == "Error" and t.sndSeen == (SndSeen(1, "WR_FLUSH_ERR"),)
+    assert t.layer[0] == "Error" and t.sndSeen == (SndSeen(1, "WR_FLUSH_ERR", 0),)
 
 
 # ------------------------------------------------- SHIFT's failover layer ----
@@ -436,3 +436,25 @@ def test_no_failover_design_has_no_layer_steps() -> None:
     nf = model("NoFailover")
     s = reach(nf, 1)._replace(peerCtr=(0, 0))
     assert nf.step(s, make("Progress", "A")) is None
+
+
+def test_a_send_places_its_payload_in_the_buffer_of_the_receive_wr_it_consumes() -> None:
+    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2), ("PostSend", "A", 1),
+              ("PostSend", "A", 2), ("Transmit", "A", 1), ("Transmit", "A", 1),
+              ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"))
+    assert s.bufs == (1, 2) and s.mem == (0, 0)  # SEND k carries payload k
+    b = step(SHIFT, step(SHIFT, s, "PollCq", "B"), "PollCq", "B")
+    assert [(e.recv, e.data) for e in b.rcvSeen] == [(1, 1), (2, 2)]
+
+
+def test_a_cas_swaps_once_and_run_again_fails_returning_what_it_swapped_in() -> None:
+    naive = model("NaiveReplay")
+    s = reach(naive, 6, ("PostSend", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
+    assert s.mem == (0, 1) and s.wire[0][1] == (Ack(1, 0),)  # compare 0 held: swapped in 1
+    # The same CAS again (a replay) at the next PSN: 1 is not the compare value.
+    again = s._replace(wire=(((Req(2, 1),), ()), s.wire[1]), sq=((1, 1), ()))
+    t = step(naive, again, "Deliver", 1, "AtoB")
+    assert t.mem == (0, 1) and t.execs == (2, 0) and t.wire[0][1] == (Ack(2, 1),)
+    # A's application sees what the first run returned.
+    u = step(naive, step(naive, s, "Deliver", 1, "BtoA"), "PollCq", "A")
+    assert u.sndSeen == (SndSeen(1, "SUCCESS", 0),)
