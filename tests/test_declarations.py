@@ -70,7 +70,7 @@ def test_a_property_wrongly_declared_violated_fails_the_check(tmp_path: Path) ->
 
 
 def test_shift_refuses_rather_than_apply_an_atomic_twice(tmp_path: Path) -> None:
-    """A witness: TLC finds a run where SHIFT fails the FADD and applies it at most once."""
+    """A witness: TLC finds a run where SHIFT fails the atomic and applies it at most once."""
     spec = spec_copy(tmp_path)
     props = spec / "Properties.tla"
     props.write_text(
@@ -101,14 +101,16 @@ def test_shift_refuses_rather_than_apply_an_atomic_twice(tmp_path: Path) -> None
     path = Path(witness["counterexample"])
     trace = json.loads((path if path.is_absolute() else tmp_path / path).read_text())
     last = trace["states"][-1]
-    fadd = next(i for i, w in enumerate(last["program"], start=1) if w["op"] == "FADD")
+    # the workload's atomic (workload 3's FADD or workload 6's CAS) was refused
+    atomic_wr = next(i for i, w in enumerate(last["program"], start=1)
+                     if w["op"] in ("FADD", "CAS"))
     refused = last["refused"]["#set"]
-    assert fadd in refused
+    assert atomic_wr in refused
     execs = last["execs"]
-    assert execs[fadd - 1] in (0, 1)
-    # The layer holds an error completion for the FADD, for the application to poll.
+    assert execs[atomic_wr - 1] in (0, 1)
+    # The layer holds an error completion for the atomic, for the application to poll.
     held = last["buffered"]["A"]
-    assert any(c["wr"] == fadd and c["status"] != "SUCCESS" for c in held)
+    assert any(c["wr"] == atomic_wr and c["status"] != "SUCCESS" for c in held)
 
 
 def test_a_declaration_per_bound_applies_at_that_bound_only(tmp_path: Path) -> None:
