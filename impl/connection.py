@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from shift.vocabulary import IMPL_EVENTS, VOCABULARY, Event, parse
+from shift.vocabulary import VOCABULARY, Event, parse
 
 from ._native import ffi, lib
 from .errors import ClosedError, PostError, check_errno, event_result
@@ -54,9 +54,8 @@ class PreparedChain:
         self._keep = keep
 
 
-# The connection's method for each event of the vocabulary (Init is `Fabric.connect`), and
-# for the implementation's own AppWrite; `apply` dispatches on it.
-EVENTS = {**VOCABULARY, **IMPL_EVENTS}
+# The connection's method for each event of the vocabulary (Init is `Fabric.connect`);
+# `apply` dispatches on it.
 EVENT_METHODS = {
     "PostSend": "post_send", "PostRecv": "post_recv", "PollCq": "poll_cq",
     "Transmit": "transmit", "Deliver": "deliver", "Drop": "drop", "Timeout": "timeout",
@@ -434,7 +433,7 @@ class Connection:
         if isinstance(event, (tuple, list)) and not (event and isinstance(event[0], str)):
             raise TypeError("an event tuple is (Name, *args) with the name a str, "
                             f"not {event!r}")
-        name, args = parse(event, EVENTS)  # ValueError: unknown name, fields or arity
+        name, args = parse(event, VOCABULARY)  # ValueError: unknown name, fields or arity
         if name == "Init":
             raise ValueError("Init is not an event of a connection: Fabric(...).connect(...) "
                              "is its Init")

@@ -1,5 +1,5 @@
 """spec/Failover.tla, the applications: A posts its program's WRs, B posts one receive WR
-per notification, and either polls through the failover layer."""
+per notification and makes its stores, and either polls through the failover layer."""
 
 from __future__ import annotations
 
@@ -86,6 +86,18 @@ def post_recv(s: State, d: DesignRecord, b: Constants, host: str, recv: int) -> 
     if s.qp[1][i] == ERR:
         return s._replace(cq=set_in(s.cq, 1, i, s.cq[1][i] + (Cqe(0, r, FLUSH, 0),)))
     return s._replace(rq=set_at(s.rq, i, s.rq[i] + (r,)))
+
+
+def app_write(s: State, d: DesignRecord, b: Constants, host: str, region: int,
+              value: int) -> State | None:
+    """B's application makes its next store (the event names it), once it took the
+    notifications the store waits for (AppWrite)."""
+    if host != "B" or s.stored >= len(s.stores):
+        return None
+    x = s.stores[s.stored]
+    if (region, value) != (x.region, x.value) or len(notes_taken(s)) < x.after:
+        return None
+    return s._replace(mem=set_at(s.mem, region - 1, value), stored=s.stored + 1)
 
 
 def _see(s: State, h: int, c: Cqe) -> State:

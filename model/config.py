@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from shift.model.state import ONE_SIDED, REGIONS, TWO_SIDED
+from shift.model.state import ONE_SIDED, REGIONS, TWO_SIDED, num_notes
 from shift.spec.catalog import Catalog, load_catalog
-from shift.spec.workloads import WR, Workloads, read_workloads
+from shift.spec.workloads import WR, Store, Workloads, read_workloads
 
 from shift.errors import SpecError
 from shift.tlaplus.syntax import body, definition, line, parse
@@ -48,11 +48,15 @@ class Constants:
     fault_paths: frozenset[int]
     recover: bool
     programs: tuple[tuple[WR, ...], ...]  # Program(k) for each k of workloads, in that order
+    stores: tuple[tuple[Store, ...], ...]  # StoresOf(k), likewise
 
     def program(self, k: int) -> tuple[WR, ...]:
         if k not in self.workloads:
             raise ValueError(f"workload {k} is not in bound {self.name}")
         return self.programs[self.workloads.index(k)]
+
+    def stores_of(self, k: int) -> tuple[Store, ...]:
+        return self.stores[self.workloads.index(k)]
 
 
 def _record_from_module(name: str, path: Path) -> DesignRecord:
@@ -107,6 +111,21 @@ def _program(bound: str, workloads: Workloads, k: int) -> tuple[WR, ...]:
     return prog
 
 
+def _stores(workloads: Workloads, k: int, prog: tuple[WR, ...]) -> tuple[Store, ...]:
+    """StoresOf(k), if the model can run it: regions it has, each store after the
+    workload's notifications (DataAtNotification expects A's writes alone)."""
+    stores = workloads.stores_of(k)
+    for i, x in enumerate(stores, 1):
+        where = f"{workloads.path}: StoresOf({k}), store {i}"
+        if x.region not in REGIONS:
+            raise SpecError(f"{where}: region {x.region}: the model has regions "
+                            f"{', '.join(map(str, REGIONS))}")
+        if x.after < num_notes(prog):
+            raise SpecError(f"{where}: after {x.after}: a store comes after the workload's "
+                            f"{num_notes(prog)} notification(s)")
+    return stores
+
+
 def bound_from_constants(name: str, constants: dict[str, str],
                          workloads: Workloads) -> Constants:
     """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`),
@@ -123,9 +142,11 @@ def bound_from_constants(name: str, constants: dict[str, str],
         raise SpecError(f"bound {name}: Recover = {v['Recover']!r}: expected TRUE or FALSE")
     ks = _ints("Workloads", v["Workloads"])
     programs = tuple(_program(name, workloads, k) for k in ks)
+    stores = tuple(_stores(workloads, k, prog) for k, prog in zip(ks, programs, strict=True))
     return Constants(name, ks, _int("MaxRetries", v["MaxRetries"]),
                      _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
-                     frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"], programs)
+                     frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"], programs,
+                     stores)
 
 
 def design(name: str, catalog: Catalog | None = None) -> DesignRecord:

@@ -85,7 +85,8 @@ def _no_recovery(b: Constants) -> str | None:
     return None if b.recover else "the bound has no recovery (Recover = FALSE)"
 
 
-# -- the applications (apps.py; Failover.tla's PostSend, CanPost, PostRecv, PollCq) --
+# -- the applications (apps.py; Failover.tla's PostSend, CanPost, PostRecv, AppWrite,
+# PollCq) --
 
 def post_send(s: State, d: DesignRecord, b: Constants, host: str, wr: int) -> str | None:
     if host != "A":
@@ -131,6 +132,26 @@ def post_recv(s: State, d: DesignRecord, b: Constants, host: str, recv: int) -> 
     if recv != posted + 1:
         return (f"receive WR {recv} is not B's next (posted {posted} of {k}; the next is "
                 f"receive WR {posted + 1})")
+    return None
+
+
+def app_write(s: State, d: DesignRecord, b: Constants, host: str, region: int,
+              value: int) -> str | None:
+    if host != "B":
+        return (f"only B's application writes its own regions in this model ({ONE_WAY}; "
+                f"A's buffers are the sources of its WRs)")
+    n, done = len(s.stores), s.stored
+    if done >= n:
+        return (f"B's application makes {_count(n, 'store')} in this workload "
+                f"(made {done})")
+    x = s.stores[done]
+    if (region, value) != (x.region, x.value):
+        return (f"B's next store writes {x.value} into region {x.region} (store "
+                f"{done + 1} of {n}), not {value} into region {region}")
+    taken = len(notes_taken(s))
+    if taken < x.after:
+        return (f"B makes store {done + 1} once it took {_count(x.after, 'notification')} "
+                f"(it took {taken})")
     return None
 
 
@@ -313,6 +334,7 @@ def progress(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
 WHY_NOT: dict[str, Reason] = {
     "PostSend": post_send,
     "PostRecv": post_recv,
+    "AppWrite": app_write,
     "PollCq": poll_cq,
     "Transmit": transmit,
     "Deliver": deliver,

@@ -47,6 +47,7 @@ def deliver(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> 
 EVENT_FUNCTIONS: dict[str, Action] = {
     "PostSend": apps.post_send,
     "PostRecv": apps.post_recv,
+    "AppWrite": apps.app_write,
     "PollCq": apps.poll_cq,
     "Transmit": transport.transmit,
     "Deliver": deliver,
@@ -70,18 +71,18 @@ def action_of(s: State, ev: Event) -> str:
 
 
 # The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
-FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "Transmit", "Timeout", "DeliverPacket",
-                          "DeliverControl", "PollCq", "Progress"})
+FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeout",
+                          "DeliverPacket", "DeliverControl", "PollCq", "Progress"})
 
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
     """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
     Transmit(p), Timeout(p), PollCq(h), Progress(h), DeliverPacket(p, d) and
-    DeliverControl(p, d) are one conjunct per argument; PostSend and PostRecv have none
-    (their event argument, the WR id, is not a parameter of the action)."""
+    DeliverControl(p, d) are one conjunct per argument; PostSend, PostRecv and AppWrite
+    have none (their event arguments are not parameters of the action)."""
     if action not in FAIR_ACTIONS:
         return None
-    if action in ("PostSend", "PostRecv"):
+    if action in ("PostSend", "PostRecv", "AppWrite"):
         return (action,)
     if action in ("Transmit", "Timeout"):
         return (action, ev.args[1])
@@ -120,6 +121,11 @@ def successors(s: State, d: DesignRecord, b: Constants) -> list[Transition]:
     t = apps.post_recv(s, d, b, "B", r)
     if t is not None:
         out.append(Transition(_ev("PostRecv", "B", r), "PostRecv", t))
+    if s.stored < len(s.stores):
+        x = s.stores[s.stored]
+        t = apps.app_write(s, d, b, "B", x.region, x.value)
+        if t is not None:
+            out.append(Transition(_ev("AppWrite", "B", x.region, x.value), "AppWrite", t))
     for ev, fn in _FIXED:
         t = fn(s, d, b, *ev.args)
         if t is not None:
@@ -173,8 +179,9 @@ class Model:
 
     def initial_states(self) -> list[tuple[Event, State]]:
         """Init: one state per workload of the bound, with the Init event that picks it."""
-        return [(make("Init", k), initial(prog, self.bound.max_retries))
-                for k, prog in zip(self.bound.workloads, self.bound.programs, strict=True)]
+        b = self.bound
+        return [(make("Init", k), initial(prog, b.max_retries, stores))
+                for k, prog, stores in zip(b.workloads, b.programs, b.stores, strict=True)]
 
     def init(self, ev: Event) -> State:
         if ev.name != "Init":
@@ -182,7 +189,8 @@ class Model:
         if ev.args[0] not in self.bound.workloads:
             raise NotEnabled(f"{ev}: workload {ev.args[0]} is not in bound "
                              f"{self.bound.name} (Workloads = {set(self.bound.workloads)})")
-        return initial(self.bound.program(ev.args[0]), self.bound.max_retries)
+        k = ev.args[0]
+        return initial(self.bound.program(k), self.bound.max_retries, self.bound.stores_of(k))
 
     def step(self, s: State, ev: Event) -> State | None:
         return step(s, ev, self.design, self.bound)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from shift.spec.workloads import WR
+from shift.spec.workloads import WR, Store
 from shift.vocabulary import DIRECTIONS, HOSTS, LAYER_STATES
 
 HOST = {h: i for i, h in enumerate(HOSTS)}
@@ -101,6 +101,8 @@ class State(NamedTuple):
     recvPosted: int
     sndSeen: tuple[SndSeen, ...]
     rcvSeen: tuple[RcvSeen, ...]
+    stores: tuple[Store, ...]
+    stored: int
     sq: tuple[tuple[int, ...], tuple[int, ...]]
     una: tuple[int, int]
     nxt: tuple[int, int]
@@ -135,12 +137,12 @@ class State(NamedTuple):
 VARIABLES: tuple[str, ...] = State._fields
 
 
-def initial(prog: tuple[WR, ...], max_retries: int) -> State:
-    """Failover.tla's Init with program = prog, one of Workloads.tla's Program(k) (the
-    bound's `Constants.program(k)`)."""
+def initial(prog: tuple[WR, ...], max_retries: int, stores: tuple[Store, ...] = ()) -> State:
+    """Failover.tla's Init with program = prog and stores = stores, one of Workloads.tla's
+    Program(k) and its StoresOf(k) (the bound's `Constants.program(k)`, `stores_of(k)`)."""
     empty2: tuple[tuple[()], tuple[()]] = ((), ())
     return State(
-        program=prog, posted=0, recvPosted=0, sndSeen=(), rcvSeen=(),
+        program=prog, posted=0, recvPosted=0, sndSeen=(), rcvSeen=(), stores=stores, stored=0,
         sq=empty2, una=(1, 1), nxt=(1, 1), retry=(max_retries, max_retries),
         epsn=(1, 1), saved=(frozenset(), frozenset()), rq=empty2,
         qp=((RTS, RTS), (RTS, RTS)), cq=(empty2, empty2), wire=(empty2, empty2),

@@ -43,6 +43,8 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "recvPosted": int,
     "sndSeen": lambda seen: [e._asdict() for e in seen],
     "rcvSeen": lambda seen: [{**e._asdict(), "mem": list(e.mem)} for e in seen],
+    "stores": lambda stores: [x._asdict() for x in stores],
+    "stored": int,
     "sq": lambda v: [list(q) for q in v],
     "una": list, "nxt": list, "retry": list, "epsn": list,
     "saved": lambda v: [TlaSet(tuple([p, x] for p, x in sorted(s))) for s in v],

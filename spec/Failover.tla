@@ -84,7 +84,7 @@ PostSend ==
                                        /\ fence' = w
                                   ELSE UNCHANGED << layer, fence >>
     /\ event' = << "PostSend", "A", posted + 1 >>
-    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, una, nxt, retry,
+    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry,
                     responderVars, qp, wire, faultVars, historyVars,
                     rpend, recvDone, sentCtr, peerCtr, replayed, refused >>
 
@@ -110,9 +110,28 @@ PostRecv ==
                 [] sentCtr["B"]           -> PostRecvOn(2, r)
                 [] OTHER                  -> UNCHANGED << rq, cq >>
     /\ event' = << "PostRecv", "B", recvPosted + 1 >>
-    /\ UNCHANGED << program, posted, sndSeen, rcvSeen, requesterVars, epsn, saved, qp,
+    /\ UNCHANGED << program, posted, sndSeen, rcvSeen, stores, stored, requesterVars, epsn,
+                    saved, qp,
                     wire, faultVars, historyVars, layer, pending, buffered, recvDone,
                     sentCtr, peerCtr, replayed, fence, refused >>
+
+(***************************************************************************)
+(* B's application makes its next store: it writes a value into one of    *)
+(* its regions itself, once it took the notifications the store waits     *)
+(* for. The layer does not see it.                                        *)
+(* Model: apps.app_write. C: the application's memory (Connection.       *)
+(* app_write).                                                            *)
+(***************************************************************************)
+AppWrite ==
+    /\ stored < Len(stores)
+    /\ Len(NotesTaken) >= stores[stored + 1].after
+    /\ LET x == stores[stored + 1]
+       IN  /\ mem' = [mem EXCEPT ![x.region] = x.value]
+           /\ event' = << "AppWrite", "B", x.region, x.value >>
+    /\ stored' = stored + 1
+    /\ UNCHANGED << program, posted, recvPosted, sndSeen, rcvSeen, stores, requesterVars,
+                    responderVars, qpVars, wire, faultVars, bufs, execs, copies, queried,
+                    layerVars >>
 
 (* ------------------------------ the layer --------------------------------- *)
 
@@ -191,7 +210,8 @@ PollCq(h, D) ==
                                 /\ recvDone' = IF c.status = "SUCCESS" THEN recvDone + 1
                                                ELSE recvDone
                                 /\ UNCHANGED << sndSeen, pending >>
-    /\ UNCHANGED << program, posted, recvPosted, requesterVars, epsn, saved, wire,
+    /\ UNCHANGED << program, posted, recvPosted, stores, stored, requesterVars, epsn, saved,
+                    wire,
                     faultVars, historyVars, sentCtr, peerCtr, replayed, fence >>
 
 \* What Progress never changes: the applications, the faults, B's memory and its
@@ -374,13 +394,13 @@ DeliverControl(p, d) ==
 (* ------------------------- Init, Next, fairness -------------------------- *)
 
 (***************************************************************************)
-(* A's application picks one of the Workloads; every queue is empty,     *)
+(* The applications pick one of the Workloads (A's program, B's stores);   *)
 (* every QP ready to send, every link and NIC up, both layers in Default. *)
 (* Model: state.initial. C: sn_fabric_create, then shift_sim_connect.    *)
 (***************************************************************************)
 Init ==
-    /\ program \in { Program(k) : k \in Workloads }
-    /\ posted = 0 /\ recvPosted = 0
+    /\ \E k \in Workloads : program = Program(k) /\ stores = StoresOf(k)
+    /\ posted = 0 /\ recvPosted = 0 /\ stored = 0
     /\ sndSeen = << >> /\ rcvSeen = << >>
     /\ sq = [p \in Paths |-> << >>]
     /\ una = [p \in Paths |-> 1] /\ nxt = [p \in Paths |-> 1]
@@ -415,7 +435,7 @@ Init ==
 (* calls, which the tests' drivers schedule.                              *)
 (***************************************************************************)
 System(D) ==
-    \/ PostSend \/ PostRecv
+    \/ PostSend \/ PostRecv \/ AppWrite
     \/ \E p \in Paths : Transmit(p) \/ Timeout(p)
     \/ \E p \in Paths, d \in Directions :
            DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d)
@@ -438,7 +458,7 @@ FailoverNext(D) == System(D) \/ Environment
 \* Weak fairness on every action of System(D), one conjunct per disjunct and
 \* argument: each happens if it stays possible. Model: next.fairness_class.
 FailoverFairness(D) ==
-    /\ WF_vars(PostSend) /\ WF_vars(PostRecv)
+    /\ WF_vars(PostSend) /\ WF_vars(PostRecv) /\ WF_vars(AppWrite)
     /\ \A p \in Paths : WF_vars(Transmit(p)) /\ WF_vars(Timeout(p))
     /\ \A p \in Paths, d \in Directions :
            WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))

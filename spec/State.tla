@@ -42,9 +42,11 @@ VARIABLES
     posted,      \* how many of them it has posted
     recvPosted,  \* how many receive WRs B's application has posted
     sndSeen,     \* the completions A's application polled: [wr, status, val]
-    rcvSeen      \* what B's application polled: [wr, recv, status, mem, data]
+    rcvSeen,     \* what B's application polled: [wr, recv, status, mem, data]
+    stores,      \* the writes B's application makes to its own regions, in order
+    stored       \* how many of them it has made
 
-appVars == << program, posted, recvPosted, sndSeen, rcvSeen >>
+appVars == << program, posted, recvPosted, sndSeen, rcvSeen, stores, stored >>
 
 \* A's WRs are numbered by their place in the program, B's receive WRs by the
 \* place of the notification each is for.
@@ -61,6 +63,8 @@ AppTypeOK ==
     \* application read them then; data: its receive WR's buffer (a SEND's payload).
     /\ rcvSeen \in Seq([wr : {0} \cup WrIds, recv : RecvIds, status : Statuses,
                         mem : [Regions -> Nat], data : Nat])
+    /\ stores \in Seq(Stores)
+    /\ stored \in 0..Len(stores)
 
 (* ----------------------- A's requester, per path ------------------------ *)
 VARIABLES
@@ -189,6 +193,7 @@ Events ==
     { << "Init" >> }
     \cup ({"PostSend"} \X {"A"} \X WrIds)
     \cup ({"PostRecv"} \X {"B"} \X RecvIds)
+    \cup ({"AppWrite"} \X {"B"} \X Regions \X Nat)
     \cup ({"PollCq", "Progress"} \X Hosts)
     \cup ({"Transmit", "Timeout"} \X {"A"} \X Paths)
     \cup ({"Deliver", "Drop"} \X Paths \X Directions)

@@ -67,6 +67,24 @@ Program(k) ==
       [] k = 5 -> << WR("WRITE", 1, 1, TRUE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
 
+(***************************************************************************)
+(* B's application's own writes to its regions: a receiver reusing its    *)
+(* buffer, and the writer besides A that makes CAS's ABA case a trace.   *)
+(* Store(region, value, after): B writes value into region once it took   *)
+(* `after` notifications; a workload's stores come in order, after all of *)
+(* its notifications (what DataAtNotification expects is A's writes).     *)
+(***************************************************************************)
+Store(region, value, after) == [region |-> region, value |-> value, after |-> after]
+
+\* Every such record: the type of a workload's stores.
+Stores == [region : Regions, value : Nat, after : Nat]
+
+(* 6: after taking the notification, B puts region 2 back to 0: a CAS     *)
+(*    replayed then finds its compare value again (ABA) and swaps twice.  *)
+StoresOf(k) ==
+    CASE k = 6 -> << Store(2, 0, 1) >>
+      [] OTHER -> << >>
+
 \* How many notifications (and so receive WRs) a program has.
 NumNotes(prog) == Len(SelectSeq(prog, LAMBDA w : w.note > 0))
 

@@ -12,7 +12,9 @@ the form the module has, and nothing more general:
 one arm `k = N` per workload (no OTHER), each a tuple of `WR(op, region, value, signaled,
 note)` or `CAS(region, compare, swap, signaled)` with literal arguments, where `WR` is the
 record of exactly those five parameters and `compare |-> 0`, and `CAS` takes exactly those
-four.
+four. B's stores have the same form, `StoresOf(k) == CASE k = 6 -> << Store(region,
+value, after), ... >> [] OTHER -> << >>` (OTHER: no stores; a workload without an arm has
+none).
 Anything else is a `SpecError` naming the file and line: TLC may accept more, but the
 programs must be readable here for every command that is not TLC.
 """
@@ -33,6 +35,7 @@ from shift.tlaplus.values import TlaValueError, value
 MODULE = "Workloads.tla"
 FIELDS = ("op", "region", "value", "signaled", "note")
 CAS_FIELDS = ("region", "compare", "swap", "signaled")
+STORE_FIELDS = ("region", "value", "after")
 _COMMENTS = frozenset({"comment", "block_comment"})
 
 
@@ -48,6 +51,15 @@ class WR(NamedTuple):
     compare: int = 0
 
 
+class Store(NamedTuple):
+    """Workloads.tla's Store(region, value, after): B's application writes value into
+    its region once it took `after` notifications."""
+
+    region: int
+    value: int
+    after: int
+
+
 @dataclass(frozen=True)
 class Workloads:
     """The programs of one Workloads.tla by workload number, and where each WR is written."""
@@ -56,6 +68,11 @@ class Workloads:
     programs: dict[int, tuple[WR, ...]]
     lines: dict[int, tuple[int, ...]]  # workload -> the line of each of its WRs
     line: int  # the line of `Program(k) ==`
+    stores: dict[int, tuple[Store, ...]]  # StoresOf(k) for the workloads with an arm
+
+    def stores_of(self, k: int) -> tuple[Store, ...]:
+        """StoresOf(k): B's stores in workload k (none without an arm: its OTHER)."""
+        return self.stores.get(k, ())
 
     def program(self, k: int, bound: str = "") -> tuple[WR, ...]:
         """Program(k); a SpecError saying which workloads there are when k is not one (and
@@ -126,6 +143,7 @@ _TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "note": ("a natural number", _natural),
     "compare": ("a natural number", _natural),
     "swap": ("a natural number", _natural),
+    "after": ("a natural number", _natural),
 }
 
 
@@ -159,12 +177,12 @@ def _wr(path: Path, k: int, w: int, node: Node) -> WR:
     return WR(**v)
 
 
-def _guard(path: Path, k: str, node: Node) -> int:
+def _guard(path: Path, op: str, k: str, node: Node) -> int:
     lhs, rhs = node.child_by_field_name("lhs"), node.child_by_field_name("rhs")
     symbol = node.child_by_field_name("symbol")
     if node.type != "bound_infix_op" or symbol is None or symbol.type != "eq" or lhs is None \
             or text(lhs) != k or rhs is None or rhs.type != "nat_number":
-        raise SpecError(f"{path}:{line(node)}: Program: a CASE arm's guard must be "
+        raise SpecError(f"{path}:{line(node)}: {op}: a CASE arm's guard must be "
                         f"`{k} = N` for a workload number N, not {text(node)[:40]!r}")
     return int(text(rhs))
 
@@ -191,21 +209,66 @@ def read_workloads(spec_dir: Path) -> Workloads:
                         f"<< WR(...), ... >> [] k = 2 -> ...")
     programs: dict[int, tuple[WR, ...]] = {}
     lines: dict[int, tuple[int, ...]] = {}
+    for k, wrs in _arms(path, "Program", params[0], case, other=False):
+        programs[k] = tuple(_wr(path, k, w, n) for w, n in enumerate(wrs, 1))
+        lines[k] = tuple(line(n) for n in wrs)
+    return Workloads(path, programs, lines, line(d), _stores(path, root))
+
+
+def _arms(path: Path, op: str, k: str, case: Node, other: bool,
+          ) -> list[tuple[int, list[Node]]]:
+    """The arms `k = N -> << e, ... >>` of op's CASE: (N, the elements); an OTHER arm
+    only where `other` allows it, and then only `OTHER -> << >>`."""
+    out: list[tuple[int, list[Node]]] = []
     for arm in _named(case):
         if arm.type == "case_box":
             continue
         parts = [c for c in _named(arm) if c.type != "case_arrow"]
+        if other and arm.type == "other_arm" and parts and parts[-1].type == "tuple_literal" \
+                and not _elements(parts[-1]):
+            continue
         if arm.type != "case_arm" or len(parts) != 2:
-            raise SpecError(f"{path}:{line(arm)}: Program: only arms `k = N -> << WR(...), "
-                            f"... >>` (no OTHER)")
-        guard, prog = parts
-        k = _guard(path, params[0], guard)
-        if k in programs:
-            raise SpecError(f"{path}:{line(arm)}: Program: a second arm for workload {k}")
-        if prog.type != "tuple_literal":
-            raise SpecError(f"{path}:{line(prog)}: Program({k}): expected a tuple "
-                            f"<< WR(...), ... >>, not {text(prog)[:40]!r}")
-        wrs = [c for c in _named(prog) if c.type not in ("langle_bracket", "rangle_bracket")]
-        programs[k] = tuple(_wr(path, k, w, n) for w, n in enumerate(wrs, 1))
-        lines[k] = tuple(line(n) for n in wrs)
-    return Workloads(path, programs, lines, line(d))
+            allowed = " and `OTHER -> << >>`" if other else " (no OTHER)"
+            raise SpecError(f"{path}:{line(arm)}: {op}: only arms `{k} = N -> << ... >>`"
+                            f"{allowed}")
+        guard, seq = parts
+        n = _guard(path, op, k, guard)
+        if n in (m for m, _ in out):
+            raise SpecError(f"{path}:{line(arm)}: {op}: a second arm for workload {n}")
+        if seq.type != "tuple_literal":
+            raise SpecError(f"{path}:{line(seq)}: {op}({n}): expected a tuple << ... >>, "
+                            f"not {text(seq)[:40]!r}")
+        out.append((n, _elements(seq)))
+    return out
+
+
+def _elements(seq: Node) -> list[Node]:
+    return [c for c in _named(seq) if c.type not in ("langle_bracket", "rangle_bracket")]
+
+
+def _store(path: Path, k: int, i: int, node: Node) -> Store:
+    where = f"{path}:{line(node)}: StoresOf({k}), store {i}"
+    name = node.child_by_field_name("name")
+    args = _fields(node, "parameter")
+    if node.type != "bound_op" or name is None or text(name) != "Store" \
+            or len(args) != len(STORE_FIELDS):
+        raise SpecError(f"{where}: expected Store({', '.join(STORE_FIELDS)}) with literal "
+                        f"arguments, not {text(node)[:40]!r}")
+    return Store(*(_arg(where, f, a) for f, a in zip(STORE_FIELDS, args, strict=True)))
+
+
+def _stores(path: Path, root: Node) -> dict[int, tuple[Store, ...]]:
+    """StoresOf(k) for every arm (Store must take its three parameters in order)."""
+    s = definition(path, root, "Store", _missing("Store(" + ", ".join(STORE_FIELDS) +
+                                                 ") == [...]"))
+    if tuple(_parameters(s)) != STORE_FIELDS:
+        raise SpecError(f"{path}:{line(s)}: Store must be Store({', '.join(STORE_FIELDS)}) "
+                        f"== ... (the reader takes StoresOf(k)'s stores by position)")
+    d = definition(path, root, "StoresOf", _missing("StoresOf(k) == CASE ..."))
+    params = _parameters(d)
+    case = body(d)
+    if len(params) != 1 or case.type != "case":
+        raise SpecError(f"{path}:{line(d)}: StoresOf must be StoresOf(k) == CASE k = 1 -> "
+                        f"<< Store(...), ... >> [] OTHER -> << >>")
+    return {k: tuple(_store(path, k, i, n) for i, n in enumerate(ns, 1))
+            for k, ns in _arms(path, "StoresOf", params[0], case, other=True)}

@@ -16,6 +16,7 @@ from shift.model.properties import INVARIANTS
 from shift.vocabulary import Event
 
 from shift.differential import report, run_trace
+from shift.differential.bridge import Bridge
 
 TRACES = Path(__file__).parent / "traces"
 
@@ -25,6 +26,11 @@ VERDICTS: dict[str, tuple[str, str, frozenset[str]]] = {
     # counted; #2's success reaches A's application before #1's.
     "f5_signaled_write_completes_late": ("Shift", "small",
                                          frozenset({"CompletionIntegrity"})),
+    # CAS's ABA case: the CAS swapped 0 -> 1 and its ACK is lost with A's NIC; B's
+    # application, done with the message, puts region 2 back to 0; NaiveReplay's replayed
+    # CAS finds its compare value again and swaps a second time.
+    "cas_aba_replayed_cas_swaps_twice": ("NaiveReplay", "small",
+                                         frozenset({"AtomicSafety", "ExactlyOnceExecution"})),
 }
 
 
@@ -52,3 +58,47 @@ def test_f5_the_c_core_holds_the_skipped_success_where_the_model_gives_it() -> N
     # equal up to the poll that takes #2's success, where the documented difference starts
     assert run.gap is not None and "(F5)" in run.gap
     assert run.events == events[:17] and events[17] == Event("PollCq", ("A",))
+
+
+ABA = "cas_aba_replayed_cas_swaps_twice"
+ABA_REST = [Event("Deliver", (2, "BtoA")), Event("PollCq", ("A",))]
+
+
+@pytest.mark.parametrize("side", ["model", "core"])
+def test_aba_the_requester_sees_one_cas_that_returned_its_compare_value(side: str) -> None:
+    """After the replayed CAS, A's application polls exactly what one execution gives
+    (SUCCESS, returned 0 = compare): nothing it sees tells it the CAS ran twice, and B's
+    store is gone (region 2 holds the swapped-in 1 again). The C core shows the same."""
+    model = Model.load("NaiveReplay", "small")
+    events = load_trace(TRACES / f"{ABA}.jsonl") + ABA_REST
+    if side == "model":
+        last = model.run(events)[-1]
+        seen = [(e.wr, e.status, e.val) for e in last.sndSeen]
+        mem = last.mem
+    else:
+        run = run_trace(model, events)
+        assert run.divergence is None and run.gap is None, report(model, run)
+        assert run.events == events
+        core = Bridge("NaiveReplay", model.bound.max_retries, model.bound.program(6),
+                      recover=model.bound.recover)
+        try:
+            for ev in events[1:]:
+                core.apply(ev)
+            seen = [(e["wr"], e["status"], e["val"]) for e in core.observation()["sndSeen"]]
+            mem = core.memory()
+        finally:
+            core.close()
+    assert seen == [(1, "SUCCESS", 0)]
+    assert mem[1] == 1
+
+
+def test_aba_shift_refuses_before_the_cas_can_run_again() -> None:
+    """The same trace under SHIFT: A's first poll after the NIC failure finds the CAS
+    outstanding and refuses; the CAS's error reaches A's application, no replay starts."""
+    events = load_trace(TRACES / f"{ABA}.jsonl")
+    poll = events.index(Event("PollCq", ("A",)))
+    model = Model.load("Shift", "small")
+    states = model.run(events[:poll + 1] + [Event("PollCq", ("A",))])
+    assert states[-1].layer[0] == "Error" and states[-1].refused == frozenset({1, 2})
+    assert [(e.wr, e.status) for e in states[-1].sndSeen] == [(1, "WR_FLUSH_ERR")]
+    assert model.step(states[-1], Event("Progress", ("A",))) is None

@@ -13,7 +13,7 @@ import pytest
 from shift.model.next import Model
 from shift.proofs.programs import WORKLOADS
 from shift.spec.catalog import packaged_spec_dir
-from shift.spec.workloads import WR, read_workloads
+from shift.spec.workloads import WR, Store, read_workloads
 from test_declarations import spec_copy
 
 from shift.cli import main
@@ -149,3 +149,54 @@ def test_tlc_does_not_start_on_a_workload_program_lacks(
     at = read_workloads(spec).line
     assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 7, which bound seven "
                    "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 8 only"]
+
+
+STORES_6 = "    CASE k = 6 -> << Store(2, 0, 1) >>\n"
+
+
+def with_stores(tmp_path: Path, arm: str) -> Path:
+    """A copy of the spec whose StoresOf(k) has `arm` in place of workload 6's."""
+    spec = spec_copy(tmp_path)
+    tla = spec / "Workloads.tla"
+    assert STORES_6 in tla.read_text()
+    tla.write_text(tla.read_text().replace(STORES_6, arm))
+    return spec
+
+
+def test_b_stores_are_read_from_stores_of() -> None:
+    spec = read_workloads(packaged_spec_dir())
+    assert spec.stores == {6: (Store(2, 0, 1),)} and spec.stores_of(1) == ()
+    bound = Model.load("NaiveReplay").bound
+    assert bound.stores_of(6) == (Store(2, 0, 1),) and bound.stores_of(3) == ()
+
+
+@pytest.mark.parametrize(("arm", "says"), [
+    ("    CASE k = 6 -> << Store(2, 0, 0) >>\n",
+     "StoresOf(6), store 1: after 0: a store comes after the workload's 1 notification(s)"),
+    ("    CASE k = 6 -> << Store(3, 0, 1) >>\n",
+     "StoresOf(6), store 1: region 3: the model has regions 1, 2"),
+    ("    CASE k = 6 -> << Store(2, 0) >>\n",
+     "StoresOf(6), store 1: expected Store(region, value, after) with literal arguments"),
+    ("    CASE k = 6 -> << Store(2, TRUE, 1) >>\n",
+     "StoresOf(6), store 1: value = TRUE: expected a natural number"),
+])
+def test_a_store_the_model_cannot_take_is_a_one_line_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        arm: str, says: str) -> None:
+    spec = with_stores(tmp_path, arm)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--spec-dir", str(spec), "--design", "NaiveReplay",
+                 "--engine", "explorer", "--quiet"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
+    assert len(err) == 1 and says in err[0] and str(spec / "Workloads.tla") in err[0], err
+
+
+def test_stores_of_takes_an_empty_other_arm_only(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    tla = spec / "Workloads.tla"
+    tla.write_text(tla.read_text().replace("      [] OTHER -> << >>",
+                                           "      [] OTHER -> << Store(1, 1, 1) >>"))
+    lines = tla.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines, 1) if "OTHER -> << Store" in ln)
+    with pytest.raises(SpecError, match=rf"Workloads.tla:{at}: StoresOf: only arms"):
+        read_workloads(spec)

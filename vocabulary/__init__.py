@@ -14,7 +14,6 @@ from .events import (
     FAULT_EVENTS,
     HOST_T,
     HOSTS,
-    IMPL_EVENTS,
     INT_T,
     PATH_T,
     PATHS,
@@ -30,7 +29,7 @@ from .observation import OBSERVATION_FIELDS
 from .verbs import OPS, STATUSES
 
 __all__ = [
-    "DIRECTIONS", "DIR_T", "FAULT_EVENTS", "HOSTS", "HOST_T", "IMPL_EVENTS", "INT_T",
+    "DIRECTIONS", "DIR_T", "FAULT_EVENTS", "HOSTS", "HOST_T", "INT_T",
     "LAYER_STATES", "OBSERVATION_FIELDS", "OPS", "PATHS", "PATH_T", "PROGRESS_STEPS",
     "STATUSES", "VOCABULARY", "Event", "Signature", "from_json", "make", "parse",
 ]

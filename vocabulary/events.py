@@ -36,6 +36,11 @@ VOCABULARY: dict[str, Signature] = {
     "PostSend": (("host", HOST_T), ("wr", INT_T)),
     "PostRecv": (("host", HOST_T), ("recv", INT_T)),
     "PollCq": (("host", HOST_T),),
+    # an application stores into its own region. The model has B's stores of a workload
+    # (StoresOf(k)); on A it is the implementation's alone: it rewrites the source buffer
+    # of a WR that may still be replayed, against SHIFT's assumption (a), which the spec
+    # assumes and the implementation's tests break on purpose.
+    "AppWrite": (("host", HOST_T), ("region", INT_T), ("value", INT_T)),
     # NIC and wire
     "Transmit": (("host", HOST_T), ("path", PATH_T)),
     "Deliver": (("path", PATH_T), ("direction", DIR_T)),
@@ -53,17 +58,6 @@ VOCABULARY: dict[str, Signature] = {
 # Events the environment decides, not the system: no fairness, and what a test injects.
 FAULT_EVENTS = frozenset({"Drop", "LinkDown", "LinkUp", "NicFail", "NicRecover"})
 
-# Events of the implementation that have no model. AppWrite: the application rewrites its
-# buffer for a region (`Connection.app_write`). The specification has no such action on
-# purpose: it assumes the sender never rewrites a source buffer while a WR that reads it
-# may still be replayed (SHIFT's assumption (a)), and models buffer reuse between rounds by
-# workload 4 and the application's flow control (`CanPost`). The implementation's tests
-# use it to break that assumption; no model trace carries it.
-IMPL_EVENTS: dict[str, Signature] = {
-    "AppWrite": (("host", HOST_T), ("region", INT_T), ("value", INT_T)),
-}
-
-
 class Event(NamedTuple):
     """One event: its name and its arguments, as in the spec's event tuple."""
 
@@ -78,7 +72,7 @@ class Event(NamedTuple):
         return [self.name] if self.name == "Init" else [self.name, *self.args]
 
     def to_json(self) -> dict[str, Any]:
-        sig = VOCABULARY.get(self.name) or IMPL_EVENTS[self.name]
+        sig = VOCABULARY[self.name]
         return {"event": self.name, **{n: a for (n, _), a in zip(sig, self.args, strict=True)}}
 
 

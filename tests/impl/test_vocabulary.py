@@ -41,7 +41,6 @@ CALLED_FROM = {
     "Init": (Fabric.__init__, Connection.__init__),
     "AppWrite": (Fabric.__init__,),
 }
-ALL_EVENTS = {**vocab.VOCABULARY, **vocab.IMPL_EVENTS}
 
 
 def c_enum(ctype: str, prefix: str) -> dict[str, int]:
@@ -74,14 +73,13 @@ def test_every_event_of_the_spec_is_in_the_vocabulary_with_its_arity() -> None:
         assert counts == {len(vocab.VOCABULARY[name])}, name
 
 
-def test_the_model_has_a_function_per_event_and_none_for_the_implementation_only_ones() -> None:
+def test_the_model_has_a_function_per_event() -> None:
     from shift.model.next import EVENT_FUNCTIONS
 
     assert set(EVENT_FUNCTIONS) == set(vocab.VOCABULARY) - {"Init"}
-    assert not set(vocab.IMPL_EVENTS) & set(vocab.VOCABULARY)
 
 
-@pytest.mark.parametrize("event", sorted(ALL_EVENTS))
+@pytest.mark.parametrize("event", sorted(vocab.VOCABULARY))
 def test_every_event_has_a_binding_method_and_a_c_entry_point(event: str) -> None:
     entries = C_ENTRY[event]
     for name in entries:
@@ -93,15 +91,15 @@ def test_every_event_has_a_binding_method_and_a_c_entry_point(event: str) -> Non
         params = [p for p in inspect.signature(method).parameters.values()
                   if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
         if params:  # post_send and post_recv take *args: (host, wr) or (wr)
-            assert [p.name for p in params] == [n for n, _ in ALL_EVENTS[event]], event
+            assert [p.name for p in params] == [n for n, _ in vocab.VOCABULARY[event]], event
         callers = CALLED_FROM.get(event, (method,))
     called = set().union(*(lib_calls(f) for f in callers))
     assert set(entries) <= called, f"{event}: the binding does not call {set(entries) - called}"
 
 
 def test_the_binding_dispatches_exactly_the_events() -> None:
-    assert set(binding.EVENT_METHODS) == set(ALL_EVENTS) - {"Init"}
-    assert set(C_ENTRY) == set(ALL_EVENTS)
+    assert set(binding.EVENT_METHODS) == set(vocab.VOCABULARY) - {"Init"}
+    assert set(C_ENTRY) == set(vocab.VOCABULARY)
 
 
 @pytest.mark.parametrize(("names", "ctype", "prefix"), [

@@ -22,7 +22,7 @@ from shift.model.explain import WHY_NOT, why_not
 from shift.model.explore import explore
 from shift.model.next import EVENT_FUNCTIONS, Model, NotEnabled
 from shift.model.next import step as model_step
-from shift.model.state import State, num_notes, set_at
+from shift.model.state import REGIONS, State, num_notes, set_at
 from shift.vocabulary import DIRECTIONS, HOSTS, PATHS, VOCABULARY, Event, make
 
 # The designs whose whole graph at `small` is checked: SHIFT's layer (fail-back, refusal,
@@ -40,7 +40,8 @@ RUN_LENGTH = 60
 def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
     """Every event of the vocabulary with its arguments in range, for a program of n_wrs
     WRs and n_notes notifications: both hosts, both paths, both directions, WR ids
-    0..n_wrs + 1 and receive WR ids 0..n_notes + 1 (one past the end, and 0)."""
+    0..n_wrs + 1, receive WR ids 0..n_notes + 1 (one past the end, and 0), stores into
+    every region and none."""
     evs = [make("PostSend", h, w) for h in HOSTS for w in range(n_wrs + 2)]
     evs += [make("PostRecv", h, r) for h in HOSTS for r in range(n_notes + 2)]
     evs += [make("PollCq", h) for h in HOSTS] + [make("Progress", h) for h in HOSTS]
@@ -48,6 +49,8 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
             for h in HOSTS for p in PATHS]
     evs += [make(name, p, d) for name in ("Deliver", "Drop") for p in PATHS for d in DIRECTIONS]
     evs += [make(name, p) for name in ("LinkDown", "LinkUp") for p in PATHS]
+    # stores into each region of the values a workload writes, and one it does not
+    evs += [make("AppWrite", h, r, v) for h in HOSTS for r in (0, *REGIONS) for v in (0, 1, 7)]
     assert {e.name for e in evs} == set(VOCABULARY) - {"Init"}
     return tuple(evs)
 

@@ -458,3 +458,22 @@ def test_a_cas_swaps_once_and_run_again_fails_returning_what_it_swapped_in() -> 
     # A's application sees what the first run returned.
     u = step(naive, step(naive, s, "Deliver", 1, "BtoA"), "PollCq", "A")
     assert u.sndSeen == (SndSeen(1, "SUCCESS", 0),)
+
+
+def test_b_makes_its_store_once_it_took_the_notification_and_only_as_written() -> None:
+    s = reach(SHIFT, 6, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2),
+              ("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+              ("Deliver", 1, "AtoB"))
+    assert s.stores[0] == (2, 0, 1) and s.mem == (0, 1)
+    assert SHIFT.step(s, make("AppWrite", "B", 2, 0)) is None  # notification 1 not taken yet
+    t = step(SHIFT, s, "PollCq", "B")
+    assert SHIFT.step(t, make("AppWrite", "B", 2, 7)) is None  # not the store it makes
+    assert SHIFT.step(t, make("AppWrite", "A", 2, 0)) is None  # A writes no region of B
+    u = step(SHIFT, t, "AppWrite", "B", 2, 0)
+    assert changed(t, u) == {"mem", "stored"} and u.mem == (0, 0) and u.stored == 1
+    assert SHIFT.step(u, make("AppWrite", "B", 2, 0)) is None  # each store once
+
+
+def test_a_workload_without_stores_has_no_app_write() -> None:
+    s = reach(SHIFT, 1, *POSTED1)
+    assert s.stores == () and SHIFT.step(s, make("AppWrite", "B", 1, 0)) is None
