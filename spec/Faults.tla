@@ -31,10 +31,10 @@ LinkUp(p) ==
 
 (***************************************************************************)
 (* NIC p of host h dies. Its driver moves the NIC's QP to the error state *)
-(* and flushes its outstanding WRs: A's send WRs from the oldest          *)
-(* unacknowledged one, B's receive WRs. CQEs already in host memory      *)
-(* survive. B's responder state (expected PSN, saved atomics) is no      *)
-(* longer reachable by anyone but a design that drops opacity.           *)
+(* and flushes its outstanding WRs: the send WRs from the oldest          *)
+(* unacknowledged one, then the receive WRs. CQEs already in host memory  *)
+(* survive. The QP's responder state (expected PSN, saved atomics) is no  *)
+(* longer reachable by anyone but a design that drops opacity.            *)
 (* Model: faults.nic_fail. C: sn_nic_fail.                                 *)
 (***************************************************************************)
 NicFail(h, p) ==
@@ -44,12 +44,10 @@ NicFail(h, p) ==
     /\ faults' = faults + 1
     /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
     /\ IF qp[h][p] = "ERR" THEN UNCHANGED << cq, rq >>
-       ELSE IF h = "A"
-       THEN /\ cq' = [cq EXCEPT !["A"][p] = @ \o Flushed(SubSeq(sq[p], una[p], Len(sq[p])))]
-            /\ UNCHANGED rq
-       ELSE /\ cq' = [cq EXCEPT !["B"][p] =
-                        @ \o [i \in DOMAIN rq[p] |-> Cqe(0, rq[p][i], "WR_FLUSH_ERR", 0)]]
-            /\ rq' = [rq EXCEPT ![p] = << >>]
+       ELSE /\ cq' = [cq EXCEPT ![h][p] =
+                        @ \o Flushed(SubSeq(sq[h][p], una[h][p], Len(sq[h][p])))
+                          \o FlushedRecvs(rq[h][p])]
+            /\ rq' = [rq EXCEPT ![h][p] = << >>]
     /\ event' = << "NicFail", h, p >>
     /\ UNCHANGED << appVars, requesterVars, epsn, saved, link, drops, historyVars,
                     layerVars >>

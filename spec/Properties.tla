@@ -1,41 +1,45 @@
 ------------------------------ MODULE Properties ------------------------------
 (***************************************************************************)
-(* The properties of docs/design.md, over the state and the history     *)
-(* of what each application saw. Safety properties are invariants;      *)
-(* Liveness is checked under the designs' fairness.                      *)
+(* The properties of docs/design.md, per direction (host h's WRs to its  *)
+(* peer), over the state and the history of what each application saw.  *)
+(* Safety properties are invariants; Liveness is checked under the       *)
+(* designs' fairness.                                                     *)
 (***************************************************************************)
 EXTENDS Failover
 
 \* No WR takes effect at the responder twice. SHIFT gives this up on purpose.
-ExactlyOnceExecution == \A w \in DOMAIN execs : execs[w] <= 1
+ExactlyOnceExecution == \A h \in Hosts : \A w \in DOMAIN execs[h] : execs[h][w] <= 1
 
-\* The notifications B's application took are a prefix of those A posted: none
-\* lost in the middle, duplicated or reordered, and the k-th consumed the k-th
-\* receive WR (no queue sliding).
+\* The notifications each application took are a prefix of those its peer
+\* posted: none lost in the middle, duplicated or reordered, and the k-th
+\* consumed the k-th receive WR (no queue sliding).
 NotificationIntegrity ==
-    \A i \in DOMAIN NotesTaken :
-        /\ i <= NotesBefore(program, posted)
-        /\ NotesTaken[i].wr = NoteWr(program, i)
-        /\ NotesTaken[i].recv = i
+    \A h \in Hosts :
+        \A i \in DOMAIN NotesTaken(h) :
+            /\ i <= NotesBefore(program[Peer(h)], posted[Peer(h)])
+            /\ NotesTaken(h)[i].wr = NoteWr(program[Peer(h)], i)
+            /\ NotesTaken(h)[i].recv = i
 
-\* When B's application takes a notification, every region holds the value of
-\* the last write posted before that notification.
+\* When an application takes a notification, every region of its host holds
+\* the value of the peer's last write posted before that notification.
 DataAtNotification ==
-    \A i \in DOMAIN NotesTaken, r \in Regions :
-        NotesTaken[i].mem[r] = ValueAfter(program, r, NotesTaken[i].wr - 1)
+    \A h \in Hosts :
+        \A i \in DOMAIN NotesTaken(h), r \in Regions :
+            NotesTaken(h)[i].mem[r] = ValueAfter(program[Peer(h)], r, NotesTaken(h)[i].wr - 1)
 
-\* A's application sees each WR complete at most once and in post order, and a
-\* success only for a WR that took effect at the responder.
+\* Each application sees each of its WRs complete at most once and in post
+\* order, and a success only for a WR that took effect at the peer.
 CompletionIntegrity ==
-    /\ \A i, j \in DOMAIN sndSeen : i < j => sndSeen[i].wr < sndSeen[j].wr
-    /\ \A i \in DOMAIN sndSeen :
-           sndSeen[i].status = "SUCCESS" => execs[sndSeen[i].wr] >= 1
+    \A h \in Hosts :
+        /\ \A i, j \in DOMAIN sndSeen[h] : i < j => sndSeen[h][i].wr < sndSeen[h][j].wr
+        /\ \A i \in DOMAIN sndSeen[h] :
+               sndSeen[h][i].status = "SUCCESS" => execs[h][sndSeen[h][i].wr] >= 1
 
 \* No FADD or CAS is applied twice.
 AtomicSafety ==
-    \A w \in DOMAIN execs : program[w].op \in Atomics => execs[w] <= 1
+    \A h \in Hosts : \A w \in DOMAIN execs[h] : program[h][w].op \in Atomics => execs[h][w] <= 1
 
-\* No failover decision read the responder NIC's transport state.
+\* No failover decision read a responder NIC's transport state.
 Opacity == ~queried
 
 \* No payload was copied by a CPU: the NIC placed every one in its final buffer.
@@ -43,16 +47,17 @@ ZeroCopy == copies = 0
 
 (***************************************************************************)
 (* The workload is finished: every WR posted, every signaled WR completed *)
-(* at A, and - unless the layer refused on purpose - every completion a  *)
-(* success and every notification taken by B.                            *)
+(* at its sender, and - unless its layer refused on purpose - every       *)
+(* completion a success and every notification taken by the peer.        *)
 (***************************************************************************)
 Done ==
-    /\ posted = Len(program) /\ recvPosted = NumNotes(program)
-    /\ \A w \in DOMAIN program :
-           Signaled(w) => \E i \in DOMAIN sndSeen : sndSeen[i].wr = w
-    /\ refused = {} =>
-           /\ \A i \in DOMAIN sndSeen : sndSeen[i].status = "SUCCESS"
-           /\ Len(NotesTaken) = NumNotes(program)
+    \A h \in Hosts :
+        /\ posted[h] = Len(program[h]) /\ recvPosted[h] = NumNotes(program[Peer(h)])
+        /\ \A w \in DOMAIN program[h] :
+               Signaled(h, w) => \E i \in DOMAIN sndSeen[h] : sndSeen[h][i].wr = w
+        /\ refused[h] = {} =>
+               /\ \A i \in DOMAIN sndSeen[h] : sndSeen[h][i].status = "SUCCESS"
+               /\ Len(NotesTaken(Peer(h))) = NumNotes(program[h])
 
 \* While some path stays healthy for good, the workload finishes.
 Liveness == <>[](PathHealthy(1) \/ PathHealthy(2)) => <>Done

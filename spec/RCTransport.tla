@@ -1,120 +1,125 @@
 ----------------------------- MODULE RCTransport -----------------------------
 (***************************************************************************)
-(* The RC transport on one path: A's requester transmits its send queue  *)
-(* with PSNs; B's responder executes the request with the expected PSN,  *)
-(* re-ACKs duplicates without re-executing them, and discards requests   *)
-(* ahead of it; ACKs are cumulative; on a timeout the requester goes     *)
-(* back to the oldest unacknowledged PSN (go-back-N) while retries       *)
-(* remain, and otherwise completes that WR with RETRY_EXC_ERR, moves the *)
-(* QP to the error state and flushes every later WR (WR_FLUSH_ERR).      *)
+(* The RC transport on one path, in both directions: a host's requester  *)
+(* transmits its send queue with PSNs; the peer's responder executes the *)
+(* request with the expected PSN, re-ACKs duplicates without re-executing *)
+(* them, and discards requests ahead of it; ACKs are cumulative; on a    *)
+(* timeout the requester goes back to the oldest unacknowledged PSN      *)
+(* (go-back-N) while retries remain, and otherwise completes that WR     *)
+(* with RETRY_EXC_ERR, moves the QP to the error state and flushes every *)
+(* later WR and every receive WR of the QP (WR_FLUSH_ERR).               *)
 (*                                                                         *)
 (* Simplifications, each safe for the properties checked: a request     *)
 (* ahead of the expected PSN is discarded without a NAK (the timeout     *)
 (* then does what the NAK would hasten); a timer fires only once nothing *)
-(* is in flight on its path; a notification that finds no receive WR     *)
-(* (receiver-not-ready) is discarded unexecuted and unacknowledged.      *)
+(* is in flight on its path, in either direction; a notification that    *)
+(* finds no receive WR (receiver-not-ready) is discarded unexecuted and  *)
+(* unacknowledged.                                                        *)
 (***************************************************************************)
 EXTENDS State
 
-Signaled(w) == program[w].signaled
+Signaled(h, w) == program[h][w].signaled
 
-\* Flush CQEs for a sequence of WRs of A's send queue.
+\* Flush CQEs for a sequence of send WRs, and for a sequence of receive WRs.
 Flushed(ws) == [i \in DOMAIN ws |-> Cqe(ws[i], 0, "WR_FLUSH_ERR", 0)]
+FlushedRecvs(rs) == [i \in DOMAIN rs |-> Cqe(0, rs[i], "WR_FLUSH_ERR", 0)]
 
 (***************************************************************************)
-(* A's NIC sends the next request of path p's send queue. The failover   *)
-(* layer holds path 1's doorbell while it waits for the fence to drain. *)
+(* Host h's NIC sends the next request of path p's send queue. The       *)
+(* failover layer holds path 1's doorbell while it waits for the fence   *)
+(* to drain.                                                              *)
 (* Model: transport.transmit. C: sn_transmit.                             *)
 (***************************************************************************)
-Transmit(p) ==
-    /\ qp["A"][p] = "RTS"
-    /\ nxt[p] <= Len(sq[p])
-    /\ ~(p = 1 /\ layer["A"] = "WaitDrained")
-    /\ wire' = Send(p, "AtoB", [kind |-> "req", psn |-> nxt[p], wr |-> sq[p][nxt[p]]])
-    /\ nxt' = [nxt EXCEPT ![p] = @ + 1]
-    /\ event' = << "Transmit", "A", p >>
+Transmit(h, p) ==
+    /\ qp[h][p] = "RTS"
+    /\ nxt[h][p] <= Len(sq[h][p])
+    /\ ~(p = 1 /\ sendMode[h] = "WaitDrained")
+    /\ wire' = Send(p, From(h), [kind |-> "req", psn |-> nxt[h][p], wr |-> sq[h][p][nxt[h][p]]])
+    /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
+    /\ event' = << "Transmit", h, p >>
     /\ UNCHANGED << appVars, sq, una, retry, responderVars, qpVars, faultVars,
                     historyVars, layerVars >>
 
 (***************************************************************************)
-(* B's responder executes the request for WR w with the expected PSN on  *)
-(* path p: it changes memory, consumes a receive WR for a notification   *)
-(* (a SEND's payload lands in that WR's buffer), saves an atomic's      *)
-(* result, and returns a READ's or an atomic's value in the ACK. With   *)
-(* staged = TRUE (the Staging design)                                    *)
-(* the payload lands in a staging buffer and B's CPU copies it into      *)
-(* place only the first time WR w arrives: deduplication by sequence     *)
-(* number, paid for with a copy.                                          *)
-(* Model: transport._execute. C: responder, its expected-PSN branch (the *)
-(* C core has no staging).                                               *)
+(* Host g's responder executes the request for its peer's WR w with the  *)
+(* expected PSN on path p: it changes g's memory, consumes a receive WR  *)
+(* for a notification (a SEND's payload lands in that WR's buffer),      *)
+(* saves an atomic's result, and returns a READ's or an atomic's value   *)
+(* in the ACK. With staged = TRUE (the Staging design) the payload lands *)
+(* in a staging buffer and g's CPU copies it into place only the first   *)
+(* time WR w arrives: deduplication by sequence number, paid for with a  *)
+(* copy.                                                                  *)
+(* Model: transport._execute. C: responder, its expected-PSN branch.     *)
 (***************************************************************************)
-Execute(p, w, psn, staged, rest) ==
-    LET x     == program[w]
-        dup   == staged /\ execs[w] > 0
-        old   == IF x.region = 0 THEN 0 ELSE mem[x.region]
+Execute(g, p, w, psn, staged, rest) ==
+    LET s     == Peer(g)
+        x     == program[s][w]
+        dup   == staged /\ execs[s][w] > 0
+        old   == IF x.region = 0 THEN 0 ELSE mem[g][x.region]
         new   == Applied(x, old)
         apply == ~dup /\ x.op \in Writers /\ x.region # 0
         recv  == x.op \in TwoSided /\ ~dup
-    IN  /\ mem' = IF apply THEN [mem EXCEPT ![x.region] = new] ELSE mem
-        /\ execs' = IF dup THEN execs ELSE [execs EXCEPT ![w] = @ + 1]
+    IN  /\ mem' = IF apply THEN [mem EXCEPT ![g][x.region] = new] ELSE mem
+        /\ execs' = IF dup THEN execs ELSE [execs EXCEPT ![s][w] = @ + 1]
         /\ copies' = IF staged /\ ~dup THEN copies + 1 ELSE copies
-        /\ bufs' = IF recv /\ x.op = "SEND" THEN [bufs EXCEPT ![Head(rq[p])] = x.value]
+        /\ bufs' = IF recv /\ x.op = "SEND" THEN [bufs EXCEPT ![g][Head(rq[g][p])] = x.value]
                    ELSE bufs
-        /\ rq' = IF recv THEN [rq EXCEPT ![p] = Tail(@)] ELSE rq
+        /\ rq' = IF recv THEN [rq EXCEPT ![g][p] = Tail(@)] ELSE rq
         /\ cq' = IF recv
-                 THEN [cq EXCEPT !["B"][p] = Append(@, Cqe(w, Head(rq[p]), "SUCCESS", 0))]
+                 THEN [cq EXCEPT ![g][p] = Append(@, Cqe(w, Head(rq[g][p]), "SUCCESS", 0))]
                  ELSE cq
-        /\ saved' = IF x.op \in Atomics THEN [saved EXCEPT ![p] = @ \cup {<< psn, old >>}]
+        /\ saved' = IF x.op \in Atomics THEN [saved EXCEPT ![g][p] = @ \cup {<< psn, old >>}]
                     ELSE saved
-        /\ epsn' = [epsn EXCEPT ![p] = @ + 1]
-        /\ wire' = Push(rest, p, "BtoA", [kind |-> "ack", psn |-> psn,
-                                          val |-> IF x.op \in Returns THEN old ELSE 0])
+        /\ epsn' = [epsn EXCEPT ![g][p] = @ + 1]
+        /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> psn,
+                                           val |-> IF x.op \in Returns THEN old ELSE 0])
 
 \* What a duplicate request is answered with: a READ re-reads memory, an
 \* atomic returns its saved result.
 \* Model: transport.duplicate_val. C: responder, its duplicate branch.
-DuplicateVal(p, w, psn) ==
-    LET x == program[w]
-    IN  CASE x.op = "READ"      -> mem[x.region]
-          [] x.op \in Atomics   -> CHOOSE v \in { s[2] : s \in { t \in saved[p] : t[1] = psn } } : TRUE
+DuplicateVal(g, p, w, psn) ==
+    LET x == program[Peer(g)][w]
+    IN  CASE x.op = "READ"      -> mem[g][x.region]
+          [] x.op \in Atomics   -> CHOOSE v \in { t[2] : t \in { u \in saved[g][p] : u[1] = psn } } : TRUE
           [] OTHER              -> 0
 
-\* B's responder handles the request m that arrived on path p; rest is the
-\* wire without m. It executes the expected PSN, re-ACKs a duplicate without
-\* executing it, and discards a request ahead of it, one that finds no receive
-\* WR, or any that reaches a dead NIC or a QP in ERR.
+\* Host g's responder handles the request m that arrived on path p; rest is
+\* the wire without m. It executes the expected PSN, re-ACKs a duplicate
+\* without executing it, and discards a request ahead of it, one that finds
+\* no receive WR, or any that reaches a dead NIC or a QP in ERR.
 \* Model: transport._respond. C: responder.
-Respond(p, m, staged, rest) ==
-    LET x == program[m.wr]
-        rnr == x.op \in TwoSided /\ rq[p] = << >> /\ ~(staged /\ execs[m.wr] > 0)
-    IN  IF ~(nic["B"][p] /\ qp["B"][p] = "RTS") \/ m.psn > epsn[p]
-           \/ (m.psn = epsn[p] /\ rnr)
+Respond(g, p, m, staged, rest) ==
+    LET x == program[Peer(g)][m.wr]
+        rnr == x.op \in TwoSided /\ rq[g][p] = << >> /\ ~(staged /\ execs[Peer(g)][m.wr] > 0)
+    IN  IF ~(nic[g][p] /\ qp[g][p] = "RTS") \/ m.psn > epsn[g][p]
+           \/ (m.psn = epsn[g][p] /\ rnr)
         THEN /\ wire' = rest
              /\ UNCHANGED << responderVars, cq, mem, bufs, execs, copies >>
-        ELSE IF m.psn = epsn[p]
-        THEN Execute(p, m.wr, m.psn, staged, rest)
-        ELSE /\ wire' = Push(rest, p, "BtoA", [kind |-> "ack", psn |-> m.psn,
-                                               val |-> DuplicateVal(p, m.wr, m.psn)])
+        ELSE IF m.psn = epsn[g][p]
+        THEN Execute(g, p, m.wr, m.psn, staged, rest)
+        ELSE /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> m.psn,
+                                                val |-> DuplicateVal(g, p, m.wr, m.psn)])
              /\ UNCHANGED << responderVars, cq, mem, bufs, execs, copies >>
 
-\* A's requester handles the cumulative ACK m on path p: every WR up to its
-\* PSN is complete; the signaled ones get a successful CQE. A QP in the error
-\* state ignores it.
+\* Host h's requester handles the cumulative ACK m on path p: every WR up to
+\* its PSN is complete; the signaled ones get a successful CQE. A QP in the
+\* error state ignores it.
 \* Model: transport._acknowledge. C: requester_ack.
-Acknowledge(p, m) ==
-    IF qp["A"][p] = "RTS" /\ m.psn >= una[p]
-    THEN LET done == SelectSeq(SubSeq(sq[p], una[p], m.psn), Signaled)
-             val(w) == IF w = sq[p][m.psn] THEN m.val ELSE 0
-         IN  /\ cq' = [cq EXCEPT !["A"][p] =
+Acknowledge(h, p, m) ==
+    IF qp[h][p] = "RTS" /\ m.psn >= una[h][p]
+    THEN LET done == SelectSeq(SubSeq(sq[h][p], una[h][p], m.psn), LAMBDA w : Signaled(h, w))
+             val(w) == IF w = sq[h][p][m.psn] THEN m.val ELSE 0
+         IN  /\ cq' = [cq EXCEPT ![h][p] =
                          @ \o [i \in DOMAIN done |-> Cqe(done[i], 0, "SUCCESS", val(done[i]))]]
-             /\ una' = [una EXCEPT ![p] = m.psn + 1]
-             /\ retry' = [retry EXCEPT ![p] = MaxRetries]
+             /\ una' = [una EXCEPT ![h][p] = m.psn + 1]
+             /\ retry' = [retry EXCEPT ![h][p] = MaxRetries]
     ELSE UNCHANGED << cq, una, retry >>
 
 (***************************************************************************)
 (* The request or ACK at the head of path p's channel in direction d     *)
-(* arrives: B's responder answers a request, A's requester takes an ACK. *)
-(* Control messages of the failover layer are delivered by Failover.    *)
+(* arrives at host To(d): its responder answers a request, its requester *)
+(* takes an ACK. Control messages of the failover layer are delivered by *)
+(* Failover.                                                              *)
 (* Model: transport.deliver_packet (the event Deliver, next.deliver).    *)
 (* C: sn_deliver, then responder or requester_ack.                       *)
 (***************************************************************************)
@@ -123,10 +128,10 @@ DeliverPacket(p, d, staged) ==
     /\ Head(wire[p][d]).kind \in {"req", "ack"}
     /\ LET m == Head(wire[p][d])
            rest == [wire EXCEPT ![p][d] = Tail(@)]
-       IN  IF d = "AtoB"
-           THEN /\ Respond(p, m, staged, rest)
+       IN  IF m.kind = "req"
+           THEN /\ Respond(To(d), p, m, staged, rest)
                 /\ UNCHANGED << una, retry >>
-           ELSE /\ Acknowledge(p, m)
+           ELSE /\ Acknowledge(To(d), p, m)
                 /\ wire' = rest
                 /\ UNCHANGED << responderVars, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
@@ -151,26 +156,28 @@ Drop(p, d) ==
                     historyVars, layerVars >>
 
 (***************************************************************************)
-(* A's retransmission timer on path p fires: some transmitted WR is      *)
-(* unacknowledged and nothing is left in flight to acknowledge it. It is *)
-(* the requester NIC's own timer, weakly fair like the rest of System.   *)
-(* Model: transport.timeout. C: sn__timeout (through sn_timeout and      *)
-(* shift_sim_timeout).                                                    *)
+(* Host h's retransmission timer on path p fires: some transmitted WR is *)
+(* unacknowledged and nothing is left in flight on the path. Out of      *)
+(* retries, the QP goes to the error state: the WR fails, every later WR *)
+(* and every receive WR of the QP is flushed.                             *)
+(* Model: transport.timeout. C: sn__timeout.                              *)
 (***************************************************************************)
-Timeout(p) ==
-    /\ qp["A"][p] = "RTS"
-    /\ una[p] < nxt[p]
+Timeout(h, p) ==
+    /\ qp[h][p] = "RTS"
+    /\ una[h][p] < nxt[h][p]
     /\ wire[p]["AtoB"] = << >> /\ wire[p]["BtoA"] = << >>
-    /\ IF retry[p] > 0
-       THEN /\ nxt' = [nxt EXCEPT ![p] = una[p]]
-            /\ retry' = [retry EXCEPT ![p] = @ - 1]
-            /\ UNCHANGED qpVars
-       ELSE /\ qp' = [qp EXCEPT !["A"][p] = "ERR"]
-            /\ cq' = [cq EXCEPT !["A"][p] =
-                        @ \o << Cqe(sq[p][una[p]], 0, "RETRY_EXC_ERR", 0) >>
-                          \o Flushed(SubSeq(sq[p], una[p] + 1, Len(sq[p])))]
+    /\ IF retry[h][p] > 0
+       THEN /\ nxt' = [nxt EXCEPT ![h][p] = una[h][p]]
+            /\ retry' = [retry EXCEPT ![h][p] = @ - 1]
+            /\ UNCHANGED << qpVars, rq >>
+       ELSE /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
+            /\ cq' = [cq EXCEPT ![h][p] =
+                        @ \o << Cqe(sq[h][p][una[h][p]], 0, "RETRY_EXC_ERR", 0) >>
+                          \o Flushed(SubSeq(sq[h][p], una[h][p] + 1, Len(sq[h][p])))
+                          \o FlushedRecvs(rq[h][p])]
+            /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << nxt, retry >>
-    /\ event' = << "Timeout", "A", p >>
-    /\ UNCHANGED << appVars, sq, una, responderVars, wire, faultVars, historyVars,
+    /\ event' = << "Timeout", h, p >>
+    /\ UNCHANGED << appVars, sq, una, epsn, saved, wire, faultVars, historyVars,
                     layerVars >>
 =============================================================================

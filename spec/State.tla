@@ -3,20 +3,22 @@
 (* The state shared by every layer: two hosts A and B joined by two      *)
 (* rail-aligned paths (path 1: NIC 1 of A, link 1, NIC 1 of B; path 2    *)
 (* the same with NIC 2). Path 1 is the default, path 2 the backup.       *)
-(* Application traffic flows from A (requester) to B (responder); the    *)
-(* failover layer runs on both hosts and talks in both directions.       *)
+(* Both hosts are peers: each runs a program of WRs to the other (its    *)
+(* requester) and answers the other's requests (its responder), and the  *)
+(* failover layer runs on both, a send side and a receive side each.     *)
 (*                                                                         *)
 (* The variables come in groups, each a tuple (appVars, requesterVars,  *)
 (* ...) with its type invariant beside it: actions say UNCHANGED over    *)
 (* groups, and TypeOK is the conjunction of the groups' types. Every    *)
 (* group is declared here, not in the module of its concern, because    *)
 (* the modules extend one another in a line and the first of them to    *)
-(* write a frame (RCTransport) must already name every group.           *)
+(* write a frame (RCTransport) must already name every group. Every     *)
+(* variable but the wire and the faults is a function over Hosts.        *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, Workloads
 
 CONSTANTS
-    Workloads,    \* the programs A's application may run (ids of Program)
+    Workloads,    \* the workloads the applications may run (ids of Program)
     MaxRetries,   \* the QP's retry budget: retransmissions before RETRY_EXC_ERR
     MaxDrops,     \* how many packets the wire may lose
     MaxFaults,    \* how many LinkDown / NicFail events may happen
@@ -27,46 +29,52 @@ Hosts == {"A", "B"}
 Paths == {1, 2}
 Directions == {"AtoB", "BtoA"}
 Peer(h) == IF h = "A" THEN "B" ELSE "A"
-\* The direction a host sends in.
+\* The direction a host sends in, and the host a direction delivers to.
 From(h) == IF h = "A" THEN "AtoB" ELSE "BtoA"
+To(d) == IF d = "AtoB" THEN "B" ELSE "A"
 
 \* The values a variable may hold, besides numbers and the programs' WRs.
 Statuses   == {"SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"}  \* of a completion
 QpStates   == {"RTS", "ERR"}
-LayerModes == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
+\* A host's send side (its outstanding WRs) and receive side (its receive WRs).
+SendModes  == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
+RecvModes  == {"Default", "Moving", "Fallback"}
 PSNs       == Nat \ {0}  \* packet sequence numbers: a WR's index in its send queue
 
 (* ---------------------------- the applications ---------------------------- *)
 VARIABLES
-    program,     \* the WRs A's application posts, in order
-    posted,      \* how many of them it has posted
-    recvPosted,  \* how many receive WRs B's application has posted
-    sndSeen,     \* the completions A's application polled: [wr, status, val]
-    rcvSeen,     \* what B's application polled: [wr, recv, status, mem, data]
-    stores,      \* the writes B's application makes to its own regions, in order
-    stored       \* how many of them it has made
+    program,     \* per host: the WRs its application posts to the peer, in order
+    posted,      \* per host: how many of them it has posted
+    recvPosted,  \* per host: how many receive WRs it has posted (one per peer notification)
+    sndSeen,     \* per host: the send completions its application polled: [wr, status, val]
+    rcvSeen,     \* per host: the receive completions it polled: [wr, recv, status, mem, data]
+    stores,      \* per host: the writes its application makes to its own regions
+    stored       \* per host: how many of them it has made
 
 appVars == << program, posted, recvPosted, sndSeen, rcvSeen, stores, stored >>
 
-\* A's WRs are numbered by their place in the program, B's receive WRs by the
-\* place of the notification each is for.
-WrIds   == DOMAIN program
-RecvIds == 1..NumNotes(program)
+\* A host's WRs are numbered by their place in its program, its receive WRs by
+\* the place of the peer's notification each is for.
+WrIds(h)   == DOMAIN program[h]
+RecvIds(h) == 1..NumNotes(program[Peer(h)])
+\* Every id some host's WR or receive WR may have (for the types of shared records).
+AnyIds     == UNION { WrIds(h) \cup RecvIds(h) : h \in Hosts }
 
 AppTypeOK ==
-    /\ program \in Seq(WRs)
-    /\ posted \in 0..Len(program)
-    /\ recvPosted \in 0..NumNotes(program)
-    \* val: what a READ or atomic returned (0 for any other WR).
-    /\ sndSeen \in Seq([wr : WrIds, status : Statuses, val : Nat])
-    \* wr 0: a flushed receive WR, which no WR consumed. mem: the regions as B's
-    \* application read them then; data: its receive WR's buffer (a SEND's payload).
-    /\ rcvSeen \in Seq([wr : {0} \cup WrIds, recv : RecvIds, status : Statuses,
-                        mem : [Regions -> Nat], data : Nat])
-    /\ stores \in Seq(Stores)
-    /\ stored \in 0..Len(stores)
+    /\ program \in [Hosts -> Seq(WRs)]
+    /\ stores \in [Hosts -> Seq(Stores)]
+    /\ \A h \in Hosts :
+        /\ posted[h] \in 0..Len(program[h])
+        /\ recvPosted[h] \in 0..NumNotes(program[Peer(h)])
+        \* val: what a READ or atomic returned (0 for any other WR).
+        /\ sndSeen[h] \in Seq([wr : WrIds(h), status : Statuses, val : Nat])
+        \* wr: the peer's WR that consumed the receive WR, 0 for a flushed one. mem: the
+        \* host's regions as its application read them then; data: the receive WR's buffer.
+        /\ rcvSeen[h] \in Seq([wr : {0} \cup WrIds(Peer(h)), recv : RecvIds(h),
+                               status : Statuses, mem : [Regions -> Nat], data : Nat])
+        /\ stored[h] \in 0..Len(stores[h])
 
-(* ----------------------- A's requester, per path ------------------------ *)
+(* ----------------------- each host's requester, per path ------------------- *)
 VARIABLES
     sq,          \* the send queue: WR ids; a WR's PSN is its index
     una,         \* PSN of the oldest unacknowledged WR
@@ -76,12 +84,13 @@ VARIABLES
 requesterVars == << sq, una, nxt, retry >>
 
 RequesterTypeOK ==
-    /\ sq \in [Paths -> Seq(WrIds)]
-    /\ una \in [Paths -> PSNs]
-    /\ nxt \in [Paths -> PSNs]
-    /\ retry \in [Paths -> 0..MaxRetries]
+    /\ \A h \in Hosts :
+        /\ sq[h] \in [Paths -> Seq(WrIds(h))]
+        /\ una[h] \in [Paths -> PSNs]
+        /\ nxt[h] \in [Paths -> PSNs]
+        /\ retry[h] \in [Paths -> 0..MaxRetries]
 
-(* ----------------------- B's responder, per path ------------------------ *)
+(* ----------------------- each host's responder, per path ------------------- *)
 VARIABLES
     epsn,        \* expected PSN
     saved,       \* results of executed atomics: set of <<psn, value>>
@@ -90,9 +99,10 @@ VARIABLES
 responderVars == << epsn, saved, rq >>
 
 ResponderTypeOK ==
-    /\ epsn \in [Paths -> PSNs]
-    /\ saved \in [Paths -> SUBSET (PSNs \X Nat)]
-    /\ rq \in [Paths -> Seq(RecvIds)]
+    /\ \A h \in Hosts :
+        /\ epsn[h] \in [Paths -> PSNs]
+        /\ saved[h] \in [Paths -> SUBSET (PSNs \X Nat)]
+        /\ rq[h] \in [Paths -> Seq(RecvIds(h))]
 
 (* ----------------------- the QPs, per host and path ---------------------- *)
 VARIABLES
@@ -101,11 +111,12 @@ VARIABLES
 
 qpVars == << qp, cq >>
 
-\* A completion queue entry. recv: the receive WR a two-sided WR consumed (0 on
-\* the sender's side); val: what a READ or atomic returned. wr 0: a flushed
-\* receive WR.
+\* A completion queue entry. A send completion has recv 0 and names the host's WR;
+\* a receive completion names the receive WR (recv >= 1) and the peer's WR that
+\* consumed it (0 when it was flushed). val: what a READ or atomic returned.
 Cqe(w, r, status, val) == [wr |-> w, recv |-> r, status |-> status, val |-> val]
-Cqes == [wr : {0} \cup WrIds, recv : {0} \cup RecvIds, status : Statuses, val : Nat]
+Cqes == [wr : {0} \cup AnyIds, recv : {0} \cup AnyIds, status : Statuses, val : Nat]
+IsRecv(c) == c.recv > 0
 
 QpTypeOK ==
     /\ qp \in [Hosts -> [Paths -> QpStates]]
@@ -115,10 +126,10 @@ QpTypeOK ==
 VARIABLE
     wire
 
-\* A request for a WR, its (cumulative) ACK with what a READ or atomic
-\* returned, or a control message of the failover layer.
+\* A request for a WR of the sending host, its (cumulative) ACK with what a READ
+\* or atomic returned, or a control message of the failover layer.
 Packets ==
-    [kind : {"req"}, psn : PSNs, wr : WrIds]
+    [kind : {"req"}, psn : PSNs, wr : AnyIds]
     \cup [kind : {"ack"}, psn : PSNs, val : Nat]
     \cup [kind : {"ctl"}, what : {"counter", "failback"}, count : Nat]
 
@@ -139,50 +150,58 @@ FaultTypeOK ==
     /\ faults \in 0..MaxFaults
     /\ drops \in 0..MaxDrops
 
-(* ------- B's memory, and history variables the properties read ---------- *)
+(* ----- each host's memory, and history variables the properties read ----- *)
 VARIABLES
-    mem,         \* region -> value
-    bufs,        \* receive WR id -> its buffer: the SEND payload placed there, or 0
-    execs,       \* WR id -> times its effect was applied at B
+    mem,         \* per host: region -> value
+    bufs,        \* per host: receive WR id -> its buffer: the SEND payload placed there, or 0
+    execs,       \* per host: its WR id -> times its effect was applied at the peer
     copies,      \* payload copies made by a CPU (zero-copy designs make none)
-    queried      \* did a decision read the responder NIC's transport state?
+    queried      \* did a decision read a responder NIC's transport state?
 
 historyVars == << mem, bufs, execs, copies, queried >>
 
 HistoryTypeOK ==
-    /\ mem \in [Regions -> Nat]
-    /\ bufs \in [RecvIds -> Nat]
-    /\ execs \in [WrIds -> Nat]
+    /\ \A h \in Hosts :
+        /\ mem[h] \in [Regions -> Nat]
+        /\ bufs[h] \in [RecvIds(h) -> Nat]
+        /\ execs[h] \in [WrIds(h) -> Nat]
     /\ copies \in Nat
     /\ queried \in BOOLEAN
 
 (* --------------------------- the failover layer --------------------------- *)
 VARIABLES
-    layer,       \* per host: Default, Fallback, WaitSignaled, WaitDrained, Error
-    pending,     \* A: WRs posted and not yet known complete, in post order
+    sendMode,    \* per host: its send side: Default, Fallback, WaitSignaled, WaitDrained, Error
+    recvMode,    \* per host: its receive side: Default, Moving (to the backup QP), Fallback
+    pending,     \* per host: WRs posted and not yet known complete, in post order
     buffered,    \* per host: completions held for the application
-    rpend,       \* B: receive WRs posted and not yet completed, in post order
-    recvDone,    \* B: receive completions its layer has taken (the counter)
-    sentCtr,     \* per host: has it sent its counter in this failover?
-    peerCtr,     \* per host: the counter the peer sent, -1 before it arrives
+    rpend,       \* per host: receive WRs posted and not yet completed, in post order
+    recvDone,    \* per host: receive completions its layer has taken (its counter)
+    sentCtr,     \* per host: has it sent its counter since it last entered Fallback?
+    peerCtr,     \* per host: the last counter the peer sent, -1 before the first
+    fresh,       \* per host: has that counter arrived since the host last used it?
+    asked,       \* per host: did it send its counter first, and awaits the peer's answer?
     replayed,    \* per host: has it replayed its outstanding sends?
-    fence,       \* A: the WR fail-back waits for, 0 when none
-    refused      \* A: WRs the layer failed on purpose (atomic in flight)
+    fence,       \* per host: the WR its fail-back waits for, 0 when none
+    refused      \* per host: WRs the layer failed on purpose (atomic in flight)
 
-layerVars == << layer, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                replayed, fence, refused >>
+layerVars == << sendMode, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
+                fresh, asked, replayed, fence, refused >>
 
 LayerTypeOK ==
-    /\ layer \in [Hosts -> LayerModes]
-    /\ pending \in Seq(WrIds)
+    /\ sendMode \in [Hosts -> SendModes]
+    /\ recvMode \in [Hosts -> RecvModes]
     /\ buffered \in [Hosts -> Seq(Cqes)]
-    /\ rpend \in Seq(RecvIds)
-    /\ recvDone \in Nat
+    /\ recvDone \in [Hosts -> Nat]
     /\ sentCtr \in [Hosts -> BOOLEAN]
     /\ peerCtr \in [Hosts -> {-1} \cup Nat]
+    /\ fresh \in [Hosts -> BOOLEAN]
+    /\ asked \in [Hosts -> BOOLEAN]
     /\ replayed \in [Hosts -> BOOLEAN]
-    /\ fence \in {0} \cup WrIds
-    /\ refused \in SUBSET WrIds
+    /\ \A h \in Hosts :
+        /\ pending[h] \in Seq(WrIds(h))
+        /\ rpend[h] \in Seq(RecvIds(h))
+        /\ fence[h] \in {0} \cup WrIds(h)
+        /\ refused[h] \in SUBSET WrIds(h)
 
 (* ---------------- how the state was reached (not in View) ---------------- *)
 VARIABLE
@@ -191,11 +210,10 @@ VARIABLE
 \* The event vocabulary of docs/design.md: one name per event, its arguments.
 Events ==
     { << "Init" >> }
-    \cup ({"PostSend"} \X {"A"} \X WrIds)
-    \cup ({"PostRecv"} \X {"B"} \X RecvIds)
-    \cup ({"AppWrite"} \X {"B"} \X Regions \X Nat)
+    \cup ({"PostSend", "PostRecv"} \X Hosts \X AnyIds)
+    \cup ({"AppWrite"} \X Hosts \X Regions \X Nat)
     \cup ({"PollCq", "Progress"} \X Hosts)
-    \cup ({"Transmit", "Timeout"} \X {"A"} \X Paths)
+    \cup ({"Transmit", "Timeout"} \X Hosts \X Paths)
     \cup ({"Deliver", "Drop"} \X Paths \X Directions)
     \cup ({"LinkDown", "LinkUp"} \X Paths)
     \cup ({"NicFail", "NicRecover"} \X Hosts \X Paths)

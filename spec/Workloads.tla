@@ -30,7 +30,7 @@ Regions == {1, 2}
 (***************************************************************************)
 WR(op, region, value, signaled, note) ==
     [op |-> op, region |-> region, value |-> value, signaled |-> signaled, note |-> note,
-     compare |-> 0]
+     compare |-> 0, after |-> 0]
 
 \* A compare-and-swap of region: swap in `swap` if it holds `compare`.
 CAS(region, compare, swap, signaled) ==
@@ -38,7 +38,10 @@ CAS(region, compare, swap, signaled) ==
 
 \* Every such record: the type of a program's elements.
 WRs == [op : OneSided \cup TwoSided, region : {0} \cup Regions, value : Nat,
-        signaled : BOOLEAN, note : Nat, compare : Nat]
+        signaled : BOOLEAN, note : Nat, compare : Nat, after : Nat]
+
+\* WR w as a reply: posted once its application took `after` notifications.
+Reply(w, after) == [w EXCEPT !.after = after]
 
 \* The value WR w leaves in its region when it executes on `old` (its result is old).
 Applied(w, old) ==
@@ -66,6 +69,22 @@ Program(k) ==
                      WR("WRITE", 1, 2, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 2) >>
       [] k = 5 -> << WR("WRITE", 1, 1, TRUE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 7 -> << WR("SEND", 0, 1, TRUE, 1) >>
+      [] k = 8 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+
+(***************************************************************************)
+(* B's program: what B's application posts to A. Two-way workloads:      *)
+(* 7: ping-pong (ibv_rc_pingpong): A's SEND, B's SEND in reply.          *)
+(* 8: NCCL's pattern: A's Simple-protocol round (WRITE, WRITE_WITH_IMM)   *)
+(*    while B's clear-to-send for the next round (the entry written into  *)
+(*    A's region 2, then a WRITE_WITH_IMM) goes the other way.            *)
+(***************************************************************************)
+BProgram(k) ==
+    CASE k = 7 -> << Reply(WR("SEND", 0, 2, TRUE, 1), 1) >>
+      [] k = 8 -> << WR("WRITE", 2, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] OTHER -> << >>
+
+ProgramOf(k, h) == IF h = "A" THEN Program(k) ELSE BProgram(k)
 
 (***************************************************************************)
 (* B's application's own writes to its regions: a receiver reusing its    *)
@@ -84,6 +103,8 @@ Stores == [region : Regions, value : Nat, after : Nat]
 StoresOf(k) ==
     CASE k = 6 -> << Store(2, 0, 1) >>
       [] OTHER -> << >>
+
+StoresAt(k, h) == IF h = "B" THEN StoresOf(k) ELSE << >>
 
 \* How many notifications (and so receive WRs) a program has.
 NumNotes(prog) == Len(SelectSeq(prog, LAMBDA w : w.note > 0))
