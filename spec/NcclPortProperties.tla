@@ -30,9 +30,10 @@ RequestsComplete ==
                     /\ (rPosted >= r) ~> (rDone[r] \/ Failed)
 
 \* A recovered path is used again: once both rails stay up for good, both sides
-\* end with every device Ok and every lane on its own device (fail-back).
+\* end with every device Ok and every lane on its own device (fail-back), and stay
+\* so (`<>[]`: a bare `<>` would hold at the initial state, before any failure).
 FailBack ==
     <>[](\A d \in Devs : link[d]) =>
-        <>(\/ Failed
+        <>[](\/ Failed
            \/ \A d \in Devs : devS[d] = "Ok" /\ devR[d] = "Ok" /\ activeS[d] = d /\ activeR[d] = d)
 =============================================================================

