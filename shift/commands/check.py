@@ -12,7 +12,7 @@ from pathlib import Path
 
 from shift import report
 from shift.errors import ShiftError, UsageError
-from shift.spec.catalog import Bound, Catalog, load_catalog
+from shift.spec.catalog import Bound, Catalog, load_catalog, not_covered
 from shift.spec.workloads import read_workloads
 from shift.tlaplus.values import TlaSet, TlaValueError, parse_value
 from shift.tlc import explorer
@@ -94,8 +94,12 @@ def run(args: argparse.Namespace) -> int:
              f"{engine}" + (f"; {args.jobs} TLC at a time, {workers} workers each"
                             if engine != "explorer" else ""))
     named_workloads_exist(catalog, bound)
+    for d in designs:  # a design with constants of its own must have them at this bound
+        catalog.constants_of(d, bound)
     if engine != "tlc":  # what the model cannot read is an error before TLC starts
         for d in designs:
+            if not d.model:
+                raise UsageError(not_covered(d.name) + f" (--engine {engine})")
             explorer.model_of(catalog, d, bound)
     # The explorer runs in a thread of its own, beside the TLC processes.
     with ThreadPoolExecutor(max_workers=args.jobs) as pool, \
@@ -112,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
             if v.verdict == "violated":
                 detail = args.verbose or not v.matches
                 print("\n".join(report.counterexample(catalog, v, detail, bound.name)) + "\n")
-    print(f"Trilemma table, bound {bound.name}:")
+    trilemma = any(not d.own_properties for d in designs)
+    print(f"{'Trilemma table' if trilemma else 'Verdicts'}, bound {bound.name}:")
     print(report.table(catalog, verdicts))
     for v in verdicts:
         if v.verdict == "error":
