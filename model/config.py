@@ -51,12 +51,15 @@ class Constants:
     stores: tuple[tuple[Store, ...], ...]  # StoresOf(k), likewise
 
     def program(self, k: int) -> tuple[WR, ...]:
-        if k not in self.workloads:
-            raise ValueError(f"workload {k} is not in bound {self.name}")
-        return self.programs[self.workloads.index(k)]
+        return self.programs[self._index(k)]
 
     def stores_of(self, k: int) -> tuple[Store, ...]:
-        return self.stores[self.workloads.index(k)]
+        return self.stores[self._index(k)]
+
+    def _index(self, k: int) -> int:
+        if k not in self.workloads:
+            raise ValueError(f"workload {k} is not in bound {self.name}")
+        return self.workloads.index(k)
 
 
 def _record_from_module(name: str, path: Path) -> DesignRecord:
