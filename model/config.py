@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shift.model.state import ONE_SIDED, REGIONS, TWO_SIDED, num_notes
-from shift.spec.catalog import Catalog, load_catalog
+from shift.spec.catalog import Catalog, load_catalog, not_covered
 from shift.spec.workloads import WR, Store, Workloads, read_workloads
 
-from shift.errors import SpecError
+from shift.errors import SpecError, UsageError
 from shift.tlaplus.syntax import body, definition, line, parse
 from shift.tlaplus.values import TlaSet, TlaValueError, parse_value, value
 
@@ -51,12 +51,15 @@ class Constants:
     stores: tuple[tuple[Store, ...], ...]  # StoresOf(k), likewise
 
     def program(self, k: int) -> tuple[WR, ...]:
-        if k not in self.workloads:
-            raise ValueError(f"workload {k} is not in bound {self.name}")
-        return self.programs[self.workloads.index(k)]
+        return self.programs[self._index(k)]
 
     def stores_of(self, k: int) -> tuple[Store, ...]:
-        return self.stores[self.workloads.index(k)]
+        return self.stores[self._index(k)]
+
+    def _index(self, k: int) -> int:
+        if k not in self.workloads:
+            raise ValueError(f"workload {k} is not in bound {self.name}")
+        return self.workloads.index(k)
 
 
 def _record_from_module(name: str, path: Path) -> DesignRecord:
@@ -153,6 +156,8 @@ def design(name: str, catalog: Catalog | None = None) -> DesignRecord:
     """The design `name` of designs.toml, with D read from its module."""
     catalog = catalog or load_catalog()
     d = catalog.design(name)
+    if not d.model:
+        raise UsageError(not_covered(name))
     return _record_from_module(d.name, catalog.spec_dir / f"{d.module}.tla")
 
 

@@ -24,9 +24,10 @@ Abstraction (docs/proofs.md, "The protocol encoding", says it in full):
   and `execs` only grow, "the flag is never set" is exactly the spec's invariant.
 - *Bound.* One failover: faults on the default path (either NIC, the link, lost
   packets, at any time, any number of retries), the backup path healthy, no fail-back
-  (designs.toml's `small` bound, without its limits on drops and retries). One region,
-  as Workloads.tla. Any program of N WRs: ops, signaled flags, regions and values are
-  symbolic. B sends no application traffic (as in the spec).
+  (designs.toml's `small` bound, without its limits on drops and retries). One region
+  (Workloads.tla has two) and no stores of B's application (StoresOf). Any program of N
+  WRs: ops, signaled flags, regions and values are symbolic. B sends no application
+  traffic (as in the spec).
 
 This module is the relation: the replay policies, Init, the actions and Next. The
 programs are `programs`, the abstract state and its queues `abstract_state`, the

@@ -27,12 +27,21 @@ def design_seconds(verdicts: list[CellVerdict]) -> float:
 
 
 def table(catalog: Catalog, verdicts: list[CellVerdict]) -> str:
+    """The verdicts, one row per design; designs with a property list of their own get a
+    table of their own below, one per list."""
     designs = list(dict.fromkeys(v.design for v in verdicts))
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for d in designs:
+        groups.setdefault(tuple(catalog.properties_of(catalog.design(d))), []).append(d)
+    return "\n\n".join(_table(list(props), ds, verdicts) for props, ds in groups.items())
+
+
+def _table(properties: list[str], designs: list[str], verdicts: list[CellVerdict]) -> str:
     by = {(v.design, v.property): v for v in verdicts}
-    head = ["design", *catalog.properties, "states", "seconds"]
+    head = ["design", *properties, "states", "seconds"]
     rows = []
     for d in designs:
-        mine = [by[(d, p)] for p in catalog.properties]
+        mine = [by[(d, p)] for p in properties]
         rows.append([d, *(cell(v) for v in mine), f"{max(v.states for v in mine):,}",
                      f"{design_seconds(mine):.1f}"])
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -115,7 +124,7 @@ def render_trace(catalog: Catalog, trace: Trace, limit: int = 160,
 
 def counterexample(catalog: Catalog, v: CellVerdict, detail: bool, bound: str = "") -> list[str]:
     kind = "as expected" if v.matches else "UNEXPECTED"
-    why = catalog.designs[v.design].at(bound).violates.get(v.property, "")
+    why = catalog.design(v.design).at(bound).violates.get(v.property, "")
     head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
     if v.counterexample is not None:
         head.append(f"  trace: {v.counterexample}")

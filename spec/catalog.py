@@ -27,6 +27,18 @@ class Design:
     violates: dict[str, str]  # property -> why it is expected to fail
     # bound -> more properties expected to fail at that bound only (and why)
     violates_at: dict[str, dict[str, str]] = field(default_factory=dict)
+    # A design with a property list of its own (its `invariants`, `temporal`) is not a
+    # row of the trilemma table: it has its own state and properties, its own CONSTANTS
+    # per bound (`constants`: bound -> name -> cfg literal), and is checked only when
+    # named. `model`: whether the Python model (model/) covers it.
+    invariants: list[str] | None = None
+    temporal: list[str] | None = None
+    constants: dict[str, dict[str, str]] = field(default_factory=dict)
+    model: bool = True
+
+    @property
+    def own_properties(self) -> bool:
+        return self.invariants is not None
 
     def expected(self, prop: str) -> str:
         return VIOLATED if prop in self.violates else HOLDS
@@ -52,19 +64,51 @@ class Catalog:
     bounds: dict[str, Bound]
     designs: dict[str, Design]
 
+    # Designs with a property list of their own (not rows of the trilemma table;
+    # `shift check` checks them only when named with --design).
+    others: dict[str, Design] = field(default_factory=dict)
+
     @property
     def properties(self) -> list[str]:
         return self.invariants + self.temporal
 
+    def invariants_of(self, design: Design) -> list[str]:
+        return self.invariants if design.invariants is None else design.invariants
+
+    def temporal_of(self, design: Design) -> list[str]:
+        return self.temporal if design.temporal is None else design.temporal
+
+    def properties_of(self, design: Design) -> list[str]:
+        return self.invariants_of(design) + self.temporal_of(design)
+
+    def constants_of(self, design: Design, bound: Bound) -> dict[str, str]:
+        """The CONSTANTS a design runs with at a bound: the bound's, or the design's own."""
+        if not design.own_properties:
+            return bound.constants
+        if bound.name not in design.constants:
+            raise UsageError(f"design {design.name} declares no constants for bound "
+                             f"{bound.name} (designs.toml: designs.{design.name}.constants."
+                             f"{bound.name}); its bounds: {', '.join(design.constants)}")
+        return design.constants[bound.name]
+
     def design(self, name: str) -> Design:
-        if name not in self.designs:
-            raise UsageError(f"unknown design {name!r}; designs: {', '.join(self.designs)}")
-        return self.designs[name]
+        if name in self.designs:
+            return self.designs[name]
+        if name in self.others:
+            return self.others[name]
+        raise UsageError(f"unknown design {name!r}; designs: "
+                         f"{', '.join([*self.designs, *self.others])}")
 
     def bound(self, name: str) -> Bound:
         if name not in self.bounds:
             raise UsageError(f"unknown bound {name!r}; bounds: {', '.join(self.bounds)}")
         return self.bounds[name]
+
+
+def not_covered(name: str) -> str:
+    """What every command that needs the Python model says of a design it does not cover."""
+    return (f"design {name} is not covered by the Python model (designs.toml: model = false); "
+            f"only TLC checks it: shift check --engine tlc --design {name}")
 
 
 def packaged_spec_dir() -> Path:
@@ -121,7 +165,7 @@ def _violations(path: Path, key: str, raw: Any, props: list[str]) -> dict[str, s
 
 
 def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
-            bounds: list[str]) -> Design:
+            bounds: list[str], defined: set[str]) -> Design:
     table = _table(path, f"designs.{name}", raw)
     module = table.get("module")
     if not isinstance(module, str):
@@ -129,6 +173,29 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
     if not (spec_dir / f"{module}.tla").is_file():
         raise SpecError(
             f"{path}: designs.{name}.module = {module!r}: no {module}.tla in {spec_dir}")
+    invariants = temporal = None
+    constants: dict[str, dict[str, str]] = {}
+    if "invariants" in table or "temporal" in table:
+        invariants = _strings(path, f"designs.{name}.invariants", table.get("invariants", []))
+        temporal = _strings(path, f"designs.{name}.temporal", table.get("temporal", []))
+        props = invariants + temporal
+        for prop in props:
+            if prop not in defined:
+                raise SpecError(f"{path}: designs.{name}: property {prop!r} is not defined in "
+                                f"any module of {spec_dir}")
+        ckey = f"designs.{name}.constants"
+        for bound, given in _table(path, ckey, table.get("constants", {})).items():
+            if bound not in bounds:
+                raise SpecError(f"{path}: {ckey}.{bound}: unknown bound "
+                                f"(bounds: {', '.join(bounds)})")
+            constants[bound] = {k: _cfg_literal(path, f"{ckey}.{bound}.{k}", v)
+                                for k, v in _table(path, f"{ckey}.{bound}", given).items()}
+    elif "constants" in table:
+        raise SpecError(f"{path}: designs.{name}.constants: only a design with its own "
+                        f"`invariants` and `temporal` has constants of its own")
+    model = table.get("model", True)
+    if not isinstance(model, bool):
+        raise SpecError(f"{path}: designs.{name}.model must be true or false, not {model!r}")
     violates = _violations(path, f"designs.{name}.violates", table.get("violates", {}), props)
     key = f"designs.{name}.violates_at"
     violates_at = {}
@@ -136,7 +203,8 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
         if bound not in bounds:
             raise SpecError(f"{path}: {key}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
         violates_at[bound] = _violations(path, f"{key}.{bound}", more, props)
-    return Design(name, module, str(table.get("summary", "")), violates, violates_at)
+    return Design(name, module, str(table.get("summary", "")), violates, violates_at,
+                  invariants, temporal, constants, model)
 
 
 def load_catalog(spec_dir: Path | None = None) -> Catalog:
@@ -161,10 +229,12 @@ def load_catalog(spec_dir: Path | None = None) -> Catalog:
         for name, b in _table(path, "bounds", raw.get("bounds", {})).items()
         if _table(path, f"bounds.{name}", b) is not None
     }
-    designs = {name: _design(path, name, d, spec_dir, props, list(bounds))
-               for name, d in _table(path, "designs", raw.get("designs", {})).items()}
-    if not designs:
+    every = [_design(path, name, d, spec_dir, props, list(bounds), defined)
+             for name, d in _table(path, "designs", raw.get("designs", {})).items()]
+    if not every:
         raise SpecError(f"{path}: no [designs.NAME] table")
+    designs = {d.name: d for d in every if not d.own_properties}
+    others = {d.name: d for d in every if d.own_properties}
     observations = {str(k): str(v) for k, v in
                     _table(path, "observations", raw.get("observations", {})).items()}
-    return Catalog(spec_dir, invariants, temporal, observations, bounds, designs)
+    return Catalog(spec_dir, invariants, temporal, observations, bounds, designs, others)

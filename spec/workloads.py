@@ -202,14 +202,10 @@ def read_workloads(spec_dir: Path) -> Workloads:
     cas_form = "CAS(" + ", ".join(CAS_FIELDS) + ") == ..."
     _check_cas(path, definition(path, root, "CAS", _missing(cas_form)))
     d = definition(path, root, "Program", _missing("Program(k) == CASE ..."))
-    params = _parameters(d)
-    case = body(d)
-    if len(params) != 1 or case.type != "case":
-        raise SpecError(f"{path}:{line(d)}: Program must be Program(k) == CASE k = 1 -> "
-                        f"<< WR(...), ... >> [] k = 2 -> ...")
+    param, case = _case(path, d, "Program", "<< WR(...), ... >> [] k = 2 -> ...")
     programs: dict[int, tuple[WR, ...]] = {}
     lines: dict[int, tuple[int, ...]] = {}
-    for k, wrs in _arms(path, "Program", params[0], case, other=False):
+    for k, wrs in _arms(path, "Program", param, case, other=False):
         programs[k] = tuple(_wr(path, k, w, n) for w, n in enumerate(wrs, 1))
         lines[k] = tuple(line(n) for n in wrs)
     return Workloads(path, programs, lines, line(d), _stores(path, root))
@@ -265,10 +261,15 @@ def _stores(path: Path, root: Node) -> dict[int, tuple[Store, ...]]:
         raise SpecError(f"{path}:{line(s)}: Store must be Store({', '.join(STORE_FIELDS)}) "
                         f"== ... (the reader takes StoresOf(k)'s stores by position)")
     d = definition(path, root, "StoresOf", _missing("StoresOf(k) == CASE ..."))
+    param, case = _case(path, d, "StoresOf", "<< Store(...), ... >> [] OTHER -> << >>")
+    return {k: tuple(_store(path, k, i, n) for i, n in enumerate(ns, 1))
+            for k, ns in _arms(path, "StoresOf", param, case, other=True)}
+
+
+def _case(path: Path, d: Node, op: str, arms: str) -> tuple[str, Node]:
+    """op(k) == CASE ...: its parameter and its CASE (else a SpecError showing the form)."""
     params = _parameters(d)
     case = body(d)
     if len(params) != 1 or case.type != "case":
-        raise SpecError(f"{path}:{line(d)}: StoresOf must be StoresOf(k) == CASE k = 1 -> "
-                        f"<< Store(...), ... >> [] OTHER -> << >>")
-    return {k: tuple(_store(path, k, i, n) for i, n in enumerate(ns, 1))
-            for k, ns in _arms(path, "StoresOf", params[0], case, other=True)}
+        raise SpecError(f"{path}:{line(d)}: {op} must be {op}(k) == CASE k = 1 -> {arms}")
+    return params[0], case

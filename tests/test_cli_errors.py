@@ -179,3 +179,30 @@ def test_a_tlc_that_fails_twice_is_an_error_cell(tmp_path: Path) -> None:
     assert "error: NoFailover ExactlyOnceExecution: TLC exited with status 1: Exception" \
         in proc.stdout
     assert (tmp_path / "runs").read_text().strip() == "2"
+
+
+def test_workers_must_be_at_least_one(tmp_path: Path) -> None:
+    line = one_line_error(shift("check", "--workers", "0", cwd=tmp_path))
+    assert "--workers 0: must be at least 1" in line
+
+
+def test_one_tlc_worker_when_asked(tmp_path: Path) -> None:
+    """--workers 1: each TLC runs breadth-first on one worker (shortest counterexamples)
+    whatever the cores; the verdicts are the same."""
+    proc = shift("check", "--design", "NoFailover", "--engine", "tlc", "--workers", "1",
+                 cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 TLC at a time, 1 workers each" in proc.stderr
+    assert "8 of 8 verdicts as declared" in proc.stdout
+
+
+def test_a_design_with_constants_of_its_own_is_not_shown_the_bound_summary(
+        tmp_path: Path) -> None:
+    """The progress line of an NCCL port design names its own constants, not the bound's
+    summary (one fault, no recovery, ...), which is about the trilemma designs."""
+    proc = shift("check", "--design", "NcclPortFailover", "--engine", "explorer",
+                 cwd=tmp_path)
+    assert "not covered by the Python model" in one_line_error(proc)
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("[check]") and "each design's own constants" in first, first
+    assert "no recovery" not in first

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from shift import report
 from shift.errors import ShiftError, UsageError
-from shift.spec.catalog import Bound, Catalog, load_catalog
+from shift.spec.catalog import Bound, Catalog, load_catalog, not_covered
 from shift.spec.workloads import read_workloads
 from shift.tlaplus.values import TlaSet, TlaValueError, parse_value
 from shift.tlc import explorer
@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--spec-dir", type=Path, metavar="DIR",
                    help="check this copy of the specification instead of the packaged one")
     p.add_argument("--jobs", type=int, default=2, help="TLC processes at once (default 2)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="TLC workers per process (default: the cores shared among the "
+                        "processes); 1 makes each counterexample a shortest one")
     p.add_argument("--heap", type=int, default=2048, metavar="MB",
                    help="Java heap of each TLC process (default 2048)")
     p.add_argument("--engine", choices=ENGINES, default=None,
@@ -76,10 +79,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: must be at least 1")
     catalog = load_catalog(args.spec_dir.resolve() if args.spec_dir else None)
     bound = catalog.bound(args.bound)
     designs = [catalog.design(name).at(bound.name) for name in (args.design or catalog.designs)]
-    workers = max(1, (os.cpu_count() or 1) // min(args.jobs, len(designs)))
+    workers = args.workers or max(1, (os.cpu_count() or 1) // min(args.jobs, len(designs)))
     lock = threading.Lock()
 
     def progress(line: str) -> None:
@@ -90,12 +95,18 @@ def run(args: argparse.Namespace) -> int:
     engine, why = (args.engine, "") if args.engine else default_engine()
     if why:
         progress(why)
-    progress(f"{len(designs)} design(s) at bound {bound.name} ({bound.summary}); engine "
+    summary = bound.summary if not all(d.own_properties for d in designs) else \
+        "each design's own constants: designs.toml"
+    progress(f"{len(designs)} design(s) at bound {bound.name} ({summary}); engine "
              f"{engine}" + (f"; {args.jobs} TLC at a time, {workers} workers each"
                             if engine != "explorer" else ""))
     named_workloads_exist(catalog, bound)
+    for d in designs:  # a design with constants of its own must have them at this bound
+        catalog.constants_of(d, bound)
     if engine != "tlc":  # what the model cannot read is an error before TLC starts
         for d in designs:
+            if not d.model:
+                raise UsageError(not_covered(d.name) + f" (--engine {engine})")
             explorer.model_of(catalog, d, bound)
     # The explorer runs in a thread of its own, beside the TLC processes.
     with ThreadPoolExecutor(max_workers=args.jobs) as pool, \
@@ -112,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
             if v.verdict == "violated":
                 detail = args.verbose or not v.matches
                 print("\n".join(report.counterexample(catalog, v, detail, bound.name)) + "\n")
-    print(f"Trilemma table, bound {bound.name}:")
+    trilemma = any(not d.own_properties for d in designs)
+    print(f"{'Trilemma table' if trilemma else 'Verdicts'}, bound {bound.name}:")
     print(report.table(catalog, verdicts))
     for v in verdicts:
         if v.verdict == "error":

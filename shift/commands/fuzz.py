@@ -20,6 +20,7 @@ from pathlib import Path
 
 from shift.errors import UsageError
 from shift.model.events import save_trace
+from shift.spec.catalog import load_catalog, not_covered
 from shift.vocabulary import LAYER_STATES, VOCABULARY, Event
 
 BATCH = 20  # traces per unit of work handed to a worker
@@ -111,7 +112,10 @@ def run(args: argparse.Namespace) -> int:
     from shift.model.next import Model
 
     designs = args.design or list(DESIGNS)
+    catalog = load_catalog(args.spec_dir.resolve() if args.spec_dir else None)
     for d in designs:
+        if d in catalog.others and not catalog.others[d].model:
+            raise UsageError(not_covered(d))
         if d not in DESIGNS:
             raise UsageError(f"unknown design {d!r} for fuzz (both sides implement "
                              f"{', '.join(DESIGNS)})")

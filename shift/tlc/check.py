@@ -77,12 +77,14 @@ def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: P
 
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                  workers: int, heap_mb: int, report: Report) -> list[CellVerdict]:
-    cfg = RunConfig(catalog.spec_dir, design.module, bound.constants, workers, heap_mb)
+    cfg = RunConfig(catalog.spec_dir, design.module, catalog.constants_of(design, bound), workers,
+                    heap_mb)
+    invariants, temporal = catalog.invariants_of(design), catalog.temporal_of(design)
 
     def progress(distinct: int, queue: int) -> None:
         report(f"{design.name}: {distinct:,} distinct states so far, {queue:,} on the queue")
     verdicts: dict[str, CellVerdict] = {}
-    remaining = list(catalog.invariants)
+    remaining = list(invariants)
     runs = 0
     while remaining:
         run, runs = _run(cfg, remaining, [], progress, report, design.name), runs + 1
@@ -97,15 +99,15 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         if run.outcome != OK and not run.message:
             run.message = f"unexpected TLC outcome {run.outcome}"
         # A run that died decides nothing: the design's other cells are errors too.
-        undecided = remaining + (catalog.temporal if verdict == ERROR_VERDICT else [])
+        undecided = remaining + (temporal if verdict == ERROR_VERDICT else [])
         for prop in undecided:
             verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
         report(f"{design.name}: {len(undecided)} properties {verdict} over {run.distinct:,} "
                f"states ({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
         if verdict == ERROR_VERDICT:
-            return [verdicts[p] for p in catalog.properties]
+            return [verdicts[p] for p in invariants + temporal]
         break
-    for prop in catalog.temporal:
+    for prop in temporal:
         run, runs = _run(cfg, [], [prop], progress, report, design.name), runs + 1
         verdict = {OK: HOLDS, TEMPORAL: VIOLATED}.get(run.outcome, ERROR_VERDICT)
         if run.outcome == INVARIANT:
@@ -113,4 +115,4 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
         report(f"{design.name}: {prop} {verdict} over {run.distinct:,} states "
                f"({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
-    return [verdicts[p] for p in catalog.properties]
+    return [verdicts[p] for p in invariants + temporal]

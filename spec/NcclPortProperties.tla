@@ -1,0 +1,39 @@
+-------------------------- MODULE NcclPortProperties --------------------------
+(***************************************************************************)
+(* What is checked of the NCCL port failover and recovery model. These   *)
+(* are the NCCL designs' own properties (designs.toml: each NCCL design  *)
+(* lists them), not those of Properties.tla.                             *)
+(***************************************************************************)
+EXTENDS NcclPortProbe
+
+\* A receive completes only when every chunk of its buffer was written by it.
+ReceiveIntegrity == \A r \in Reqs : rDone[r] => \A l \in Lanes : buf[r][l] = r
+
+\* No data or notification (imm) of a request lands after its receive completed.
+NoLateLanding == ~late
+
+\* No ncclInternalError and no failed assert while some rail's link is up.
+NoErrorWhileHealthy ==
+    ((\E h \in Sides : err[h] = "internal") \/ aborted) => \A d \in Devs : ~link[d]
+
+\* Once both sides' recovery of a device ended, and each main thread acted on the
+\* outcome, they agree on whether the device is usable.
+Settled(d) ==
+    /\ rec["S"][d].ended /\ rec["R"][d].ended
+    /\ devS[d] \in {"Ok", "ErrorPermanent"} /\ devR[d] \in {"Ok", "ErrorPermanent"}
+RecoveryAgreement == \A d \in Devs : Settled(d) => devS[d] = devR[d]
+
+\* Every posted request completes, or the communicator reports an error.
+Failed == \E h \in Sides : err[h] # "none"
+RequestsComplete ==
+    \A r \in Reqs : /\ (sPosted >= r) ~> (sDone[r] \/ Failed)
+                    /\ (rPosted >= r) ~> (rDone[r] \/ Failed)
+
+\* A recovered path is used again: once both rails stay up for good, both sides
+\* end with every device Ok and every lane on its own device (fail-back), and stay
+\* so (`<>[]`: a bare `<>` would hold at the initial state, before any failure).
+FailBack ==
+    <>[](\A d \in Devs : link[d]) =>
+        <>[](\/ Failed
+           \/ \A d \in Devs : devS[d] = "Ok" /\ devR[d] = "Ok" /\ activeS[d] = d /\ activeR[d] = d)
+=============================================================================

