@@ -1,5 +1,10 @@
-"""spec/Failover.tla, the applications: A posts its program's WRs, B posts one receive WR
-per notification and makes its stores, and either polls through the failover layer."""
+"""spec/Failover.tla, the applications: each host posts its program's WRs to the peer,
+one receive WR per notification of the peer's program, and its own stores, and polls
+through its failover layer.
+
+Each event function takes (state, design, bound, *event arguments) and returns the
+successor, or None when the event is not enabled; `h` is a host index (`HOST`).
+"""
 
 from __future__ import annotations
 
@@ -21,116 +26,149 @@ from shift.model.state import (
     SndSeen,
     State,
     notes_before,
-    notes_taken,
     num_notes,
+    peer,
     set_at,
     set_in,
+    taken,
 )
 
 
-def can_post(s: State, w: int) -> bool:
-    """NCCL's flow control: a notification only once B posted its receive WR; a WR writing
-    a region only once B took every notification posted before it (buffer reuse)."""
-    x = s.program[w - 1]
-    if x.note > 0 and s.recvPosted < x.note:
+def can_post(s: State, h: int, w: int) -> bool:
+    """CanPost(h, w), NCCL's flow control: a notification only once the peer posted its
+    receive WR; a WR writing a region only once the peer took every notification posted
+    before it (buffer reuse); a reply only once h took the notifications it waits for."""
+    prog = s.program[h]
+    x = prog[w - 1]
+    if x.note > 0 and s.recvPosted[peer(h)] < x.note:
         return False
-    return not (x.op in WRITERS and x.region != 0
-                and len(notes_taken(s)) < notes_before(s.program, w - 1))
+    if x.op in WRITERS and x.region != 0 and taken(s, peer(h)) < notes_before(prog, w - 1):
+        return False
+    return taken(s, h) >= x.after
 
 
-def _post_on(s: State, p: int, w: int) -> State:
-    """PostOn: append w to A's send queue of path p; a QP in the error state flushes it."""
+def _post_on(s: State, h: int, p: int, w: int) -> State:
+    """PostOn(h, p, w): append w to h's send queue of path p; a QP in the error state
+    flushes it at once."""
     i = p - 1
-    s = s._replace(sq=set_at(s.sq, i, s.sq[i] + (w,)))
-    if s.qp[0][i] == ERR:
-        return s._replace(cq=set_in(s.cq, 0, i, s.cq[0][i] + (Cqe(w, 0, FLUSH, 0),)))
+    s = s._replace(sq=set_in(s.sq, h, i, s.sq[h][i] + (w,)))
+    if s.qp[h][i] == ERR:
+        return s._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + (Cqe(w, 0, FLUSH, 0),)))
     return s
 
 
 def post_send(s: State, d: DesignRecord, b: Constants, host: str, wr: int) -> State | None:
-    """A's application posts its next WR (the event names it: wr = posted + 1); the layer
-    routes it by its state."""
-    w = s.posted + 1
-    if host != "A" or wr != w or s.posted >= len(s.program) or not can_post(s, w):
+    """PostSend(h): h's application posts its next WR (the event names it: wr = posted +
+    1); the layer routes it by h's send side."""
+    h = HOST[host]
+    w = s.posted[h] + 1
+    if wr != w or s.posted[h] >= len(s.program[h]) or not can_post(s, h, w):
         return None
-    mode = s.layer[0]
+    mode = s.sendMode[h]
+    posted = set_at(s.posted, h, w)
     if mode == ERROR:  # failed at once, behind every completion still to be polled
-        return s._replace(posted=w, cq=set_in(s.cq, 0, 1, s.cq[0][1] + (Cqe(w, 0, FLUSH, 0),)))
-    s = s._replace(posted=w, pending=s.pending + (w,))
+        return s._replace(posted=posted,
+                          cq=set_in(s.cq, h, 1, s.cq[h][1] + (Cqe(w, 0, FLUSH, 0),)))
+    s = s._replace(posted=posted, pending=set_at(s.pending, h, s.pending[h] + (w,)))
     if mode in (DEFAULT, WAIT_DRAINED):
-        return _post_on(s, 1, w)
+        return _post_on(s, h, 1, w)
     if mode == FALLBACK:
         # Held by the layer until the replay, then straight to the backup QP.
-        return _post_on(s, 2, w) if s.replayed[0] else s
+        return _post_on(s, h, 2, w) if s.replayed[h] else s
     if mode == WAIT_SIGNALED:
-        s = _post_on(s, 2, w)
-        if s.program[w - 1].signaled:  # the fence: later WRs wait on the default QP
-            return s._replace(layer=set_at(s.layer, 0, WAIT_DRAINED), fence=w)
+        s = _post_on(s, h, 2, w)
+        if s.program[h][w - 1].signaled:  # the fence: later WRs wait on the default QP
+            return s._replace(sendMode=set_at(s.sendMode, h, WAIT_DRAINED),
+                              fence=set_at(s.fence, h, w))
         return s
-    raise ValueError(f"PostSend: no CASE arm for layer {mode!r}")
+    raise ValueError(f"PostSend: no CASE arm for send side {mode!r}")
+
+
+def _post_recv_on(s: State, h: int, p: int, r: int) -> State:
+    """PostRecvOn(h, p, r): on h's QP of path p; a QP in the error state flushes it."""
+    i = p - 1
+    if s.qp[h][i] == ERR:
+        return s._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + (Cqe(0, r, FLUSH, 0),)))
+    return s._replace(rq=set_in(s.rq, h, i, s.rq[h][i] + (r,)))
 
 
 def post_recv(s: State, d: DesignRecord, b: Constants, host: str, recv: int) -> State | None:
-    """B's application posts its next receive WR: on the default QP, on the backup QP
-    once the layer reposted there, or held until it does."""
-    r = s.recvPosted + 1
-    if host != "B" or recv != r or s.recvPosted >= num_notes(s.program):
+    """PostRecv(h): h's application posts its next receive WR: on the default QP, on the
+    backup QP once the layer reposted there, or held while it moves them."""
+    h = HOST[host]
+    r = s.recvPosted[h] + 1
+    if recv != r or s.recvPosted[h] >= num_notes(s.program[peer(h)]):
         return None
-    s = s._replace(recvPosted=r, rpend=s.rpend + (r,))
-    if s.layer[1] == DEFAULT:
-        i = 0
-    elif s.sentCtr[1]:
-        i = 1
-    else:
-        return s
-    if s.qp[1][i] == ERR:
-        return s._replace(cq=set_in(s.cq, 1, i, s.cq[1][i] + (Cqe(0, r, FLUSH, 0),)))
-    return s._replace(rq=set_at(s.rq, i, s.rq[i] + (r,)))
+    s = s._replace(recvPosted=set_at(s.recvPosted, h, r),
+                   rpend=set_at(s.rpend, h, s.rpend[h] + (r,)))
+    mode = s.recvMode[h]
+    if mode == DEFAULT:
+        return _post_recv_on(s, h, 1, r)
+    if mode == FALLBACK:
+        return _post_recv_on(s, h, 2, r)
+    return s  # Moving: the handshake reposts it with the others
 
 
 def app_write(s: State, d: DesignRecord, b: Constants, host: str, region: int,
               value: int) -> State | None:
-    """B's application makes its next store (the event names it), once it took the
-    notifications the store waits for (AppWrite)."""
-    if host != "B" or s.stored >= len(s.stores):
+    """AppWrite(h): h's application makes its next store (the event names it), once it
+    took the notifications the store waits for."""
+    h = HOST[host]
+    n = s.stored[h]
+    if n >= len(s.stores[h]):
         return None
-    x = s.stores[s.stored]
-    if (region, value) != (x.region, x.value) or len(notes_taken(s)) < x.after:
+    x = s.stores[h][n]
+    if (region, value) != (x.region, x.value) or taken(s, h) < x.after:
         return None
-    return s._replace(mem=set_at(s.mem, region - 1, value), stored=s.stored + 1)
+    return s._replace(mem=set_in(s.mem, h, region - 1, value), stored=set_at(s.stored, h, n + 1))
 
 
-def _see(s: State, h: int, c: Cqe) -> State:
-    """The application takes c: A sees [wr, status, val]; B also reads memory and the
-    receive WR's buffer (SeeA, SeeB)."""
-    if h == 0:
-        return s._replace(sndSeen=s.sndSeen + (SndSeen(c.wr, c.status, c.val),))
-    return s._replace(rcvSeen=s.rcvSeen + (RcvSeen(c.wr, c.recv, c.status, s.mem,
-                                                   s.bufs[c.recv - 1]),))
+def see(s: State, h: int, c: Cqe) -> State:
+    """See(h, c): h's application takes c: a send completion [wr, status, val], or a
+    receive completion with h's memory and the receive WR's buffer as it reads them."""
+    if c.recv > 0:
+        seen = RcvSeen(c.wr, c.recv, c.status, s.mem[h], s.bufs[h][c.recv - 1])
+        return s._replace(rcvSeen=set_at(s.rcvSeen, h, s.rcvSeen[h] + (seen,)))
+    return s._replace(sndSeen=set_at(s.sndSeen, h, s.sndSeen[h] + (SndSeen(c.wr, c.status,
+                                                                         c.val),)))
+
+
+def polls1(s: State, h: int) -> bool:
+    """Polls1(h): a side of h completes on the default QP."""
+    return s.sendMode[h] == DEFAULT or s.recvMode[h] == DEFAULT
+
+
+def poll_path(s: State, h: int) -> int:
+    """PollPath(h): the backup QP's CQ while a side is off the default path and it has
+    entries, else the default QP's."""
+    polls2 = s.sendMode[h] != DEFAULT or s.recvMode[h] != DEFAULT
+    return 2 if polls2 and s.cq[h][1] else 1
 
 
 def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
-    """The application polls; the layer answers from what it holds, else from the active
-    QP's CQ. An error from the default QP starts a failover instead of reaching the
-    application; one from the backup QP reaches it (and puts A's layer in Error)."""
+    """PollCq(h): the application polls; the layer answers from the completions it holds,
+    else from the CQ PollPath names. An error from the default QP starts a failover
+    instead of reaching the application; one from the backup QP reaches it (and puts a
+    send side in Error)."""
     h = HOST[host]
     buf = s.buffered[h]
     if buf:
-        return _see(s, h, buf[0])._replace(buffered=set_at(s.buffered, h, buf[1:]))
-    i = 0 if s.layer[h] == DEFAULT else 1
-    q = s.cq[h][i]
-    if not q:
+        return see(s, h, buf[0])._replace(buffered=set_at(s.buffered, h, buf[1:]))
+    p = poll_path(s, h)
+    q = s.cq[h][p - 1]
+    if (p == 1 and not polls1(s, h)) or not q:
         return None
     c = q[0]
     failed = c.status != SUCCESS
-    if failed and d.failover and s.layer[h] == DEFAULT:
+    if failed and d.failover and p == 1:
         return trigger(s, h, d, c.status)
-    cq = set_in(s.cq, h, i, q[1:])
-    layer = set_at(s.layer, 0, ERROR) if failed and d.failover and h == 0 else s.layer
-    if h == 0:
-        pending = (tuple(w for w in s.pending if w != c.wr) if failed
-                   else tuple(w for w in s.pending if w > c.wr))
-        return _see(s, 0, c)._replace(cq=cq, layer=layer, pending=pending)
-    return _see(s, 1, c)._replace(cq=cq, layer=layer,
-                                  rpend=tuple(r for r in s.rpend if r != c.recv),
-                                  recvDone=s.recvDone + (0 if failed else 1))
+    s = see(s, h, c)._replace(cq=set_in(s.cq, h, p - 1, q[1:]))
+    if c.recv > 0:
+        return s._replace(rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r != c.recv)),
+                          recvDone=s.recvDone if failed
+                          else set_at(s.recvDone, h, s.recvDone[h] + 1))
+    pending = (tuple(w for w in s.pending[h] if w != c.wr) if failed
+               else tuple(w for w in s.pending[h] if w > c.wr))
+    mode = ERROR if failed and d.failover else s.sendMode[h]
+    return s._replace(pending=set_at(s.pending, h, pending),
+                      sendMode=set_at(s.sendMode, h, mode))

@@ -3,8 +3,9 @@
 All are read from the specification itself, so the model cannot drift from it: a design
 is the `D == [...]` record of its module (spec/Shift.tla and the others), read with the
 TLA+ grammar (`shift.tlaplus`); a bound is a `[bounds.NAME]` table of spec/designs.toml
-(`shift.spec.catalog`), its cfg literals read as TLA+ values, with `Program(k)` of
-Workloads.tla for each of its `Workloads` (`shift.spec.workloads`).
+(`shift.spec.catalog`), its cfg literals read as TLA+ values, with `Program(k)`,
+`BProgram(k)` and `StoresOf(k)` of Workloads.tla for each of its `Workloads`
+(`shift.spec.workloads`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class DesignRecord:
 
 @dataclass(frozen=True)
 class Constants:
-    """The CONSTANTS of State.tla, and Program(k) for each k of `Workloads`."""
+    """The CONSTANTS of State.tla, and each host's program and stores for each k of
+    `Workloads`."""
 
     name: str
     workloads: tuple[int, ...]
@@ -47,14 +49,34 @@ class Constants:
     max_faults: int
     fault_paths: frozenset[int]
     recover: bool
-    programs: tuple[tuple[WR, ...], ...]  # Program(k) for each k of workloads, in that order
-    stores: tuple[tuple[Store, ...], ...]  # StoresOf(k), likewise
+    programs: tuple[tuple[WR, ...], ...]  # Program(k) (A's) for each k of workloads, in order
+    stores: tuple[tuple[Store, ...], ...]  # StoresOf(k) (B's), likewise
+    bprograms: tuple[tuple[WR, ...], ...] = ()  # BProgram(k) (B's), likewise; () all empty
 
     def program(self, k: int) -> tuple[WR, ...]:
+        """Program(k): A's WRs to B."""
         return self.programs[self._index(k)]
 
     def stores_of(self, k: int) -> tuple[Store, ...]:
+        """StoresOf(k): B's stores."""
         return self.stores[self._index(k)]
+
+    def bprogram(self, k: int) -> tuple[WR, ...]:
+        """BProgram(k): B's WRs to A."""
+        i = self._index(k)
+        return self.bprograms[i] if self.bprograms else ()
+
+    def programs_of(self, k: int) -> tuple[tuple[WR, ...], tuple[WR, ...]]:
+        """ProgramOf(k, h) for h = A, B."""
+        return self.program(k), self.bprogram(k)
+
+    def stores_at(self, k: int) -> tuple[tuple[Store, ...], tuple[Store, ...]]:
+        """StoresAt(k, h) for h = A, B."""
+        return (), self.stores_of(k)
+
+    def one_way(self, k: int) -> bool:
+        """B posts no WR in workload k: the traffic the C core and the proofs have."""
+        return not self.bprogram(k)
 
     def _index(self, k: int) -> int:
         if k not in self.workloads:
@@ -93,13 +115,16 @@ def _int(name: str, given: object) -> int:
     raise SpecError(f"bound constant {name} = {given!r}: expected an integer")
 
 
-def _program(bound: str, workloads: Workloads, k: int) -> tuple[WR, ...]:
-    """Program(k), if the model can run it: the operations, regions and notifications it
-    knows (Workloads.tla's OneSided, TwoSided and Regions, restated in model/state.py)."""
-    prog = workloads.program(k, bound)
+def _program(bound: str, workloads: Workloads, k: int, host: str = "A") -> tuple[WR, ...]:
+    """ProgramOf(k, host), if the model can run it: the operations, regions and
+    notifications it knows (Workloads.tla's OneSided, TwoSided and Regions, restated in
+    model/state.py)."""
+    prog = workloads.program_of(k, host, bound)
+    op = "Program" if host == "A" else "BProgram"
+    lines = workloads.lines if host == "A" else workloads.blines
     notes = 0
     for w, x in enumerate(prog, 1):
-        where = f"{workloads.where(k, w)}: Program({k}), WR {w}"
+        where = f"{workloads.path}:{lines[k][w - 1]}: {op}({k}), WR {w}"
         if x.op not in ONE_SIDED | TWO_SIDED:
             raise SpecError(f"{where}: op {x.op!r}: the model knows "
                             f"{', '.join(sorted(ONE_SIDED | TWO_SIDED))}")
@@ -116,7 +141,7 @@ def _program(bound: str, workloads: Workloads, k: int) -> tuple[WR, ...]:
 
 def _stores(workloads: Workloads, k: int, prog: tuple[WR, ...]) -> tuple[Store, ...]:
     """StoresOf(k), if the model can run it: regions it has, each store after the
-    workload's notifications (DataAtNotification expects A's writes alone)."""
+    notifications of A's program (DataAtNotification expects A's writes alone)."""
     stores = workloads.stores_of(k)
     for i, x in enumerate(stores, 1):
         where = f"{workloads.path}: StoresOf({k}), store {i}"
@@ -146,10 +171,11 @@ def bound_from_constants(name: str, constants: dict[str, str],
     ks = _ints("Workloads", v["Workloads"])
     programs = tuple(_program(name, workloads, k) for k in ks)
     stores = tuple(_stores(workloads, k, prog) for k, prog in zip(ks, programs, strict=True))
+    bprograms = tuple(_program(name, workloads, k, "B") for k in ks)
     return Constants(name, ks, _int("MaxRetries", v["MaxRetries"]),
                      _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
                      frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"], programs,
-                     stores)
+                     stores, bprograms)
 
 
 def design(name: str, catalog: Catalog | None = None) -> DesignRecord:

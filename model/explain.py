@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from shift.model.apps import poll_path, polls1
 from shift.model.config import Constants, DesignRecord
+from shift.model.layer import holds1, on_path1
 from shift.model.state import (
     DEFAULT,
     DIR,
@@ -34,9 +36,9 @@ from shift.model.state import (
     WRITERS,
     State,
     notes_before,
-    notes_taken,
     num_notes,
     path_healthy,
+    taken,
 )
 from shift.vocabulary import Event
 
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
 
 Reason = Callable[..., str | None]
 
-ONE_WAY = "traffic is one-way, A to B"
 PEER = {"A": "B", "B": "A"}
 
 
@@ -89,69 +90,74 @@ def _no_recovery(b: Constants) -> str | None:
 # PollCq) --
 
 def post_send(s: State, d: DesignRecord, b: Constants, host: str, wr: int) -> str | None:
-    if host != "A":
-        return f"only A posts sends in this model ({ONE_WAY}; B posts receive WRs)"
-    n, posted = len(s.program), s.posted
+    h = HOST[host]
+    prog, peer = s.program[h], PEER[host]
+    n, posted = len(prog), s.posted[h]
     if wr < 1:
-        return f"A's WRs are numbered from 1 (WR {wr})"
+        return f"{host}'s WRs are numbered from 1 (WR {wr})"
     if wr > n:
-        return f"A's program has only {n} WRs (posted {posted} of {n})"
+        if n == 0:
+            return f"{host}'s program is empty in this workload: {host} posts no WR"
+        return f"{host}'s program has only {n} WRs (posted {posted} of {n})"
     if wr <= posted:
-        return f"A already posted WR {wr} (posted {posted} of {n}; WRs go in program order)"
+        return (f"{host} already posted WR {wr} (posted {posted} of {n}; WRs go in program "
+                f"order)")
     if wr != posted + 1:
-        return (f"WR {wr} is not the next WR of A's program (posted {posted} of {n}; "
+        return (f"WR {wr} is not the next WR of {host}'s program (posted {posted} of {n}; "
                 f"the next is WR {posted + 1})")
-    x = s.program[wr - 1]
-    if x.note > 0 and s.recvPosted < x.note:
+    x = prog[wr - 1]
+    if x.note > 0 and s.recvPosted[1 - h] < x.note:
         return (f"NCCL's flow control (CanPost): WR {wr}, a {x.op}, is notification "
-                f"{x.note}, which A posts only once B has posted receive WR {x.note} "
-                f"(B posted {s.recvPosted})")
-    before, taken = notes_before(s.program, wr - 1), len(notes_taken(s))
-    if x.op in WRITERS and x.region != 0 and taken < before:
-        return (f"NCCL's flow control (CanPost): A waits for B's application to take "
-                f"notification {taken + 1} before reusing its buffer (WR {wr}, a {x.op} "
-                f"into region {x.region}; B took {taken} of the {before} notifications "
-                f"posted before it)")
+                f"{x.note}, which {host} posts only once {peer} has posted receive WR "
+                f"{x.note} ({peer} posted {s.recvPosted[1 - h]})")
+    before, took = notes_before(prog, wr - 1), taken(s, 1 - h)
+    if x.op in WRITERS and x.region != 0 and took < before:
+        return (f"NCCL's flow control (CanPost): {host} waits for {peer}'s application to "
+                f"take notification {took + 1} before reusing its buffer (WR {wr}, a "
+                f"{x.op} into region {x.region}; {peer} took {took} of the {before} "
+                f"notifications posted before it)")
+    mine = taken(s, h)
+    if mine < x.after:
+        return (f"WR {wr} is a reply: {host} posts it once it took "
+                f"{_count(x.after, 'notification')} of {peer}'s (it took {mine})")
     return None
 
 
 def post_recv(s: State, d: DesignRecord, b: Constants, host: str, recv: int) -> str | None:
-    if host != "B":
-        return f"only B posts receive WRs in this model ({ONE_WAY}; A posts sends)"
-    k, posted = num_notes(s.program), s.recvPosted
+    h, peer = HOST[host], PEER[host]
+    k, posted = num_notes(s.program[1 - h]), s.recvPosted[h]
     if recv < 1:
-        return f"B's receive WRs are numbered from 1 (receive WR {recv})"
+        return f"{host}'s receive WRs are numbered from 1 (receive WR {recv})"
     if recv > k:
         if k == 0:
-            return "A's program has no notification (SEND, WRITE_WITH_IMM), so B posts " \
-                   "no receive WR"
-        return (f"A's program has only {_count(k, 'notification')}, so B posts only "
-                f"{_count(k, 'receive WR')} (posted {posted} of {k})")
+            return (f"{peer}'s program has no notification (SEND, WRITE_WITH_IMM), so "
+                    f"{host} posts no receive WR")
+        return (f"{peer}'s program has only {_count(k, 'notification')}, so {host} posts "
+                f"only {_count(k, 'receive WR')} (posted {posted} of {k})")
     if recv <= posted:
-        return f"B already posted receive WR {recv} (posted {posted} of {k})"
+        return f"{host} already posted receive WR {recv} (posted {posted} of {k})"
     if recv != posted + 1:
-        return (f"receive WR {recv} is not B's next (posted {posted} of {k}; the next is "
-                f"receive WR {posted + 1})")
+        return (f"receive WR {recv} is not {host}'s next (posted {posted} of {k}; the next "
+                f"is receive WR {posted + 1})")
     return None
 
 
 def app_write(s: State, d: DesignRecord, b: Constants, host: str, region: int,
               value: int) -> str | None:
-    if host != "B":
-        return (f"only B's application writes its own regions in this model ({ONE_WAY}; "
-                f"A's buffers are the sources of its WRs)")
-    n, done = len(s.stores), s.stored
+    h = HOST[host]
+    stores = s.stores[h]
+    n, done = len(stores), s.stored[h]
     if done >= n:
-        return (f"B's application makes {_count(n, 'store')} in this workload "
+        return (f"{host}'s application makes {_count(n, 'store')} in this workload "
                 f"(made {done})")
-    x = s.stores[done]
+    x = stores[done]
     if (region, value) != (x.region, x.value):
-        return (f"B's next store writes {x.value} into region {x.region} (store "
+        return (f"{host}'s next store writes {x.value} into region {x.region} (store "
                 f"{done + 1} of {n}), not {value} into region {region}")
-    taken = len(notes_taken(s))
-    if taken < x.after:
-        return (f"B makes store {done + 1} once it took {_count(x.after, 'notification')} "
-                f"(it took {taken})")
+    took = taken(s, h)
+    if took < x.after:
+        return (f"{host} makes store {done + 1} once it took "
+                f"{_count(x.after, 'notification')} (it took {took})")
     return None
 
 
@@ -159,33 +165,34 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     h = HOST[host]
     if s.buffered[h]:
         return None
-    mode = s.layer[h]
-    p = 1 if mode == DEFAULT else 2
+    p = poll_path(s, h)
+    sides = f"send side {s.sendMode[h]}, receive side {s.recvMode[h]}"
+    if p == 1 and not polls1(s, h):
+        return (f"{host}'s completion queues are empty: both of its sides are off the "
+                f"default path ({sides}) and nothing is on the CQ of {_qp(2)} nor held "
+                f"back by the layer")
     if s.cq[h][p - 1]:
         return None
     return (f"{host}'s completion queue is empty: nothing on the CQ of {_qp(p)}, which "
-            f"{host}'s layer polls in state {mode}, and no completion held back by the layer")
+            f"{host}'s layer polls ({sides}), and no completion held back by the layer")
 
 
 # -- the NICs and the wire (transport.py, next.deliver; RCTransport.tla) --
 
 def transmit(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str | None:
-    if host != "A":
-        return (f"only A's NIC sends requests in this model ({ONE_WAY}; B's NIC only "
-                f"answers with ACKs)")
-    i = p - 1
-    if s.qp[0][i] != RTS:
-        return f"A's QP on path {p} is in the error state (ERR): it sends nothing"
-    n, q = s.nxt[i], s.sq[i]
+    h, i = HOST[host], p - 1
+    if s.qp[h][i] != RTS:
+        return f"{host}'s QP on path {p} is in the error state (ERR): it sends nothing"
+    n, q = s.nxt[h][i], s.sq[h][i]
     if n > len(q):
         if not q:
-            return f"A's send queue on path {p} is empty: nothing to send"
-        return (f"nothing to send on path {p}: A's NIC has sent every request of its send "
-                f"queue there ({_count(len(q), 'WR')}, next PSN {n})")
-    if p == 1 and s.layer[0] == WAIT_DRAINED:
-        return (f"the fence holds the WR: A is in WaitDrained and WR {q[n - 1]} is after "
-                f"the fence (WR {s.fence}, on path 2), so path 1 sends nothing until the "
-                f"fence completes")
+            return f"{host}'s send queue on path {p} is empty: nothing to send"
+        return (f"nothing to send on path {p}: {host}'s NIC has sent every request of its "
+                f"send queue there ({_count(len(q), 'WR')}, next PSN {n})")
+    if p == 1 and s.sendMode[h] == WAIT_DRAINED:
+        return (f"the fence holds the WR: {host} is in WaitDrained and WR {q[n - 1]} is "
+                f"after the fence (WR {s.fence[h]}, on path 2), so path 1 sends nothing "
+                f"until the fence completes")
     return None
 
 
@@ -216,16 +223,13 @@ def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> str
 
 
 def timeout(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str | None:
-    if host != "A":
-        return (f"only A's NIC has a retransmission timer in this model ({ONE_WAY}: only A "
-                f"sends requests)")
-    i = p - 1
-    if s.qp[0][i] != RTS:
-        return (f"A's QP on path {p} is in the error state (ERR): its retransmission timer "
-                f"is off")
-    if not s.una[i] < s.nxt[i]:
+    h, i = HOST[host], p - 1
+    if s.qp[h][i] != RTS:
+        return (f"{host}'s QP on path {p} is in the error state (ERR): its retransmission "
+                f"timer is off")
+    if not s.una[h][i] < s.nxt[h][i]:
         return (f"no retransmission timer can fire: nothing unacknowledged on path {p} "
-                f"(every request A's NIC sent there is acknowledged)")
+                f"(every request {host}'s NIC sent there is acknowledged)")
     ab, ba = s.wire[i]
     if ab or ba:
         return (f"the retransmission timer fires only on a quiet wire (spec/README.md, Known "
@@ -281,54 +285,72 @@ def _path1_down(s: State) -> str:
     return " and ".join(out)
 
 
+def _why_not_fallback(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
+    """Progress in a send side in Fallback whose counter went out: Replay, then
+    Reconnect."""
+    h = HOST[host]
+    if not s.replayed[h]:
+        if not s.fresh[h]:
+            return (f"{host} is in Fallback and has sent its counter: the replay waits for "
+                    f"{PEER[host]}'s counter")
+        return None  # Replay
+    done = f"{host} replayed its outstanding WRs on the backup path"
+    if not d.failBack:
+        return (f"{done}, and {d.name} has no fail-back (failBack = FALSE): {host} stays on "
+                f"path 2")
+    if not b.recover:
+        return (f"{done}; failing back needs path 1 healthy again, and the bound has no "
+                f"recovery (Recover = FALSE)")
+    if s.fresh[h]:
+        return f"{done}; a counter of {PEER[host]} it has not used yet is pending"
+    if not path_healthy(s, 1):
+        return (f"{done} and waits for path 1 to be healthy again to fail back "
+                f"({_path1_down(s)})")
+    if not (s.qp[0][0] == RTS and s.qp[1][0] == RTS):
+        if holds1(s, 1 - h):
+            return (f"{done}; reconnecting path 1 resets both of its ends, and "
+                    f"{PEER[host]} still holds WRs on its default QP (send side "
+                    f"{s.sendMode[1 - h]}, receive side {s.recvMode[1 - h]})")
+        if s.recvMode[h] == DEFAULT:
+            return (f"{done}; reconnecting path 1 resets both of its ends, and {host}'s "
+                    f"receive WRs are on its default QP")
+    return None  # Reconnect
+
+
 def progress(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     """Progress(h) is a disjunction: Trigger (woken by the peer's counter), Handshake,
-    Replay, Reconnect, Release. Which of them could apply depends on the host's layer
-    state, so the reason follows that state to the step that would come next."""
+    Replay, Reconnect, Release. Which of them could apply depends on the host's sides,
+    so the reason follows them to the step that would come next."""
     if not d.failover:
         return (f"{d.name} has no failover layer (failover = FALSE): Progress has no "
                 f"step")
     h, peer = HOST[host], PEER[host]
-    mode = s.layer[h]
-    if mode == DEFAULT:
-        if s.peerCtr[h] >= 0:
-            return None  # Trigger
-        return (f"no step of {host}'s layer is enabled in state Default: {peer}'s counter "
-                f"has not arrived (a failover starts when {host}'s application polls an "
-                f"error completion from the default QP, or when the peer's counter arrives)")
-    if mode == FALLBACK:
-        if not s.sentCtr[h]:
-            return None  # Handshake
-        if h == 1:
-            return ("B is in Fallback and has sent its counter: its layer has no step "
-                    "until A's fail-back notice arrives")
-        if s.peerCtr[0] < 0:
-            return ("A is in Fallback and has sent its counter: the replay waits for B's "
-                    "counter")
-        if not s.replayed[0]:
-            return None  # Replay
-        done = "A replayed its outstanding WRs on the backup path"
-        if not d.failBack:
-            return (f"{done}, and {d.name} has no fail-back (failBack = FALSE): A stays on "
-                    f"path 2")
-        if not b.recover:
-            return (f"{done}; failing back needs path 1 healthy again, and the bound has no "
-                    f"recovery (Recover = FALSE)")
-        if not path_healthy(s, 1):
-            return (f"{done} and waits for path 1 to be healthy again to fail back "
-                    f"({_path1_down(s)})")
-        return None  # Reconnect
-    if mode == WAIT_SIGNALED:
-        return ("A is in WaitSignaled: failing back waits for the application to post a "
-                "signaled WR, the fence (PostSend)")
+    mode, on1 = s.sendMode[h], on_path1(s, h)
+    if not s.sentCtr[h] and (on1 and s.fresh[h] or not on1):
+        return None  # Trigger, Handshake
+    if mode == FALLBACK and s.sentCtr[h]:
+        return _why_not_fallback(s, d, b, host)  # Replay, Reconnect
     if mode == WAIT_DRAINED:
-        if s.fence not in s.pending:
+        if s.fence[h] in s.pending[h]:
+            return (f"{host} is in WaitDrained: the fence, WR {s.fence[h]}, is still "
+                    f"outstanding ({host}'s application has not polled its completion), so "
+                    f"{host} holds the WRs after it")
+        if not s.fresh[h]:
             return None  # Release
-        return (f"A is in WaitDrained: the fence, WR {s.fence}, is still outstanding (A's "
-                f"application has not polled its completion), so A holds the WRs after it")
+        return (f"{host} is in WaitDrained and its fence completed, but a counter of "
+                f"{peer} it has not used yet is pending")
+    if mode == WAIT_SIGNALED:
+        return (f"{host} is in WaitSignaled: failing back waits for the application to "
+                f"post a signaled WR, the fence (PostSend)")
+    if on1:
+        return (f"no step of {host}'s layer is enabled while a side of it is on the default "
+                f"path (send side {mode}, receive side {s.recvMode[h]}): no counter of "
+                f"{peer} to answer (a failover starts when {host}'s application polls an "
+                f"error completion from the default QP, or when {peer}'s counter arrives)")
     if mode == ERROR:
-        return f"{host}'s layer is in Error, a terminal state: it takes no more steps"
-    return f"{host}'s layer is in {mode}, where Progress has no step"
+        return (f"{host}'s send side is in Error, a terminal state, and it has sent its "
+                f"counter: its layer takes no step until a counter of {peer} arrives")
+    return f"{host}'s layer (send side {mode}) has no Progress step"
 
 
 WHY_NOT: dict[str, Reason] = {

@@ -26,9 +26,9 @@ def link_up(s: State, d: DesignRecord, b: Constants, p: int) -> State | None:
 
 
 def nic_fail(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
-    """NIC p of host dies: its QP goes to the error state and its driver flushes the
-    outstanding WRs (A's send WRs from the oldest unacknowledged, B's receive WRs); CQEs
-    already in host memory survive."""
+    """NicFail(h, p): NIC p of host dies: its QP goes to the error state and its driver
+    flushes the outstanding WRs (the send WRs from the oldest unacknowledged, then the
+    receive WRs); CQEs already in host memory survive."""
     h, i = HOST[host], p - 1
     if p not in b.fault_paths or s.faults >= b.max_faults or not s.nic[h][i]:
         return None
@@ -36,11 +36,9 @@ def nic_fail(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> Stat
                     faults=s.faults + 1, qp=set_in(s.qp, h, i, ERR))
     if s.qp[h][i] == ERR:  # already flushed when it went to the error state
         return s2
-    if h == 0:
-        flushed = tuple(Cqe(w, 0, FLUSH, 0) for w in s.sq[i][s.una[i] - 1:])
-        return s2._replace(cq=set_in(s.cq, 0, i, s.cq[0][i] + flushed))
-    flushed = tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[i])
-    return s2._replace(cq=set_in(s.cq, 1, i, s.cq[1][i] + flushed), rq=set_at(s.rq, i, ()))
+    flushed = (tuple(Cqe(w, 0, FLUSH, 0) for w in s.sq[h][i][s.una[h][i] - 1:])
+               + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
+    return s2._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + flushed), rq=set_in(s.rq, h, i, ()))
 
 
 def nic_recover(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:

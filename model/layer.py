@@ -1,7 +1,9 @@
-"""spec/Failover.tla, the failover layer: Trigger, the Progress steps (handshake, replay,
-reconnect, release) and the delivery of its control messages.
+"""spec/Failover.tla, the failover layer on both hosts: Trigger, the Progress steps
+(trigger on the peer's counter, handshake, replay, reconnect, release) and the delivery of
+its control messages.
 
-Hosts are indices here (0: A, 1: B); `design.skip` selects the replay filter.
+Hosts are indices here (0: A, 1: B); each has a send side (`sendMode`) and a receive side
+(`recvMode`); `design.skip` selects the replay filter.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from shift.model.state import (
     FALLBACK,
     FLUSH,
     HOST,
+    MOVING,
     RTS,
     SUCCESS,
     WAIT_DRAINED,
@@ -27,6 +30,7 @@ from shift.model.state import (
     note_wr,
     notes_taken,
     path_healthy,
+    peer,
     set_at,
     set_in,
 )
@@ -35,119 +39,187 @@ from shift.model.transport import push
 NO_WIRE: tuple[tuple[()], tuple[()]] = ((), ())
 
 
+def on_path1(s: State, h: int) -> bool:
+    """OnPath1(h): a side of h is on the default path."""
+    return s.sendMode[h] in (DEFAULT, WAIT_SIGNALED, WAIT_DRAINED) or s.recvMode[h] == DEFAULT
+
+
+def holds1(s: State, h: int) -> bool:
+    """Holds1(h): ... and uses the default QP so that a reset of it would lose WRs."""
+    return s.sendMode[h] in (DEFAULT, WAIT_DRAINED) or s.recvMode[h] == DEFAULT
+
+
+def _flushed(ws: tuple[int, ...]) -> tuple[Cqe, ...]:
+    return tuple(Cqe(w, 0, FLUSH, 0) for w in ws)
+
+
+def _flushed_recvs(rs: tuple[int, ...]) -> tuple[Cqe, ...]:
+    return tuple(Cqe(0, r, FLUSH, 0) for r in rs)
+
+
+def _trigger_send(s: State, h: int, d: DesignRecord, status: str, good: tuple[Cqe, ...],
+                  ) -> State:
+    """Trigger's send side: in Default, Fallback (or Error when the design refuses with an
+    atomic outstanding); in fail-back, abandon it (the WRs held on the default QP go to
+    the backup QP); otherwise unchanged. Also the buffered completions."""
+    mode = s.sendMode[h]
+    sends = [c for c in good if c.recv == 0]
+    pending = s.pending[h]
+    rest = pending if not sends else tuple(w for w in pending if w > sends[-1].wr)
+    prog = s.program[h]
+    refuse = (mode == DEFAULT and d.refuseAtomics
+              and any(prog[w - 1].op in ATOMICS for w in rest))
+    failed = tuple(Cqe(w, 0, status if k == 0 else FLUSH, 0)
+                   for k, w in enumerate(rest)) if refuse else ()
+    s = s._replace(buffered=set_at(s.buffered, h, s.buffered[h] + good + failed))
+    if mode == DEFAULT:
+        return s._replace(pending=set_at(s.pending, h, () if refuse else rest),
+                          refused=set_at(s.refused, h, s.refused[h] | frozenset(rest))
+                          if refuse else s.refused,
+                          sendMode=set_at(s.sendMode, h, ERROR if refuse else FALLBACK),
+                          replayed=set_at(s.replayed, h, False))
+    if mode in (WAIT_SIGNALED, WAIT_DRAINED):  # abandon the fail-back
+        held = s.sq[h][0]
+        return s._replace(sq=set_at(s.sq, h, ((), s.sq[h][1] + held)),
+                          sendMode=set_at(s.sendMode, h, FALLBACK),
+                          fence=set_at(s.fence, h, 0))
+    return s
+
+
 def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
-    """Host h enters Fallback: its default QP to the error state, the default CQ drained up
-    to its first error with the good completions held for the application; on A, with an
-    atomic outstanding, a refusing design fails the WRs instead (status for the first)."""
+    """Trigger(h, D, status): host h takes its sides off the default path: its default QP
+    to the error state, the default CQ drained up to its first error (its good completions
+    held for the application); the send side to Fallback (or Error, or it abandons a
+    fail-back), the receive side, if on the default QP, to Moving."""
     good = good_prefix(s.cq[h][0])
-    qp = set_in(s.qp, h, 0, ERR)
-    if h == 0:
-        last = good[-1].wr if good else 0
-        rest = s.pending if not good else tuple(w for w in s.pending if w > last)
-        prog = s.program
-        refuse = d.refuseAtomics and any(prog[w - 1].op in ATOMICS for w in rest)
-        failed = tuple(Cqe(w, 0, status if k == 0 else FLUSH, 0)
-                       for k, w in enumerate(rest)) if refuse else ()
-        return s._replace(qp=qp, cq=set_in(s.cq, 0, 0, ()),
-                          buffered=set_at(s.buffered, 0, s.buffered[0] + good + failed),
-                          pending=() if refuse else rest,
-                          refused=s.refused | frozenset(rest) if refuse else s.refused,
-                          layer=set_at(s.layer, 0, ERROR if refuse else FALLBACK))
-    recvs = {c.recv for c in good}
-    return s._replace(qp=qp, cq=set_in(s.cq, 1, 0, ()), rq=set_at(s.rq, 0, ()),
-                      buffered=set_at(s.buffered, 1, s.buffered[1] + good),
-                      recvDone=s.recvDone + len(good),
-                      rpend=tuple(r for r in s.rpend if r not in recvs),
-                      layer=set_at(s.layer, 1, FALLBACK))
+    abandon = s.sendMode[h] in (WAIT_SIGNALED, WAIT_DRAINED)
+    cq2 = s.cq[h][1] + _flushed(s.sq[h][0]) if abandon and s.qp[h][1] == ERR else s.cq[h][1]
+    s2 = _trigger_send(s, h, d, status, good)
+    s2 = s2._replace(qp=set_in(s.qp, h, 0, ERR), cq=set_at(s.cq, h, ((), cq2)),
+                     sentCtr=set_at(s.sentCtr, h, False))
+    if s.recvMode[h] != DEFAULT:
+        return s2
+    recvs = [c.recv for c in good if c.recv > 0]
+    return s2._replace(rq=set_in(s2.rq, h, 0, ()),
+                       recvDone=set_at(s.recvDone, h, s.recvDone[h] + len(recvs)),
+                       rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),
+                       recvMode=set_at(s.recvMode, h, MOVING))
 
 
 def handshake(s: State, h: int) -> State | None:
-    """Step 3: B reposts its outstanding receive WRs on the backup QP (flushed if that QP
-    is in the error state); then the host sends its counter over the backup path."""
-    if s.layer[h] != FALLBACK or s.sentCtr[h]:
+    """Handshake(h), step 2: repost the outstanding receive WRs on the backup QP (flushed
+    if that QP is in the error state) if the receive side is moving, then send the receive
+    counter over the backup path: first (then h awaits the peer's), or answering the
+    peer's. A counter no replay needs is used up."""
+    if s.sentCtr[h] or on_path1(s, h):
         return None
-    rq, cq = s.rq, s.cq
-    if h == 1:
-        if s.qp[1][1] == RTS:
-            rq = set_at(rq, 1, rq[1] + s.rpend)
+    rq, cq, recv_mode = s.rq, s.cq, s.recvMode
+    if s.recvMode[h] == MOVING:
+        if s.qp[h][1] == RTS:
+            rq = set_in(rq, h, 1, rq[h][1] + s.rpend[h])
         else:
-            cq = set_in(cq, 1, 1, cq[1][1] + tuple(Cqe(0, r, FLUSH, 0) for r in s.rpend))
+            cq = set_in(cq, h, 1, cq[h][1] + _flushed_recvs(s.rpend[h]))
+        recv_mode = set_at(recv_mode, h, FALLBACK)
     wire = s.wire
     if s.nic[h][1] and s.qp[h][1] == RTS:  # a dead NIC or an errored QP sends nothing
-        wire = push(s.link, wire, 1, h, Ctl("counter", s.recvDone if h == 1 else 0))
-    return s._replace(rq=rq, cq=cq, wire=wire, sentCtr=set_at(s.sentCtr, h, True))
+        wire = push(s.link, wire, 1, h, Ctl("counter", s.recvDone[h]))
+    fresh = s.fresh[h] and s.sendMode[h] == FALLBACK and not s.replayed[h]
+    return s._replace(rq=rq, cq=cq, recvMode=recv_mode, wire=wire,
+                      sentCtr=set_at(s.sentCtr, h, True),
+                      asked=set_at(s.asked, h, not s.fresh[h]),
+                      fresh=set_at(s.fresh, h, fresh))
 
 
 def message_of(prog: tuple, w: int) -> int:
-    """The notification that ends the message WR w belongs to (0: none)."""
+    """MessageOf: the notification that ends the message WR w belongs to (0: none)."""
     for x in prog[w - 1:]:
         if x.note > 0:
             return int(x.note)
     return 0
 
 
-def skip(s: State, d: DesignRecord, w: int) -> bool:
-    """The design's replay filter: is outstanding WR w known to have executed?"""
-    prog = s.program
+def skip(s: State, h: int, d: DesignRecord, w: int) -> bool:
+    """Skip(h, D, w), the design's replay filter: is h's outstanding WR w known to have
+    executed?"""
+    prog = s.program[h]
     if d.skip == "none":
         return False
     if d.skip == "counter":
-        return 0 < prog[w - 1].note <= s.peerCtr[0]
+        return 0 < prog[w - 1].note <= s.peerCtr[h]
     if d.skip == "prefix":
-        return any(v >= w and 0 < prog[v - 1].note <= s.peerCtr[0] for v in s.pending)
+        return any(v >= w and 0 < prog[v - 1].note <= s.peerCtr[h] for v in s.pending[h])
     if d.skip == "psn":
-        # w's PSN on the default QP is below the responder NIC's expected PSN.
-        return any(v == w and k < s.epsn[0] for k, v in enumerate(s.sq[0], 1))
+        # w's PSN on the default QP is below the peer NIC's expected PSN.
+        return any(v == w and k < s.epsn[peer(h)][0] for k, v in enumerate(s.sq[h][0], 1))
     if d.skip == "flag":
         msg = message_of(prog, w)
-        return msg > 0 and any(e.wr == note_wr(prog, msg) for e in notes_taken(s))
+        return msg > 0 and any(e.wr == note_wr(prog, msg) for e in notes_taken(s, peer(h)))
     raise ValueError(f"unknown replay filter {d.skip!r}")
 
 
-def replay(s: State, d: DesignRecord) -> State | None:
-    """Step 4: re-post A's outstanding WRs on the backup QP in post order, except those the
-    filter skips; a skipped signaled WR completes as a success."""
-    if s.layer[0] != FALLBACK or not s.sentCtr[0] or s.peerCtr[0] < 0 or s.replayed[0]:
+def replay(s: State, h: int, d: DesignRecord) -> State | None:
+    """Replay(h, D), step 3: re-post h's outstanding WRs on the backup QP in post order,
+    except those the filter skips; a skipped signaled WR completes as a success."""
+    if s.sendMode[h] != FALLBACK or not s.sentCtr[h] or not s.fresh[h] or s.replayed[h]:
         return None
-    flags = [(w, skip(s, d, w)) for w in s.pending]
+    flags = [(w, skip(s, h, d, w)) for w in s.pending[h]]
     keep = tuple(w for w, skipped in flags if not skipped)
-    prog = s.program
+    prog = s.program[h]
     done = tuple(Cqe(w, 0, SUCCESS, 0) for w, skipped in flags
                  if skipped and prog[w - 1].signaled)
     cq = s.cq
-    if s.qp[0][1] == ERR:
-        cq = set_in(cq, 0, 1, cq[0][1] + tuple(Cqe(w, 0, FLUSH, 0) for w in keep))
-    return s._replace(sq=set_at(s.sq, 1, s.sq[1] + keep), cq=cq,
-                      buffered=set_at(s.buffered, 0, s.buffered[0] + done), pending=keep,
-                      replayed=set_at(s.replayed, 0, True),
+    if s.qp[h][1] == ERR:
+        cq = set_in(cq, h, 1, cq[h][1] + _flushed(keep))
+    return s._replace(sq=set_in(s.sq, h, 1, s.sq[h][1] + keep), cq=cq,
+                      buffered=set_at(s.buffered, h, s.buffered[h] + done),
+                      pending=set_at(s.pending, h, keep),
+                      replayed=set_at(s.replayed, h, True), fresh=set_at(s.fresh, h, False),
                       queried=s.queried or d.readsResponder)
 
 
-def reconnect(s: State, d: DesignRecord, b: Constants) -> State | None:
-    """Step 5a: the default path is healthy again: reconnect its QP pair (both ends start
-    afresh), probe it, and wait for the fence."""
-    if not (d.failBack and b.recover and s.layer[0] == FALLBACK and s.replayed[0]
-            and path_healthy(s, 1)):
+def _reset_path1(s: State, b: Constants) -> State:
+    """Both ends of the default path start afresh: QPs, queues, CQs, wire, PSN state."""
+    def first(t: tuple, v: object) -> tuple:
+        return (set_at(t[0], 0, v), set_at(t[1], 0, v))
+    return s._replace(qp=first(s.qp, RTS), sq=first(s.sq, ()), rq=first(s.rq, ()),
+                      cq=first(s.cq, ()), wire=set_at(s.wire, 0, NO_WIRE),
+                      una=first(s.una, 1), nxt=first(s.nxt, 1),
+                      retry=first(s.retry, b.max_retries), epsn=first(s.epsn, 1),
+                      saved=first(s.saved, frozenset()))
+
+
+def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
+    """Reconnect(h, D), step 4a: the default path is healthy again: reconnect its QP pair
+    (both ends start afresh) unless the peer did, and probe it; then wait for the fence. A
+    reset waits until no side of either host holds WRs on the default QP."""
+    if not (d.failBack and b.recover and s.sendMode[h] == FALLBACK and s.replayed[h]
+            and s.sentCtr[h] and not s.fresh[h] and path_healthy(s, 1)):
         return None
-    return s._replace(
-        qp=((RTS, s.qp[0][1]), (RTS, s.qp[1][1])), sq=set_at(s.sq, 0, ()),
-        rq=set_at(s.rq, 0, ()), cq=(((), s.cq[0][1]), ((), s.cq[1][1])),
-        wire=set_at(s.wire, 0, NO_WIRE), una=set_at(s.una, 0, 1), nxt=set_at(s.nxt, 0, 1),
-        retry=set_at(s.retry, 0, b.max_retries), epsn=set_at(s.epsn, 0, 1),
-        saved=set_at(s.saved, 0, frozenset()), layer=set_at(s.layer, 0, WAIT_SIGNALED))
+    if not (s.qp[0][0] == RTS and s.qp[1][0] == RTS):
+        if holds1(s, peer(h)) or s.recvMode[h] == DEFAULT:
+            return None
+        s = _reset_path1(s, b)
+    return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
 
 
-def release(s: State) -> State | None:
-    """Step 5b: the fence completed on the backup path: notify B on the default path alone
-    (a dead NIC sends nothing) and release the held WRs."""
-    if s.layer[0] != WAIT_DRAINED or s.fence in s.pending:
+def release(s: State, h: int) -> State | None:
+    """Release(h), step 4b: the fence completed on the backup path: notify the peer on
+    the default path alone (a dead NIC sends nothing) and release the held WRs."""
+    if s.sendMode[h] != WAIT_DRAINED or s.fence[h] in s.pending[h] or s.fresh[h]:
         return None
     wire = s.wire
-    if s.nic[0][0] and s.qp[0][0] == RTS:
-        wire = push(s.link, wire, 0, 0, Ctl("failback", 0))
-    return s._replace(wire=wire, layer=set_at(s.layer, 0, DEFAULT), fence=0,
-                      sentCtr=set_at(s.sentCtr, 0, False), peerCtr=set_at(s.peerCtr, 0, -1),
-                      replayed=set_at(s.replayed, 0, False))
+    if s.nic[h][0] and s.qp[h][0] == RTS:
+        wire = push(s.link, wire, 0, h, Ctl("failback", 0))
+    return s._replace(wire=wire, sendMode=set_at(s.sendMode, h, DEFAULT),
+                      fence=set_at(s.fence, h, 0), replayed=set_at(s.replayed, h, False))
+
+
+def woken(s: State, h: int, d: DesignRecord) -> State | None:
+    """Progress's first step: a counter of the peer h must answer arrived while a side of
+    h is on the default path: take its sides off it (Trigger)."""
+    if not (on_path1(s, h) and s.fresh[h] and not s.sentCtr[h]):
+        return None
+    return trigger(s, h, d, FLUSH)
 
 
 def progress_all(s: State, d: DesignRecord, b: Constants, host: str) -> list[State]:
@@ -156,14 +228,9 @@ def progress_all(s: State, d: DesignRecord, b: Constants, host: str) -> list[Sta
     if not d.failover:
         return []
     h = HOST[host]
-    out = []
-    if s.layer[h] == DEFAULT and s.peerCtr[h] >= 0:  # woken by the peer's counter
-        out.append(trigger(s, h, d, FLUSH))
-    for step in (handshake(s, h),) + ((replay(s, d), reconnect(s, d, b), release(s))
-                                      if h == 0 else ()):
-        if step is not None:
-            out.append(step)
-    return out
+    steps = (woken(s, h, d), handshake(s, h), replay(s, h, d), reconnect(s, h, d, b),
+             release(s, h))
+    return [t for t in steps if t is not None]
 
 
 class Nondeterministic(Exception):
@@ -177,32 +244,48 @@ def progress(s: State, d: DesignRecord, b: Constants, host: str) -> State | None
     return succ[0] if succ else None
 
 
+def _take_counter(s: State, h: int, count: int) -> State:
+    """A counter arrives at h: the answer h awaited (used up at once unless a replay needs
+    it), or the peer starting a failover, which h answers."""
+    asked = s.asked[h]
+    fresh = not asked or (s.sendMode[h] == FALLBACK and not s.replayed[h])
+    return s._replace(peerCtr=set_at(s.peerCtr, h, count), fresh=set_at(s.fresh, h, fresh),
+                      asked=set_at(s.asked, h, False),
+                      sentCtr=s.sentCtr if asked else set_at(s.sentCtr, h, False))
+
+
+def _take_failback(s: State, h: int) -> State:
+    """The fail-back notice arrives at h's receive side: it holds the backup CQ's good
+    receive completions, drops its other receive CQEs, and reposts on the default QP every
+    receive WR its application is still owed."""
+    good = good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
+    recvs = {c.recv for c in good}
+    on1 = s.rq[h][0]
+    owed = tuple(r for r in s.rpend[h] if r not in recvs and r not in on1)
+    return s._replace(
+        rq=set_at(s.rq, h, (on1 + owed, ())),
+        cq=set_in(s.cq, h, 1, tuple(c for c in s.cq[h][1] if c.recv == 0)),
+        buffered=set_at(s.buffered, h, s.buffered[h] + good),
+        recvDone=set_at(s.recvDone, h, s.recvDone[h] + len(good)),
+        rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),
+        recvMode=set_at(s.recvMode, h, DEFAULT))
+
+
 def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
                     direction: str) -> State | None:
-    """A control message arrives at a live QP: the peer's counter, or the fail-back notice
-    on which B holds the backup CQ's good completions, drops the rest of that CQ, and
-    reposts on the default QP every receive WR still owed to its application (those on
-    the backup QP, and those the backup NIC flushed if it failed meanwhile)."""
+    """DeliverControl(p, d): a control message of the layer arrives at host To(d); a dead
+    NIC or a QP in the error state drops it."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind != "ctl":
         return None
     m = ch[0]
     assert isinstance(m, Ctl)
-    h = 1 if j == 0 else 0
-    rest = set_in(s.wire, i, j, ch[1:])
+    h = 1 - j
+    s2 = s._replace(wire=set_in(s.wire, i, j, ch[1:]))
     alive = s.nic[h][i] and s.qp[h][i] == RTS
     if alive and m.what == "counter":
-        return s._replace(wire=rest, peerCtr=set_at(s.peerCtr, h, m.count))
-    if alive and m.what == "failback" and s.layer[1] == FALLBACK:
-        good = good_prefix(s.cq[1][1])
-        recvs = {c.recv for c in good}
-        owed = tuple(r for r in s.rpend if r not in recvs and r not in s.rq[0])
-        return s._replace(
-            wire=rest, rq=(s.rq[0] + owed, ()),
-            cq=set_in(s.cq, 1, 1, ()),
-            buffered=set_at(s.buffered, 1, s.buffered[1] + good),
-            recvDone=s.recvDone + len(good), rpend=tuple(r for r in s.rpend if r not in recvs),
-            layer=set_at(s.layer, 1, DEFAULT), sentCtr=set_at(s.sentCtr, 1, False),
-            peerCtr=set_at(s.peerCtr, 1, -1))
-    return s._replace(wire=rest)
+        return _take_counter(s2, h, m.count)
+    if alive and m.what == "failback" and s.recvMode[h] == FALLBACK:
+        return _take_failback(s2, h)
+    return s2

@@ -77,15 +77,14 @@ FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeo
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
     """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
-    Transmit(p), Timeout(p), PollCq(h), Progress(h), DeliverPacket(p, d) and
-    DeliverControl(p, d) are one conjunct per argument; PostSend, PostRecv and AppWrite
-    have none (their event arguments are not parameters of the action)."""
+    Transmit(h, p), Timeout(h, p), PollCq(h), Progress(h), DeliverPacket(p, d) and
+    DeliverControl(p, d) are one conjunct per argument; PostSend(h), PostRecv(h) and
+    AppWrite(h) one per host (their other event arguments are not parameters of the
+    action)."""
     if action not in FAIR_ACTIONS:
         return None
     if action in ("PostSend", "PostRecv", "AppWrite"):
-        return (action,)
-    if action in ("Transmit", "Timeout"):
-        return (action, ev.args[1])
+        return (action, ev.args[0])
     return (action, *ev.args)
 
 
@@ -96,8 +95,8 @@ def _ev(name: str, *args: Any) -> Event:
 
 # The events whose arguments do not depend on the state, in a fixed order.
 _FIXED: list[tuple[Event, Action]] = (
-    [(_ev("Transmit", "A", p), transport.transmit) for p in PATHS]
-    + [(_ev("Timeout", "A", p), transport.timeout) for p in PATHS]
+    [(_ev("Transmit", h, p), transport.transmit) for h in HOSTS for p in PATHS]
+    + [(_ev("Timeout", h, p), transport.timeout) for h in HOSTS for p in PATHS]
     + [(_ev("Drop", p, dr), transport.drop) for p in PATHS for dr in DIRECTIONS]
     + [(_ev("LinkDown", p), faults.link_down) for p in PATHS]
     + [(_ev("LinkUp", p), faults.link_up) for p in PATHS]
@@ -113,19 +112,8 @@ def successors(s: State, d: DesignRecord, b: Constants) -> list[Transition]:
     """Every (event, action, successor) of state s: TLC's successors, one per enabled
     action instance (a Progress with two enabled steps would give two)."""
     out: list[Transition] = []
-    w = s.posted + 1
-    t = apps.post_send(s, d, b, "A", w)
-    if t is not None:
-        out.append(Transition(_ev("PostSend", "A", w), "PostSend", t))
-    r = s.recvPosted + 1
-    t = apps.post_recv(s, d, b, "B", r)
-    if t is not None:
-        out.append(Transition(_ev("PostRecv", "B", r), "PostRecv", t))
-    if s.stored < len(s.stores):
-        x = s.stores[s.stored]
-        t = apps.app_write(s, d, b, "B", x.region, x.value)
-        if t is not None:
-            out.append(Transition(_ev("AppWrite", "B", x.region, x.value), "AppWrite", t))
+    for h, host in enumerate(HOSTS):
+        _apps(s, d, b, h, host, out)
     for ev, fn in _FIXED:
         t = fn(s, d, b, *ev.args)
         if t is not None:
@@ -144,6 +132,24 @@ def successors(s: State, d: DesignRecord, b: Constants) -> list[Transition]:
         for t in layer.progress_all(s, d, b, h):
             out.append(Transition(ev, "Progress", t))
     return out
+
+
+def _apps(s: State, d: DesignRecord, b: Constants, h: int, host: str,
+          out: list[Transition]) -> None:
+    """The application events of one host: its next WR, receive WR and store."""
+    w = s.posted[h] + 1
+    t = apps.post_send(s, d, b, host, w)
+    if t is not None:
+        out.append(Transition(_ev("PostSend", host, w), "PostSend", t))
+    r = s.recvPosted[h] + 1
+    t = apps.post_recv(s, d, b, host, r)
+    if t is not None:
+        out.append(Transition(_ev("PostRecv", host, r), "PostRecv", t))
+    if s.stored[h] < len(s.stores[h]):
+        x = s.stores[h][s.stored[h]]
+        t = apps.app_write(s, d, b, host, x.region, x.value)
+        if t is not None:
+            out.append(Transition(_ev("AppWrite", host, x.region, x.value), "AppWrite", t))
 
 
 def enabled(s: State, d: DesignRecord, b: Constants) -> list[Event]:
@@ -180,8 +186,8 @@ class Model:
     def initial_states(self) -> list[tuple[Event, State]]:
         """Init: one state per workload of the bound, with the Init event that picks it."""
         b = self.bound
-        return [(make("Init", k), initial(prog, b.max_retries, stores))
-                for k, prog, stores in zip(b.workloads, b.programs, b.stores, strict=True)]
+        return [(make("Init", k), initial(b.programs_of(k), b.max_retries, b.stores_at(k)))
+                for k in b.workloads]
 
     def init(self, ev: Event) -> State:
         if ev.name != "Init":
@@ -190,7 +196,8 @@ class Model:
             raise NotEnabled(f"{ev}: workload {ev.args[0]} is not in bound "
                              f"{self.bound.name} (Workloads = {set(self.bound.workloads)})")
         k = ev.args[0]
-        return initial(self.bound.program(k), self.bound.max_retries, self.bound.stores_of(k))
+        b = self.bound
+        return initial(b.programs_of(k), b.max_retries, b.stores_at(k))
 
     def step(self, s: State, ev: Event) -> State | None:
         return step(s, ev, self.design, self.bound)

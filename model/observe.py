@@ -1,95 +1,151 @@
 """The observable projection: what an application or an outside observer can see.
 
 Defined once here for every layer that compares against the model (the differential
-tester, trace validation, `shift replay`): the completions A's application polled (with
-status), the completions B's application polled (notifications, with the receive WR each
-consumed and the memory it read right after), each host's failover state, and the
-counters of the handshake. Nothing of the NICs' transport state is observable: opacity.
+tester, trace validation, `shift replay`): per host, the send completions its application
+polled (with status and value), the receive completions it polled (notifications, with
+the receive WR each consumed and the memory it read right after), its send side's and
+receive side's failover states, and the counters of the handshake. Nothing of the NICs'
+transport state is observable: opacity.
 
-`Observation.as_dict()` uses the specification's variable names, the same keys as
-`shift.impl`'s projection, so the two compare with ==. The properties an application can
-check on an observation are `shift.model.observable`.
+`Observation.as_dict()` uses the specification's variable names, each a record over the
+hosts (`{"A": ..., "B": ...}`), the same keys as `shift.impl`'s projection, so the two
+compare with ==. The properties an application can check concern one direction, a host's
+WRs to its peer (`Observation.direction(h)`); they are `shift.model.observable`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from shift.model.state import HOSTS, RcvSeen, SndSeen, State
+
+Pair = tuple  # one value per host, A's then B's
+
+
+class Direction(NamedTuple):
+    """One direction of traffic as its two applications saw it: the sender's send
+    completions and the receiver's receive completions (what `shift.model.observable`
+    reads)."""
+
+    snd_seen: tuple[SndSeen, ...]
+    rcv_seen: tuple[RcvSeen, ...]
+
+
+def _mem_dict(mem: tuple[int, ...]) -> dict[int, int]:
+    return {i + 1: v for i, v in enumerate(mem)}
 
 
 @dataclass(frozen=True)
 class Observation:
-    snd_seen: tuple[SndSeen, ...]  # A's application: [wr, status, val] per completion
-    rcv_seen: tuple[RcvSeen, ...]  # B's application: [wr, recv, status, mem, data] per poll
-    layer: tuple[str, str]  # failover state of A, B
-    recv_done: int  # B's counter of completed receives
-    peer_ctr: tuple[int, int]  # the counter each host received from its peer (-1: none)
-    sent_ctr: tuple[bool, bool]  # has each host sent its counter in this failover?
-    replayed: bool  # has A replayed its outstanding sends?
-    fence: int  # the WR A's fail-back waits for (0: none)
+    snd_seen: Pair  # per host: [wr, status, val] per send completion its application polled
+    rcv_seen: Pair  # per host: [wr, recv, status, mem, data] per receive completion
+    send_mode: Pair  # per host: its send side (Default, Fallback, ..., Error)
+    recv_mode: Pair  # per host: its receive side (Default, Moving, Fallback)
+    recv_done: Pair  # per host: its counter of completed receives
+    peer_ctr: Pair  # per host: the counter it received from its peer (-1: none)
+    sent_ctr: Pair  # per host: has it sent its counter since it last entered Fallback?
+    fresh: Pair  # per host: has the peer's counter arrived since it last used it?
+    asked: Pair  # per host: did it send its counter first, awaiting the answer?
+    replayed: Pair  # per host: has it replayed its outstanding sends?
+    fence: Pair  # per host: the WR its fail-back waits for (0: none)
+
+    def direction(self, h: int) -> Direction:
+        """Host h's WRs to its peer: h's send completions, the peer's receive ones."""
+        return Direction(self.snd_seen[h], self.rcv_seen[1 - h])
 
     def as_dict(self) -> dict[str, Any]:
         """The projection keyed by the specification's variable names."""
+        def hosts(pair: Pair, f: Any = lambda v: v) -> dict[str, Any]:
+            return {h: f(v) for h, v in zip(HOSTS, pair, strict=True)}
         return {
-            "sndSeen": [s._asdict() for s in self.snd_seen],
-            "rcvSeen": [{**r._asdict(), "mem": {i + 1: v for i, v in enumerate(r.mem)}}
-                        for r in self.rcv_seen],
-            "layer": dict(zip(HOSTS, self.layer, strict=True)),
-            "recvDone": self.recv_done,
-            "peerCtr": dict(zip(HOSTS, self.peer_ctr, strict=True)),
-            "sentCtr": dict(zip(HOSTS, self.sent_ctr, strict=True)),
-            "replayed": self.replayed,
-            "fence": self.fence,
+            "sndSeen": hosts(self.snd_seen, lambda seen: [e._asdict() for e in seen]),
+            "rcvSeen": hosts(self.rcv_seen, lambda seen: [
+                {**e._asdict(), "mem": _mem_dict(e.mem)} for e in seen]),
+            "sendMode": hosts(self.send_mode),
+            "recvMode": hosts(self.recv_mode),
+            "recvDone": hosts(self.recv_done),
+            "peerCtr": hosts(self.peer_ctr),
+            "sentCtr": hosts(self.sent_ctr),
+            "fresh": hosts(self.fresh),
+            "asked": hosts(self.asked),
+            "replayed": hosts(self.replayed),
+            "fence": hosts(self.fence),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Observation:
         """The observation a projection in the dict form stands for (`as_dict`'s inverse;
         the form the implementation's observations are compared and recorded in)."""
+        def pair(name: str, f: Any = lambda v: v) -> Pair:
+            return tuple(f(d[name][h]) for h in HOSTS)
         return cls(
-            tuple(SndSeen(e["wr"], e["status"], e["val"]) for e in d["sndSeen"]),
-            tuple(RcvSeen(e["wr"], e["recv"], e["status"],
-                          tuple(e["mem"][r] for r in sorted(e["mem"])), e["data"])
-                  for e in d["rcvSeen"]),
-            tuple(d["layer"][h] for h in HOSTS), d["recvDone"],
-            tuple(d["peerCtr"][h] for h in HOSTS), tuple(d["sentCtr"][h] for h in HOSTS),
-            d["replayed"], d["fence"])
+            pair("sndSeen", lambda seen: tuple(SndSeen(e["wr"], e["status"], e["val"])
+                                               for e in seen)),
+            pair("rcvSeen", lambda seen: tuple(
+                RcvSeen(e["wr"], e["recv"], e["status"],
+                        tuple(e["mem"][r] for r in sorted(e["mem"])), e["data"])
+                for e in seen)),
+            pair("sendMode"), pair("recvMode"), pair("recvDone"), pair("peerCtr"),
+            pair("sentCtr"), pair("fresh"), pair("asked"), pair("replayed"), pair("fence"))
 
 
 def observe(s: State) -> Observation:
-    return Observation(s.sndSeen, s.rcvSeen, s.layer, s.recvDone, s.peerCtr, s.sentCtr,
-                       s.replayed[0], s.fence)
+    return Observation(s.sndSeen, s.rcvSeen, s.sendMode, s.recvMode, s.recvDone, s.peerCtr,
+                       s.sentCtr, s.fresh, s.asked, s.replayed, s.fence)
 
 
 def _mem(mem: tuple[int, ...]) -> str:
     return ", ".join(f"region {i} = {v}" for i, v in enumerate(mem, 1))
 
 
+def _polls(before: Observation, after: Observation) -> list[str]:
+    out = []
+    for h, host in enumerate(HOSTS):
+        out += [f"{host}'s application polls WR {e.wr}: {e.status}"
+                + (f", returned {e.val}" if e.val else "")
+                for e in after.snd_seen[h][len(before.snd_seen[h]):]]
+        for e in after.rcv_seen[h][len(before.rcv_seen[h]):]:
+            what = f"WR {e.wr}" if e.wr else "a flushed receive"
+            out.append(f"{host}'s application polls {what} in receive WR {e.recv}: "
+                       f"{e.status}; reads {_mem(e.mem)}"
+                       + (f", payload {e.data}" if e.data else ""))
+    return out
+
+
+def _changed(before: Observation, after: Observation, field: str,
+             h: int) -> tuple[Any, Any] | None:
+    """(old, new) of host h's entry of a field, None when it did not change."""
+    old, new = getattr(before, field)[h], getattr(after, field)[h]
+    return None if old == new else (old, new)
+
+
+def _flags(before: Observation, after: Observation) -> list[str]:
+    """Changes of the per-host layer variables, one line each."""
+    out = []
+    for h, host in enumerate(HOSTS):
+        def changed(field: str, h: int = h) -> tuple[Any, Any] | None:
+            return _changed(before, after, field, h)
+        for field, what in (("send_mode", "send side"), ("recv_mode", "receive side"),
+                            ("recv_done", "receive counter"),
+                            ("peer_ctr", "copy of the peer's counter")):
+            if (c := changed(field)) is not None:
+                out.append(f"{host}'s {what}: {c[0]} -> {c[1]}")
+        if (c := changed("sent_ctr")) is not None:
+            out.append(f"{host} {'sent' if c[1] else 'clears'} its counter")
+        if (c := changed("fresh")) is not None:
+            out.append(f"{host} {'has a fresh' if c[1] else 'used up the'} peer's counter")
+        if (c := changed("asked")) is not None:
+            out.append(f"{host} {'awaits' if c[1] else 'no longer awaits'} the peer's answer")
+        if (c := changed("replayed")) is not None:
+            out.append(f"{host} replayed its outstanding sends" if c[1]
+                       else f"{host}'s replay done")
+        if (c := changed("fence")) is not None:
+            out.append(f"{host}'s fail-back fence: WR {c[1]}" if c[1]
+                       else f"{host}'s fail-back fence released")
+    return out
+
+
 def changes(before: Observation, after: Observation) -> list[str]:
     """What an observer sees change in one step, one line per change."""
-    out = [f"A's application polls WR {e.wr}: {e.status}"
-           + (f", returned {e.val}" if e.val else "")
-           for e in after.snd_seen[len(before.snd_seen):]]
-    for e in after.rcv_seen[len(before.rcv_seen):]:
-        what = f"WR {e.wr}" if e.wr else "a flushed receive"
-        out.append(f"B's application polls {what} in receive WR {e.recv}: {e.status}; "
-                   f"reads {_mem(e.mem)}" + (f", payload {e.data}" if e.data else ""))
-    for h, old, new in zip(HOSTS, before.layer, after.layer, strict=True):
-        if old != new:
-            out.append(f"{h}'s layer: {old} -> {new}")
-    if before.recv_done != after.recv_done:
-        out.append(f"B's receive counter: {before.recv_done} -> {after.recv_done}")
-    for h, old, new in zip(HOSTS, before.sent_ctr, after.sent_ctr, strict=True):
-        if old != new:
-            out.append(f"{h} {'sent' if new else 'clears'} its counter")
-    for h, old, new in zip(HOSTS, before.peer_ctr, after.peer_ctr, strict=True):
-        if old != new:
-            out.append(f"{h} holds the peer's counter: {old} -> {new}")
-    if before.replayed != after.replayed:
-        out.append("A replayed its outstanding sends" if after.replayed else "A's replay done")
-    if before.fence != after.fence:
-        out.append(f"A's fail-back fence: WR {after.fence}" if after.fence
-                   else "A's fail-back fence released")
-    return out
+    return _polls(before, after) + _flags(before, after)

@@ -1,4 +1,5 @@
-"""spec/Properties.tla: the invariants, Done, and the pieces of Liveness.
+"""spec/Properties.tla: the invariants, Done, and the pieces of Liveness, per direction (a
+host's WRs to its peer).
 
 `INVARIANTS` maps each invariant's TLA+ name to a predicate over a State; the explorer
 checks the names spec/designs.toml lists, so a property added there without a predicate
@@ -19,43 +20,55 @@ from shift.model.state import (
     ATOMICS,
     SUCCESS,
     State,
-    notes_taken,
     num_notes,
     path_healthy,
+    peer,
+    taken,
 )
+
+HOST_IDS = (0, 1)
 
 
 def exactly_once_execution(s: State) -> bool:
-    """No WR takes effect at the responder twice (SHIFT gives this up on purpose)."""
-    return all(n <= 1 for n in s.execs)
+    """No WR of either host takes effect at its peer twice (SHIFT gives this up on
+    purpose)."""
+    return all(n <= 1 for execs in s.execs for n in execs)
 
 
 def notification_integrity(s: State) -> bool:
-    """The notifications B took are a prefix of those A posted, the k-th in receive WR k:
-    the observable property (shift.model.observable) on the state's observation."""
-    return observable.notification_integrity(observe(s), s.program, s.posted)
+    """The notifications each host took are a prefix of those its peer posted, the k-th
+    in receive WR k: the observable property (shift.model.observable) on each direction's
+    observation."""
+    return all(observable.notification_integrity(observe(s).direction(h), s.program[peer(h)],
+                                                 s.posted[peer(h)])
+               for h in HOST_IDS)
 
 
 def data_at_notification(s: State) -> bool:
-    """When B takes a notification, each region holds the last value written before it:
-    the observable property on the state's observation."""
-    return observable.data_at_notification(observe(s), s.program)
+    """When a host takes a notification, each of its regions holds the peer's last value
+    written before it: the observable property on each direction's observation."""
+    return all(observable.data_at_notification(observe(s).direction(h), s.program[peer(h)])
+               for h in HOST_IDS)
 
 
 def completion_integrity(s: State) -> bool:
-    """A sees each WR complete at most once, in post order, and success only for a WR that
-    took effect at the responder. The first half is what an application observes
-    (`observable.completion_order`, the whole check on the implementation's side); the
-    second reads the responder's executions (`execs`), a ghost of the spec no application
-    sees, so this predicate is stronger than the observable one."""
-    if not observable.completion_order(observe(s)):
-        return False
-    return all(s.execs[e.wr - 1] >= 1 for e in s.sndSeen if e.status == SUCCESS)
+    """Each host sees each of its WRs complete at most once, in post order, and success
+    only for a WR that took effect at the peer. The first half is what an application
+    observes (`observable.completion_order`, the whole check on the implementation's
+    side); the second reads the peer's executions (`execs`), a ghost of the spec no
+    application sees, so this predicate is stronger than the observable one."""
+    for h in HOST_IDS:
+        if not observable.completion_order(observe(s).direction(h)):
+            return False
+        if not all(s.execs[h][e.wr - 1] >= 1 for e in s.sndSeen[h] if e.status == SUCCESS):
+            return False
+    return True
 
 
 def atomic_safety(s: State) -> bool:
     """No FADD or CAS is applied twice."""
-    return all(n <= 1 for w, n in zip(s.program, s.execs, strict=True) if w.op in ATOMICS)
+    return all(n <= 1 for prog, execs in zip(s.program, s.execs, strict=True)
+               for w, n in zip(prog, execs, strict=True) if w.op in ATOMICS)
 
 
 def opacity(s: State) -> bool:
@@ -81,20 +94,25 @@ INVARIANTS: dict[str, Callable[[State], bool]] = {
 TEMPORAL = ("Liveness",)
 
 
-def done(s: State) -> bool:
-    """The workload is finished: everything posted, every signaled WR completed at A and,
-    unless the layer refused on purpose, every completion a success and every notification
-    taken by B."""
-    prog = s.program
-    if s.posted != len(prog) or s.recvPosted != num_notes(prog):
+def _done_at(s: State, h: int) -> bool:
+    """Done's conjunct for host h: everything posted, every signaled WR completed and,
+    unless h's layer refused on purpose, every completion a success and every
+    notification taken by the peer."""
+    prog = s.program[h]
+    if s.posted[h] != len(prog) or s.recvPosted[h] != num_notes(s.program[peer(h)]):
         return False
-    completed = {e.wr for e in s.sndSeen}
+    completed = {e.wr for e in s.sndSeen[h]}
     if any(w.signaled and k not in completed for k, w in enumerate(prog, 1)):
         return False
-    if s.refused:
+    if s.refused[h]:
         return True
-    return (all(e.status == SUCCESS for e in s.sndSeen)
-            and len(notes_taken(s)) == num_notes(prog))
+    return (all(e.status == SUCCESS for e in s.sndSeen[h])
+            and taken(s, peer(h)) == num_notes(prog))
+
+
+def done(s: State) -> bool:
+    """The workload is finished on both hosts (Properties.tla's Done)."""
+    return _done_at(s, 0) and _done_at(s, 1)
 
 
 def some_path_healthy(s: State) -> bool:

@@ -88,9 +88,9 @@ def events_from_itf(doc: dict, source: str, model: Model) -> tuple[list[Event], 
     if not isinstance(states, list) or not states:
         raise TraceError(f"{source}: an ITF trace needs a non-empty \"states\" list")
     prog = canonical_itf(states[0].get("program"))
-    workload = next((k for k, p in zip(model.bound.workloads, model.bound.programs,
-                                       strict=True)
-                     if canonical(TLA_FIELDS["program"](p)) == prog), None)
+    b = model.bound
+    workload = next((k for k in b.workloads
+                     if canonical(TLA_FIELDS["program"](b.programs_of(k))) == prog), None)
     if workload is None:
         raise TraceError(f"{source}: state 1's program is none of the workloads of bound "
                          f"{model.bound.name} ({', '.join(map(str, model.bound.workloads))})")

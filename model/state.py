@@ -6,11 +6,13 @@ read `event`, so two states that differ only in it have the same successors, and
 transition instead (see `shift.model.next`).
 
 Representation, chosen so that hashing and comparison stay in C (tuples all the way down):
-- a function over Hosts is a pair indexed by `HOST` ("A" -> 0, "B" -> 1);
+- a function over Hosts is a pair indexed by `HOST` ("A" -> 0, "B" -> 1); every variable
+  but the wire and the faults is one (both hosts are peers), so `s.sq[h][p - 1]` is
+  TLA+'s `sq[h][p]` with h a host index;
 - a function over Paths is a pair indexed by path - 1;
 - a function over Directions is a pair indexed by `DIR` ("AtoB" -> 0, "BtoA" -> 1);
-- `mem`, `bufs` and `execs` are tuples indexed by region - 1, receive WR id - 1 and
-  WR id - 1;
+- per host, `mem`, `bufs` and `execs` are tuples indexed by region - 1, receive WR id - 1
+  and WR id - 1;
 - sets are frozensets; sequences and records are tuples and NamedTuples.
 `shift.model.tla.to_tla` turns a state into the values TLC prints, field for field.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from shift.spec.workloads import WR, Store
-from shift.vocabulary import DIRECTIONS, HOSTS, LAYER_STATES
+from shift.vocabulary import DIRECTIONS, HOSTS, RECV_MODES, SEND_MODES
 
 HOST = {h: i for i, h in enumerate(HOSTS)}
 DIR = {d: i for i, d in enumerate(DIRECTIONS)}
@@ -35,7 +37,8 @@ REGIONS = (1, 2)
 
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
 RTS, ERR = "RTS", "ERR"
-DEFAULT, FALLBACK, WAIT_SIGNALED, WAIT_DRAINED, ERROR = LAYER_STATES
+DEFAULT, FALLBACK, WAIT_SIGNALED, WAIT_DRAINED, ERROR = SEND_MODES
+MOVING = RECV_MODES[1]
 
 
 class Cqe(NamedTuple):
@@ -48,8 +51,8 @@ class Cqe(NamedTuple):
 
 
 class SndSeen(NamedTuple):
-    """One completion A's application polled: [wr, status, val] (val: what a READ or
-    atomic returned)."""
+    """One send completion a host's application polled: [wr, status, val] (val: what a
+    READ or atomic returned)."""
 
     wr: int
     status: str
@@ -57,8 +60,8 @@ class SndSeen(NamedTuple):
 
 
 class RcvSeen(NamedTuple):
-    """One completion B's application polled, with memory and the receive WR's buffer as
-    it read them then."""
+    """One receive completion a host's application polled, with its host's memory and the
+    receive WR's buffer as it read them then."""
 
     wr: int
     recv: int
@@ -90,68 +93,86 @@ class Ctl(NamedTuple):
 
 Packet = Req | Ack | Ctl
 Channel = tuple[Packet, ...]
-Pair = tuple  # a function over two keys (hosts, paths or directions), see module doc
+# Functions over two keys (hosts, paths or directions), see the module doc.
+Hosts = tuple  # (A's, B's)
+Paths = tuple  # (path 1's, path 2's)
+Wire = tuple[tuple[Channel, Channel], tuple[Channel, Channel]]  # [path][direction]
+Queues = tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[int, ...], tuple[int, ...]]]
+Cqs = tuple[tuple[tuple[Cqe, ...], tuple[Cqe, ...]], tuple[tuple[Cqe, ...], tuple[Cqe, ...]]]
+IntPaths = tuple[tuple[int, int], tuple[int, int]]  # [host][path]
 
 
 class State(NamedTuple):
-    """The variables of spec/State.tla in View order (all but `event`)."""
+    """The variables of spec/State.tla in View order (all but `event`). Every variable but
+    the wire and the faults is a function over Hosts: a pair, A's then B's; the
+    requester's, responder's and QPs' are pairs over paths within it ([host][path - 1])."""
 
-    program: tuple[WR, ...]
-    posted: int
-    recvPosted: int
-    sndSeen: tuple[SndSeen, ...]
-    rcvSeen: tuple[RcvSeen, ...]
-    stores: tuple[Store, ...]
-    stored: int
-    sq: tuple[tuple[int, ...], tuple[int, ...]]
-    una: tuple[int, int]
-    nxt: tuple[int, int]
-    retry: tuple[int, int]
-    epsn: tuple[int, int]
-    saved: tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int]]]
-    rq: tuple[tuple[int, ...], tuple[int, ...]]
+    program: tuple[tuple[WR, ...], tuple[WR, ...]]
+    posted: tuple[int, int]
+    recvPosted: tuple[int, int]
+    sndSeen: tuple[tuple[SndSeen, ...], tuple[SndSeen, ...]]
+    rcvSeen: tuple[tuple[RcvSeen, ...], tuple[RcvSeen, ...]]
+    stores: tuple[tuple[Store, ...], tuple[Store, ...]]
+    stored: tuple[int, int]
+    sq: Queues
+    una: IntPaths
+    nxt: IntPaths
+    retry: IntPaths
+    epsn: IntPaths
+    saved: tuple[tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int]]], ...]
+    rq: Queues
     qp: tuple[tuple[str, str], tuple[str, str]]
-    cq: tuple[tuple[tuple[Cqe, ...], tuple[Cqe, ...]], tuple[tuple[Cqe, ...], tuple[Cqe, ...]]]
-    wire: tuple[tuple[Channel, Channel], tuple[Channel, Channel]]
+    cq: Cqs
+    wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
     faults: int
     drops: int
-    mem: tuple[int, ...]
-    bufs: tuple[int, ...]
-    execs: tuple[int, ...]
+    mem: tuple[tuple[int, ...], tuple[int, ...]]
+    bufs: tuple[tuple[int, ...], tuple[int, ...]]
+    execs: tuple[tuple[int, ...], tuple[int, ...]]
     copies: int
     queried: bool
-    layer: tuple[str, str]
-    pending: tuple[int, ...]
+    sendMode: tuple[str, str]
+    recvMode: tuple[str, str]
+    pending: tuple[tuple[int, ...], tuple[int, ...]]
     buffered: tuple[tuple[Cqe, ...], tuple[Cqe, ...]]
-    rpend: tuple[int, ...]
-    recvDone: int
+    rpend: tuple[tuple[int, ...], tuple[int, ...]]
+    recvDone: tuple[int, int]
     sentCtr: tuple[bool, bool]
     peerCtr: tuple[int, int]
+    fresh: tuple[bool, bool]
+    asked: tuple[bool, bool]
     replayed: tuple[bool, bool]
-    fence: int
-    refused: frozenset[int]
+    fence: tuple[int, int]
+    refused: tuple[frozenset[int], frozenset[int]]
 
 
 VARIABLES: tuple[str, ...] = State._fields
 
 
-def initial(prog: tuple[WR, ...], max_retries: int, stores: tuple[Store, ...] = ()) -> State:
-    """Failover.tla's Init with program = prog and stores = stores, one of Workloads.tla's
-    Program(k) and its StoresOf(k) (the bound's `Constants.program(k)`, `stores_of(k)`)."""
-    empty2: tuple[tuple[()], tuple[()]] = ((), ())
+def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
+            stores: tuple[tuple[Store, ...], tuple[Store, ...]] = ((), ())) -> State:
+    """Failover.tla's Init with program = programs and stores = stores, per host: one of
+    Workloads.tla's ProgramOf(k, h) and StoresAt(k, h) (the bound's
+    `Constants.programs_of(k)`, `stores_at(k)`)."""
+    two = ((), ())
+    ones, zeros = ((1, 1), (1, 1)), (0, 0)
+    a, b = programs
     return State(
-        program=prog, posted=0, recvPosted=0, sndSeen=(), rcvSeen=(), stores=stores, stored=0,
-        sq=empty2, una=(1, 1), nxt=(1, 1), retry=(max_retries, max_retries),
-        epsn=(1, 1), saved=(frozenset(), frozenset()), rq=empty2,
-        qp=((RTS, RTS), (RTS, RTS)), cq=(empty2, empty2), wire=(empty2, empty2),
+        program=programs, posted=zeros, recvPosted=zeros, sndSeen=two, rcvSeen=two,
+        stores=stores, stored=zeros,
+        sq=(two, two), una=ones, nxt=ones, retry=((max_retries,) * 2,) * 2,
+        epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
+        qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), wire=(two, two),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
-        mem=tuple(0 for _ in REGIONS), bufs=tuple(0 for _ in range(num_notes(prog))),
-        execs=tuple(0 for _ in prog), copies=0,
-        queried=False, layer=(DEFAULT, DEFAULT), pending=(), buffered=empty2, rpend=(),
-        recvDone=0, sentCtr=(False, False), peerCtr=(-1, -1), replayed=(False, False),
-        fence=0, refused=frozenset(),
+        mem=(tuple(0 for _ in REGIONS),) * 2,
+        bufs=((0,) * num_notes(b), (0,) * num_notes(a)),
+        execs=((0,) * len(a), (0,) * len(b)), copies=0, queried=False,
+        sendMode=(DEFAULT, DEFAULT), recvMode=(DEFAULT, DEFAULT), pending=two, buffered=two,
+        rpend=two, recvDone=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
+        fresh=(False, False), asked=(False, False), replayed=(False, False), fence=zeros,
+        refused=(frozenset(), frozenset()),
     )
 
 
@@ -167,6 +188,11 @@ def set_in(t: tuple, i: int, j: int, v: object) -> tuple:
     return t[:i] + (t[i][:j] + (v,) + t[i][j + 1:],) + t[i + 1:]
 
 
+def peer(h: int) -> int:
+    """State.tla's Peer, on host indices."""
+    return 1 - h
+
+
 def path_healthy(s: State, p: int) -> bool:
     i = p - 1
     return s.link[i] and s.nic[0][i] and s.nic[1][i]
@@ -180,9 +206,15 @@ def good_prefix(cqes: tuple[Cqe, ...]) -> tuple[Cqe, ...]:
     return cqes
 
 
-def notes_taken(s: State) -> tuple[RcvSeen, ...]:
-    """Failover.tla's NotesTaken: the notifications B's application took, in order."""
-    return tuple(e for e in s.rcvSeen if e.status == SUCCESS)
+def notes_taken(s: State, h: int) -> tuple[RcvSeen, ...]:
+    """Failover.tla's NotesTaken(h): the notifications host h's application took, in
+    order."""
+    return tuple(e for e in s.rcvSeen[h] if e.status == SUCCESS)
+
+
+def taken(s: State, h: int) -> int:
+    """Len(NotesTaken(h))."""
+    return sum(1 for e in s.rcvSeen[h] if e.status == SUCCESS)
 
 
 def num_notes(prog: tuple[WR, ...]) -> int:

@@ -36,36 +36,62 @@ def _tset(members: Any) -> TlaSet:
     return TlaSet(tuple(sorted(members)))
 
 
-# One converter per variable: the state's field -> the value TLC prints.
+def _paths(pair: tuple[Any, Any], f: Any = lambda v: v) -> list[Any]:
+    """A function over Paths (1..2): TLC prints it as a sequence."""
+    return [f(pair[0]), f(pair[1])]
+
+
+def _per_host(f: Any) -> Callable[[Any], dict[str, Any]]:
+    """A function over Hosts whose values f converts."""
+    return lambda v: _hosts(v, f)
+
+
+def _per_path(f: Any) -> Callable[[Any], dict[str, Any]]:
+    """A function over Hosts of functions over Paths whose values f converts."""
+    return lambda v: _hosts(v, lambda per: _paths(per, f))
+
+
+def _ident(v: Any) -> Any:
+    return v
+
+
+def _saved(pairs: frozenset[tuple[int, int]]) -> TlaSet:
+    return TlaSet(tuple([p, x] for p, x in sorted(pairs)))
+
+
+# One converter per variable: the state's field -> the value TLC prints. A function over
+# Hosts prints as a record, over Paths (1..2), Regions (1..2) and ids (1..n) as a sequence.
 FIELDS: dict[str, Callable[[Any], Any]] = {
-    "program": lambda prog: [w._asdict() for w in prog],
-    "posted": int,
-    "recvPosted": int,
-    "sndSeen": lambda seen: [e._asdict() for e in seen],
-    "rcvSeen": lambda seen: [{**e._asdict(), "mem": list(e.mem)} for e in seen],
-    "stores": lambda stores: [x._asdict() for x in stores],
-    "stored": int,
-    "sq": lambda v: [list(q) for q in v],
-    "una": list, "nxt": list, "retry": list, "epsn": list,
-    "saved": lambda v: [TlaSet(tuple([p, x] for p, x in sorted(s))) for s in v],
-    "rq": lambda v: [list(q) for q in v],
-    "qp": lambda v: _hosts(v, list),
-    "cq": lambda v: _hosts(v, lambda per: [[_cqe(c) for c in q] for q in per]),
+    "program": _per_host(lambda prog: [w._asdict() for w in prog]),
+    "posted": _hosts,
+    "recvPosted": _hosts,
+    "sndSeen": _per_host(lambda seen: [e._asdict() for e in seen]),
+    "rcvSeen": _per_host(lambda seen: [{**e._asdict(), "mem": list(e.mem)} for e in seen]),
+    "stores": _per_host(lambda stores: [x._asdict() for x in stores]),
+    "stored": _hosts,
+    "sq": _per_path(list),
+    "una": _per_path(_ident), "nxt": _per_path(_ident), "retry": _per_path(_ident),
+    "epsn": _per_path(_ident),
+    "saved": _per_path(_saved),
+    "rq": _per_path(list),
+    "qp": _per_path(_ident),
+    "cq": _per_path(lambda q: [_cqe(c) for c in q]),
     "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
                         "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
     "link": list,
-    "nic": lambda v: _hosts(v, list),
+    "nic": _per_path(_ident),
     "faults": int, "drops": int,
-    "mem": list, "bufs": list, "execs": list,
+    "mem": _per_host(list), "bufs": _per_host(list), "execs": _per_host(list),
     "copies": int, "queried": bool,
-    "layer": _hosts,
-    "pending": list,
-    "buffered": lambda v: _hosts(v, lambda q: [_cqe(c) for c in q]),
-    "rpend": list,
-    "recvDone": int,
-    "sentCtr": _hosts, "peerCtr": _hosts, "replayed": _hosts,
-    "fence": int,
-    "refused": _tset,
+    "sendMode": _hosts, "recvMode": _hosts,
+    "pending": _per_host(list),
+    "buffered": _per_host(lambda q: [_cqe(c) for c in q]),
+    "rpend": _per_host(list),
+    "recvDone": _hosts,
+    "sentCtr": _hosts, "peerCtr": _hosts, "fresh": _hosts, "asked": _hosts,
+    "replayed": _hosts,
+    "fence": _hosts,
+    "refused": _per_host(_tset),
 }
 assert tuple(FIELDS) == VARIABLES, "one converter per variable, in View order"
 

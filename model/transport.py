@@ -1,7 +1,9 @@
-"""spec/RCTransport.tla: A's requester and B's responder on one path, and the wire.
+"""spec/RCTransport.tla: each host's requester and responder on one path, and the wire.
 
 Each action takes (state, design, bound, *event arguments) and returns the successor, or
-None when the action is not enabled. Indices: `i` is path - 1, `j` the direction index.
+None when the action is not enabled. Indices: `h` the sending host's, `g` the responding
+host's, `i` is path - 1, `j` the direction index (a host sends in direction `h`: A in AtoB,
+B in BtoA; direction `j` delivers to host 1 - j).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from shift.model.state import (
     ATOMICS,
     DIR,
     FLUSH,
+    HOST,
     RETRY_EXC,
     RETURNS,
     RTS,
@@ -19,17 +22,15 @@ from shift.model.state import (
     WAIT_DRAINED,
     WRITERS,
     Ack,
-    Channel,
     Cqe,
     Packet,
     Req,
     State,
+    Wire,
     applied,
-    set_at,
+    peer,
     set_in,
 )
-
-Wire = tuple[tuple[Channel, Channel], tuple[Channel, Channel]]
 
 
 def push(link: tuple[bool, bool], wire: Wire, i: int, j: int, m: Packet) -> Wire:
@@ -40,96 +41,107 @@ def push(link: tuple[bool, bool], wire: Wire, i: int, j: int, m: Packet) -> Wire
 
 
 def transmit(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
-    """A's NIC sends the next request of path p's send queue (held on path 1 while the
-    layer waits for the fence to drain)."""
-    i = p - 1
-    if host != "A" or s.qp[0][i] != RTS:
+    """Transmit(h, p): h's NIC sends the next request of path p's send queue (held on path
+    1 while h's layer waits for the fence to drain)."""
+    h, i = HOST[host], p - 1
+    if s.qp[h][i] != RTS:
         return None
-    n, q = s.nxt[i], s.sq[i]
-    if n > len(q) or (p == 1 and s.layer[0] == WAIT_DRAINED):
+    n, q = s.nxt[h][i], s.sq[h][i]
+    if n > len(q) or (p == 1 and s.sendMode[h] == WAIT_DRAINED):
         return None
-    return s._replace(wire=push(s.link, s.wire, i, 0, Req(n, q[n - 1])),
-                      nxt=set_at(s.nxt, i, n + 1))
+    return s._replace(wire=push(s.link, s.wire, i, h, Req(n, q[n - 1])),
+                      nxt=set_in(s.nxt, h, i, n + 1))
 
 
-def _execute(s: State, i: int, w: int, psn: int, staged: bool, rest: Wire) -> State:
-    """RCTransport.tla's Execute: the request with the expected PSN takes effect."""
-    x = s.program[w - 1]
-    dup = staged and s.execs[w - 1] > 0  # Staging: a copy already made, by sequence number
-    old = 0 if x.region == 0 else s.mem[x.region - 1]
+def _execute(s: State, g: int, i: int, w: int, psn: int, staged: bool, rest: Wire) -> State:
+    """Execute(g, p, w, psn, staged, rest): host g's responder executes the request for
+    its peer's WR w with the expected PSN."""
+    src = peer(g)
+    x = s.program[src][w - 1]
+    dup = staged and s.execs[src][w - 1] > 0  # Staging: a copy already made, by sequence number
+    mem_g = s.mem[g]
+    old = 0 if x.region == 0 else mem_g[x.region - 1]
     apply = not dup and x.op in WRITERS and x.region != 0
-    mem = set_at(s.mem, x.region - 1, applied(x, old)) if apply else s.mem
-    execs = s.execs if dup else set_at(s.execs, w - 1, s.execs[w - 1] + 1)
+    mem = set_in(s.mem, g, x.region - 1, applied(x, old)) if apply else s.mem
+    execs = s.execs if dup else set_in(s.execs, src, w - 1, s.execs[src][w - 1] + 1)
     copies = s.copies + 1 if staged and not dup else s.copies
     rq, cq, bufs = s.rq, s.cq, s.bufs
     if x.op in TWO_SIDED and not dup:
         # Respond ruled out receiver-not-ready, so a receive WR is there to consume.
-        head = rq[i][0]
+        head = rq[g][i][0]
         if x.op == "SEND":  # the payload lands in that receive WR's buffer
-            bufs = set_at(bufs, head - 1, x.value)
-        rq = set_at(rq, i, rq[i][1:])
-        cq = set_in(cq, 1, i, cq[1][i] + (Cqe(w, head, SUCCESS, 0),))
-    saved = set_at(s.saved, i, s.saved[i] | {(psn, old)}) if x.op in ATOMICS else s.saved
+            bufs = set_in(bufs, g, head - 1, x.value)
+        rq = set_in(rq, g, i, rq[g][i][1:])
+        cq = set_in(cq, g, i, cq[g][i] + (Cqe(w, head, SUCCESS, 0),))
+    saved = (set_in(s.saved, g, i, s.saved[g][i] | {(psn, old)}) if x.op in ATOMICS
+             else s.saved)
     val = old if x.op in RETURNS else 0
     return s._replace(mem=mem, bufs=bufs, execs=execs, copies=copies, rq=rq, cq=cq,
-                      saved=saved, epsn=set_at(s.epsn, i, s.epsn[i] + 1),
-                      wire=push(s.link, rest, i, 1, Ack(psn, val)))
+                      saved=saved, epsn=set_in(s.epsn, g, i, s.epsn[g][i] + 1),
+                      wire=push(s.link, rest, i, g, Ack(psn, val)))
 
 
-def duplicate_val(s: State, i: int, w: int, psn: int) -> int:
-    """What a duplicate request is answered with: a READ re-reads memory, an atomic
-    returns its saved result (TLC's CHOOSE takes the least; there is only one)."""
-    x = s.program[w - 1]
+def duplicate_val(s: State, g: int, i: int, w: int, psn: int) -> int:
+    """DuplicateVal(g, p, w, psn): what a duplicate request is answered with: a READ
+    re-reads memory, an atomic returns its saved result (TLC's CHOOSE takes the least;
+    there is only one)."""
+    x = s.program[peer(g)][w - 1]
     if x.op == "READ":
-        return s.mem[x.region - 1]
+        return s.mem[g][x.region - 1]
     if x.op in ATOMICS:
-        vals = [v for (q, v) in s.saved[i] if q == psn]
+        vals = [v for (q, v) in s.saved[g][i] if q == psn]
         if not vals:
             raise ValueError(f"DuplicateVal: no saved result for PSN {psn} on path {i + 1}")
         return min(vals)
     return 0
 
 
-def _respond(s: State, i: int, m: Req, staged: bool, rest: Wire) -> State:
-    """B's responder: execute the expected PSN, re-ACK a duplicate without executing it,
-    discard a request ahead of it, one that finds no receive WR, or any on a dead end."""
-    x = s.program[m.wr - 1]
-    e = s.epsn[i]
-    rnr = x.op in TWO_SIDED and not s.rq[i] and not (staged and s.execs[m.wr - 1] > 0)
-    if not (s.nic[1][i] and s.qp[1][i] == RTS) or m.psn > e or (m.psn == e and rnr):
+def _respond(s: State, g: int, i: int, m: Req, staged: bool, rest: Wire) -> State:
+    """Respond(g, p, m, staged, rest): execute the expected PSN, re-ACK a duplicate
+    without executing it, discard a request ahead of it, one that finds no receive WR, or
+    any on a dead end."""
+    src = peer(g)
+    x = s.program[src][m.wr - 1]
+    e = s.epsn[g][i]
+    rnr = x.op in TWO_SIDED and not s.rq[g][i] and not (staged and s.execs[src][m.wr - 1] > 0)
+    if not (s.nic[g][i] and s.qp[g][i] == RTS) or m.psn > e or (m.psn == e and rnr):
         return s._replace(wire=rest)
     if m.psn == e:
-        return _execute(s, i, m.wr, m.psn, staged, rest)
-    return s._replace(wire=push(s.link, rest, i, 1, Ack(m.psn, duplicate_val(s, i, m.wr, m.psn))))
+        return _execute(s, g, i, m.wr, m.psn, staged, rest)
+    return s._replace(wire=push(s.link, rest, i, g,
+                                Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn))))
 
 
-def _acknowledge(s: State, i: int, m: Ack, max_retries: int, rest: Wire) -> State:
-    """A's requester takes a cumulative ACK: every WR up to its PSN is complete; the
-    signaled ones get a successful CQE. A QP in the error state ignores it."""
-    una = s.una[i]
-    if s.qp[0][i] != RTS or m.psn < una:
+def _acknowledge(s: State, h: int, i: int, m: Ack, max_retries: int, rest: Wire) -> State:
+    """Acknowledge(h, p, m): h's requester takes a cumulative ACK: every WR up to its PSN
+    is complete; the signaled ones get a successful CQE. A QP in the error state ignores
+    it."""
+    una = s.una[h][i]
+    if s.qp[h][i] != RTS or m.psn < una:
         return s._replace(wire=rest)
-    q, prog = s.sq[i], s.program
+    q, prog = s.sq[h][i], s.program[h]
     last = q[m.psn - 1]
     done = tuple(Cqe(w, 0, SUCCESS, m.val if w == last else 0)
                  for w in q[una - 1:m.psn] if prog[w - 1].signaled)
-    return s._replace(wire=rest, cq=set_in(s.cq, 0, i, s.cq[0][i] + done),
-                      una=set_at(s.una, i, m.psn + 1), retry=set_at(s.retry, i, max_retries))
+    return s._replace(wire=rest, cq=set_in(s.cq, h, i, s.cq[h][i] + done),
+                      una=set_in(s.una, h, i, m.psn + 1),
+                      retry=set_in(s.retry, h, i, max_retries))
 
 
 def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
-    """The request or ACK at the head of a channel arrives (DeliverPacket)."""
+    """DeliverPacket(p, d): the request or ACK at the head of a channel arrives at host
+    To(d): its responder answers a request, its requester takes an ACK."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind == "ctl":
         return None
     rest = set_in(s.wire, i, j, ch[1:])
     m = ch[0]
-    if j == 0:
-        assert isinstance(m, Req)
-        return _respond(s, i, m, d.staged, rest)
+    to = 1 - j
+    if isinstance(m, Req):
+        return _respond(s, to, i, m, d.staged, rest)
     assert isinstance(m, Ack)
-    return _acknowledge(s, i, m, b.max_retries, rest)
+    return _acknowledge(s, to, i, m, b.max_retries, rest)
 
 
 def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
@@ -143,16 +155,19 @@ def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> Sta
 
 
 def timeout(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
-    """A's retransmission timer on path p fires once nothing is left in flight: go back to
-    the oldest unacknowledged PSN while retries remain, else RETRY_EXC_ERR for it, the QP
-    to the error state and WR_FLUSH_ERR for every later WR."""
-    i = p - 1
-    if host != "A" or s.qp[0][i] != RTS or not s.una[i] < s.nxt[i] or s.wire[i][0] \
-            or s.wire[i][1]:
+    """Timeout(h, p): h's retransmission timer on path p fires once nothing is left in
+    flight there: go back to the oldest unacknowledged PSN while retries remain, else
+    RETRY_EXC_ERR for it, the QP to the error state, WR_FLUSH_ERR for every later WR and
+    every receive WR of the QP."""
+    h, i = HOST[host], p - 1
+    una = s.una[h][i]
+    if s.qp[h][i] != RTS or not una < s.nxt[h][i] or s.wire[i][0] or s.wire[i][1]:
         return None
-    una = s.una[i]
-    if s.retry[i] > 0:
-        return s._replace(nxt=set_at(s.nxt, i, una), retry=set_at(s.retry, i, s.retry[i] - 1))
-    q = s.sq[i]
-    failed = (Cqe(q[una - 1], 0, RETRY_EXC, 0),) + tuple(Cqe(w, 0, FLUSH, 0) for w in q[una:])
-    return s._replace(qp=set_in(s.qp, 0, i, "ERR"), cq=set_in(s.cq, 0, i, s.cq[0][i] + failed))
+    if s.retry[h][i] > 0:
+        return s._replace(nxt=set_in(s.nxt, h, i, una),
+                          retry=set_in(s.retry, h, i, s.retry[h][i] - 1))
+    q = s.sq[h][i]
+    failed = ((Cqe(q[una - 1], 0, RETRY_EXC, 0),) + tuple(Cqe(w, 0, FLUSH, 0) for w in q[una:])
+              + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
+    return s._replace(qp=set_in(s.qp, h, i, "ERR"), cq=set_in(s.cq, h, i, s.cq[h][i] + failed),
+                      rq=set_in(s.rq, h, i, ()))

@@ -10,11 +10,13 @@ the form the module has, and nothing more general:
           [] k = 2 -> << ... >>
 
 one arm `k = N` per workload (no OTHER), each a tuple of `WR(op, region, value, signaled,
-note)` or `CAS(region, compare, swap, signaled)` with literal arguments, where `WR` is the
-record of exactly those five parameters and `compare |-> 0`, and `CAS` takes exactly those
-four. B's stores have the same form, `StoresOf(k) == CASE k = 6 -> << Store(region,
-value, after), ... >> [] OTHER -> << >>` (OTHER: no stores; a workload without an arm has
-none).
+note)`, `CAS(region, compare, swap, signaled)` or `Reply(w, after)` of either, with literal
+arguments, where `WR` is the record of exactly those five parameters, `compare |-> 0` and
+`after |-> 0`, and `CAS` takes exactly those four. B's program to A, `BProgram(k)`, has the
+same form with an `OTHER -> << >>` arm (a one-way workload: B posts no WR), and so do B's
+stores, `StoresOf(k) == CASE k = 6 -> << Store(region, value, after), ... >> [] OTHER ->
+<< >>` (OTHER: no stores; a workload without an arm has none). `ProgramOf(k, h)` and
+`StoresAt(k, h)` must give A Program(k) and no stores, B BProgram(k) and StoresOf(k).
 Anything else is a `SpecError` naming the file and line: TLC may accept more, but the
 programs must be readable here for every command that is not TLC.
 """
@@ -41,7 +43,9 @@ _COMMENTS = frozenset({"comment", "block_comment"})
 
 class WR(NamedTuple):
     """Workloads.tla's WR(op, region, value, signaled, note), with CAS's compare value
-    (CAS(region, compare, swap, signaled) is WR("CAS", region, swap, signaled, 0, compare))."""
+    (CAS(region, compare, swap, signaled) is WR("CAS", region, swap, signaled, 0, compare))
+    and a reply's `after` (Reply(w, after): posted once its host took `after`
+    notifications)."""
 
     op: str
     region: int
@@ -49,6 +53,7 @@ class WR(NamedTuple):
     signaled: bool
     note: int
     compare: int = 0
+    after: int = 0
 
 
 class Store(NamedTuple):
@@ -69,10 +74,28 @@ class Workloads:
     lines: dict[int, tuple[int, ...]]  # workload -> the line of each of its WRs
     line: int  # the line of `Program(k) ==`
     stores: dict[int, tuple[Store, ...]]  # StoresOf(k) for the workloads with an arm
+    bprograms: dict[int, tuple[WR, ...]]  # BProgram(k) for the workloads with an arm
+    blines: dict[int, tuple[int, ...]]  # workload -> the line of each of B's WRs
 
     def stores_of(self, k: int) -> tuple[Store, ...]:
         """StoresOf(k): B's stores in workload k (none without an arm: its OTHER)."""
         return self.stores.get(k, ())
+
+    def bprogram(self, k: int) -> tuple[WR, ...]:
+        """BProgram(k): B's WRs to A in workload k (none without an arm: its OTHER)."""
+        return self.bprograms.get(k, ())
+
+    def program_of(self, k: int, host: str, bound: str = "") -> tuple[WR, ...]:
+        """ProgramOf(k, h): A's Program(k), B's BProgram(k)."""
+        return self.program(k, bound) if host == "A" else self.bprogram(k)
+
+    def stores_at(self, k: int, host: str) -> tuple[Store, ...]:
+        """StoresAt(k, h): B's StoresOf(k); A makes no stores."""
+        return self.stores_of(k) if host == "B" else ()
+
+    def one_way(self) -> dict[int, tuple[WR, ...]]:
+        """Program(k) of the workloads where B posts no WR (what the proofs take)."""
+        return {k: p for k, p in self.programs.items() if not self.bprogram(k)}
 
     def program(self, k: int, bound: str = "") -> tuple[WR, ...]:
         """Program(k); a SpecError saying which workloads there are when k is not one (and
@@ -114,7 +137,7 @@ def _check_wr(path: Path, d: Node) -> None:
     parts = _named(record) if record.type == "record_literal" else []  # f |-> v, ...
     fields = [(text(f), text(v)) for f, v in zip(parts[0::3], parts[2::3], strict=False)
               if v.type in ("identifier_ref", "nat_number")]
-    want = [(f, f) for f in FIELDS] + [("compare", "0")]
+    want = [(f, f) for f in FIELDS] + [("compare", "0"), ("after", "0")]
     if tuple(_parameters(d)) != FIELDS or len(parts) != 3 * len(want) \
             or sorted(fields) != sorted(want):
         raise SpecError(f"{path}:{line(d)}: WR must be WR({', '.join(FIELDS)}) == "
@@ -158,10 +181,15 @@ def _arg(where: str, field: str, node: Node) -> Any:
     return v
 
 
-def _wr(path: Path, k: int, w: int, node: Node) -> WR:
-    where = f"{path}:{line(node)}: Program({k}), WR {w}"
+def _wr(path: Path, k: int, w: int, node: Node, op_name: str = "Program") -> WR:
+    where = f"{path}:{line(node)}: {op_name}({k}), WR {w}"
     name = node.child_by_field_name("name")
     op = text(name) if node.type == "bound_op" and name is not None else ""
+    if op == "Reply":
+        args = _fields(node, "parameter")
+        if len(args) != 2:
+            raise SpecError(f"{where}: Reply takes 2 arguments (w, after), not {len(args)}")
+        return _wr(path, k, w, args[0], op_name)._replace(after=_arg(where, "after", args[1]))
     if op not in ("WR", "CAS"):
         raise SpecError(f"{where}: expected WR({', '.join(FIELDS)}) or "
                         f"CAS({', '.join(CAS_FIELDS)}) with literal arguments, "
@@ -203,12 +231,32 @@ def read_workloads(spec_dir: Path) -> Workloads:
     _check_cas(path, definition(path, root, "CAS", _missing(cas_form)))
     d = definition(path, root, "Program", _missing("Program(k) == CASE ..."))
     param, case = _case(path, d, "Program", "<< WR(...), ... >> [] k = 2 -> ...")
+    programs, lines = _programs(path, "Program", param, case, other=False)
+    b = definition(path, root, "BProgram", _missing("BProgram(k) == CASE ..."))
+    bparam, bcase = _case(path, b, "BProgram", "<< WR(...), ... >> [] OTHER -> << >>")
+    bprograms, blines = _programs(path, "BProgram", bparam, bcase, other=True)
+    _check_form(path, root, "ProgramOf", 'IF h = "A" THEN Program(k) ELSE BProgram(k)')
+    _check_form(path, root, "StoresAt", 'IF h = "B" THEN StoresOf(k) ELSE << >>')
+    return Workloads(path, programs, lines, line(d), _stores(path, root), bprograms, blines)
+
+
+def _programs(path: Path, op: str, param: str, case: Node, other: bool,
+              ) -> tuple[dict[int, tuple[WR, ...]], dict[int, tuple[int, ...]]]:
+    """The WRs of each arm of op's CASE, and the line of each."""
     programs: dict[int, tuple[WR, ...]] = {}
     lines: dict[int, tuple[int, ...]] = {}
-    for k, wrs in _arms(path, "Program", param, case, other=False):
-        programs[k] = tuple(_wr(path, k, w, n) for w, n in enumerate(wrs, 1))
+    for k, wrs in _arms(path, op, param, case, other=other):
+        programs[k] = tuple(_wr(path, k, w, n, op) for w, n in enumerate(wrs, 1))
         lines[k] = tuple(line(n) for n in wrs)
-    return Workloads(path, programs, lines, line(d), _stores(path, root))
+    return programs, lines
+
+
+def _check_form(path: Path, root: Node, op: str, form: str) -> None:
+    """op(k, h) must be exactly `form` (the reader evaluates it by hand)."""
+    d = definition(path, root, op, _missing(f"{op}(k, h) == {form}"))
+    if tuple(_parameters(d)) != ("k", "h") or " ".join(text(body(d)).split()) != form:
+        raise SpecError(f"{path}:{line(d)}: {op} must be {op}(k, h) == {form} (the reader "
+                        f"evaluates it by hand)")
 
 
 def _arms(path: Path, op: str, k: str, case: Node, other: bool,

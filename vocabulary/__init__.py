@@ -24,12 +24,13 @@ from .events import (
     make,
     parse,
 )
-from .layer import LAYER_STATES, PROGRESS_STEPS
+from .layer import LAYER_STATES, PROGRESS_STEPS, RECV_MODES, SEND_MODES
 from .observation import OBSERVATION_FIELDS
 from .verbs import OPS, STATUSES
 
 __all__ = [
     "DIRECTIONS", "DIR_T", "FAULT_EVENTS", "HOSTS", "HOST_T", "INT_T",
     "LAYER_STATES", "OBSERVATION_FIELDS", "OPS", "PATHS", "PATH_T", "PROGRESS_STEPS",
-    "STATUSES", "VOCABULARY", "Event", "Signature", "from_json", "make", "parse",
+    "RECV_MODES", "SEND_MODES", "STATUSES", "VOCABULARY", "Event", "Signature", "from_json",
+    "make", "parse",
 ]

@@ -6,9 +6,16 @@ native/include/shift.h), paired with them in `shift.impl.verbs`.
 
 from __future__ import annotations
 
-# A host's failover state: spec/Failover.tla's `layer[h]`. A goes Default -> Fallback ->
-# WaitSignaled -> WaitDrained -> Default, or to Error (terminal); B Default <-> Fallback.
+# A host's failover state, as the C core has it (`enum shift_state`): A's send side
+# Default -> Fallback -> WaitSignaled -> WaitDrained -> Default, or to Error (terminal);
+# B (a responder only) Default <-> Fallback.
 LAYER_STATES = ("Default", "Fallback", "WaitSignaled", "WaitDrained", "Error")
+
+# spec/Failover.tla: a host's send side (`sendMode[h]`: its outstanding WRs), the C core's
+# states, and its receive side (`recvMode[h]`: its receive WRs on the default QP, moving to
+# the backup QP, or there).
+SEND_MODES = LAYER_STATES
+RECV_MODES = ("Default", "Moving", "Fallback")
 
 # What one Progress(h) did, as `Connection.progress` names it. The specification's
 # Progress has five steps (trigger, handshake, replay, reconnect, release; TLC labels them
