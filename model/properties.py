@@ -38,16 +38,17 @@ def exactly_once_execution(s: State) -> bool:
 def notification_integrity(s: State) -> bool:
     """The notifications each host took are a prefix of those its peer posted, the k-th
     in receive WR k: the observable property (shift.model.observable) on each direction's
-    observation."""
-    return all(observable.notification_integrity(observe(s).direction(h), s.program[peer(h)],
-                                                 s.posted[peer(h)])
+    observation (direction h: h's WRs, the peer's receive completions)."""
+    obs = observe(s)
+    return all(observable.notification_integrity(obs.direction(h), s.program[h], s.posted[h])
                for h in HOST_IDS)
 
 
 def data_at_notification(s: State) -> bool:
     """When a host takes a notification, each of its regions holds the peer's last value
     written before it: the observable property on each direction's observation."""
-    return all(observable.data_at_notification(observe(s).direction(h), s.program[peer(h)])
+    obs = observe(s)
+    return all(observable.data_at_notification(obs.direction(h), s.program[h])
                for h in HOST_IDS)
 
 

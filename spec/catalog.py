@@ -35,6 +35,9 @@ class Design:
     temporal: list[str] | None = None
     constants: dict[str, dict[str, str]] = field(default_factory=dict)
     model: bool = True
+    # bound -> properties of `violates` that hold at that bound (and why: its workloads
+    # lack the shape that breaks them)
+    holds_at: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def own_properties(self) -> bool:
@@ -44,8 +47,11 @@ class Design:
         return VIOLATED if prop in self.violates else HOLDS
 
     def at(self, bound: str) -> Design:
-        """The design's declaration at one bound: its own violations plus the bound's."""
-        return replace(self, violates={**self.violates, **self.violates_at.get(bound, {})})
+        """The design's declaration at one bound: its own violations plus the bound's,
+        less those the bound declares held."""
+        held = self.holds_at.get(bound, {})
+        violates = {**self.violates, **self.violates_at.get(bound, {})}
+        return replace(self, violates={p: why for p, why in violates.items() if p not in held})
 
 
 @dataclass(frozen=True)
@@ -203,8 +209,18 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
         if bound not in bounds:
             raise SpecError(f"{path}: {key}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
         violates_at[bound] = _violations(path, f"{key}.{bound}", more, props)
+    hkey = f"designs.{name}.holds_at"
+    holds_at = {}
+    for bound, held in _table(path, hkey, table.get("holds_at", {})).items():
+        if bound not in bounds:
+            raise SpecError(f"{path}: {hkey}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
+        holds_at[bound] = _violations(path, f"{hkey}.{bound}", held, props)
+        for prop in holds_at[bound]:
+            if prop not in violates:
+                raise SpecError(f"{path}: {hkey}.{bound}.{prop}: the design does not declare "
+                                f"it violated (designs.{name}.violates), so it holds anyway")
     return Design(name, module, str(table.get("summary", "")), violates, violates_at,
-                  invariants, temporal, constants, model)
+                  invariants, temporal, constants, model, holds_at)
 
 
 def load_catalog(spec_dir: Path | None = None) -> Catalog:

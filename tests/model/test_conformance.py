@@ -1,9 +1,11 @@
 """The model is the specification: TLC's full state graph equals the explorer's.
 
-For every design at the `small` bound TLC dumps its graph (`-dump dot,actionlabels`) and
+For every design at the `small` bound, and for SHIFT and NaiveReplay at the two-way bound
+`twoway` (ping-pong: both hosts send), TLC dumps its graph (`-dump dot,actionlabels`) and
 the explorer builds its own; `compare` finds no differing state or edge. The same check
 must fail, readably, when one action of the model is altered: otherwise it proves nothing.
-TLC runs once per design (a session cache); the altered models reuse those graphs.
+TLC runs once per design and bound (a session cache); the altered models reuse those
+graphs.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from shift.spec.catalog import Catalog, load_catalog
 from shift.errors import ShiftError
 from shift.tlc.conformance import TlcGraph, compare, dump_graph, parse_dot
 
-Graphs = Callable[[str], TlcGraph]
+Graphs = Callable[..., TlcGraph]  # (design, bound = "small")
 
 
 @pytest.fixture(scope="session")
@@ -34,17 +36,18 @@ def tlc_graph(catalog: Catalog, tmp_path_factory: pytest.TempPathFactory) -> Gra
     graphs: dict[str, TlcGraph] = {}
     work = tmp_path_factory.mktemp("dump")
 
-    def get(design: str) -> TlcGraph:
-        if design not in graphs:
-            dot = dump_graph(catalog, catalog.design(design), catalog.bound("small"),
-                             work / design, workers=2)
-            graphs[design] = parse_dot(dot)
-        return graphs[design]
+    def get(design: str, bound: str = "small") -> TlcGraph:
+        key = f"{design}-{bound}"
+        if key not in graphs:
+            dot = dump_graph(catalog, catalog.design(design), catalog.bound(bound),
+                             work / key, workers=2)
+            graphs[key] = parse_dot(dot)
+        return graphs[key]
     return get
 
 
-def explored(design: str) -> Exploration:
-    return explore(Model.load(design, "small"), [])
+def explored(design: str, bound: str = "small") -> Exploration:
+    return explore(Model.load(design, bound), [])
 
 
 @pytest.mark.parametrize("design", DESIGNS)
@@ -58,11 +61,24 @@ def test_tlc_and_the_explorer_build_the_same_graph(design: str, tlc_graph: Graph
     assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
 
 
+@pytest.mark.parametrize("design", ["Shift", "NaiveReplay"])
+def test_tlc_and_the_explorer_build_the_same_graph_when_both_hosts_send(
+        design: str, tlc_graph: Graphs) -> None:
+    tlc = tlc_graph(design, "twoway")
+    ex = explored(design, "twoway")
+    mismatch = compare(ex, tlc)
+    assert mismatch is None, str(mismatch)
+    assert ex.distinct == len(tlc.view) > 1000
+    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    # B's WRs took effect at A: the graph has two-way traffic.
+    assert any(s.execs[1] and s.execs[1][0] for s in ex.graph.states)
+
+
 def test_a_replay_without_the_counter_filter_is_caught(
         tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:
     """SHIFT's Progress(A) altered to replay every outstanding WR (NaiveReplay's filter)."""
     tlc = tlc_graph("Shift")
-    monkeypatch.setattr(layer, "skip", lambda s, d, w: False)
+    monkeypatch.setattr(layer, "skip", lambda s, h, d, w: False)
     mismatch = compare(explored("Shift"), tlc)
     assert mismatch is not None
     text = str(mismatch)
@@ -81,6 +97,8 @@ def test_a_link_that_carries_packets_while_down_is_caught(
     tlc = tlc_graph("NoFailover")
     original = transport.push
     monkeypatch.setattr(transport, "push",
+                        lambda link, wire, i, j, m: original((True, True), wire, i, j, m))
+    monkeypatch.setattr(layer, "push",
                         lambda link, wire, i, j, m: original((True, True), wire, i, j, m))
     mismatch = compare(explored("NoFailover"), tlc)
     assert mismatch is not None

@@ -56,7 +56,7 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
 
 
 def events_of(s: State) -> tuple[Event, ...]:
-    return vocabulary_events(len(s.program), num_notes(s.program))
+    return vocabulary_events(max(map(len, s.program)), max(map(num_notes, s.program)))
 
 
 @dataclass
