@@ -48,6 +48,7 @@ NotesTaken(h) == SelectSeq(rcvSeen[h], LAMBDA e : e.status = "SUCCESS")
 (* writing a region) only once the peer took every notification posted   *)
 (* before it, and posts a reply only once it took the notifications the   *)
 (* reply waits for (`after`).                                            *)
+(* Model: apps.can_post. C: none; the application's own flow control.    *)
 (***************************************************************************)
 CanPost(h, w) ==
     LET x == program[h][w]
@@ -57,6 +58,7 @@ CanPost(h, w) ==
         /\ Len(NotesTaken(h)) >= x.after
 
 \* Post WR w on host h's QP of path p; a QP in the error state flushes it at once.
+\* Model: apps._post_on. C: post_pend, then the NIC's sn__post_send.
 PostOn(h, p, w) ==
     /\ sq' = [sq EXCEPT ![h][p] = Append(@, w)]
     /\ cq' = IF qp[h][p] = "ERR"
@@ -68,6 +70,8 @@ PostOn(h, p, w) ==
 (* send side: the default QP; held by the layer until replay; the backup *)
 (* QP; the fence; held on the default QP; or failed at once after a      *)
 (* refusal.                                                               *)
+(* Model: apps.post_send. C: shift_post_send (A's side only: the C core  *)
+(* is one-way, B posts no WR).                                            *)
 (***************************************************************************)
 PostSend(h) ==
     /\ posted[h] < Len(program[h])
@@ -98,6 +102,7 @@ PostSend(h) ==
                     rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed, refused >>
 
 \* Post receive WR r on host h's QP of path p; a QP in the error state flushes it.
+\* Model: apps._post_recv_on. C: post_rpend, then the NIC's sn__post_recv.
 PostRecvOn(h, p, r) ==
     IF qp[h][p] = "ERR"
     THEN /\ cq' = [cq EXCEPT ![h][p] = Append(@, Cqe(0, r, "WR_FLUSH_ERR", 0))]
@@ -107,6 +112,7 @@ PostRecvOn(h, p, r) ==
 
 \* Host h's application posts its next receive WR: on the default QP, on the
 \* backup QP once the layer reposted there, or held while it moves them.
+\* Model: apps.post_recv. C: shift_post_recv (B's side only).
 PostRecv(h) ==
     /\ recvPosted[h] < NumNotes(program[Peer(h)])
     /\ LET r == recvPosted[h] + 1
@@ -123,6 +129,7 @@ PostRecv(h) ==
 
 \* Host h's application makes its next store into its own memory, once it took
 \* the notifications the store waits for. The layer does not see it.
+\* Model: apps.app_write. C: the application's memory (Connection.app_write).
 AppWrite(h) ==
     /\ stored[h] < Len(stores[h])
     /\ Len(NotesTaken(h)) >= stores[h][stored[h] + 1].after
@@ -147,14 +154,16 @@ Holds1(h) == sendMode[h] \in {"Default", "WaitDrained"} \/ recvMode[h] = "Defaul
 
 \* The CQ the layer polls for the application: the backup QP's while a side is
 \* off the default path and it has entries, else the default QP's while a side
-\* completes there.
+\* completes there. Model: apps.polls1, apps.poll_path (OnPath1, Holds1:
+\* layer.on_path1, layer.holds1). C: shift_poll_step, which still polls one
+\* CQ per host state (the default QP's in Default, else the backup QP's).
 Polls1(h) == "Default" \in {sendMode[h], recvMode[h]}
 Polls2(h) == sendMode[h] # "Default" \/ recvMode[h] # "Default"
 PollPath(h) == IF Polls2(h) /\ cq[h][2] # << >> THEN 2 ELSE 1
 
 \* Host h's application takes completion c: a send completion with what a READ
 \* or atomic returned, or a receive completion with the host's memory and the
-\* receive WR's buffer as it reads them then.
+\* receive WR's buffer as it reads them then. Model: apps.see.
 See(h, c) ==
     IF IsRecv(c)
     THEN /\ rcvSeen' = [rcvSeen EXCEPT ![h] =
@@ -173,6 +182,7 @@ Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
 (* the error that triggered it, returned for the first WR if the layer  *)
 (* refuses. A send side in fail-back abandons it: the WRs it held on the *)
 (* default QP (never transmitted) go to the backup QP.                   *)
+(* Model: layer.trigger. C: trigger.                                      *)
 (***************************************************************************)
 Trigger(h, D, status) ==
     LET good    == GoodPrefix(cq[h][1])
@@ -219,6 +229,7 @@ Trigger(h, D, status) ==
 (* starts a failover instead of reaching the application. An error from *)
 (* the backup QP reaches it (and puts a send side in Error): SHIFT as    *)
 (* published has no third path.                                         *)
+(* Model: apps.poll_cq. C: shift_poll_step.                               *)
 (***************************************************************************)
 PollCq(h, D) ==
     /\ event' = << "PollCq", h >>
@@ -265,6 +276,7 @@ PsnState == << una, nxt, retry, epsn, saved >>
 \* side is moving), then send the receive counter over the backup path: first
 \* (then the host awaits the peer's), or answering the peer's. A counter no
 \* replay needs is used up.
+\* Model: layer.handshake. C: handshake (and its send_counter).
 Handshake(h) ==
     /\ ~sentCtr[h] /\ ~OnPath1(h)
     /\ IF recvMode[h] = "Moving" /\ qp[h][2] = "RTS"
@@ -296,6 +308,8 @@ Handshake(h) ==
 (*              peer NIC's expected PSN (hidden transport state).       *)
 (*  "flag"    - NCCL: the peer set the completion flag of w's message   *)
 (*              when its application polled the notification.           *)
+(* Model: layer.skip (MessageOf: layer.message_of). C: the filter in      *)
+(* replay, which has "none" and "counter" only.                           *)
 (***************************************************************************)
 
 \* The notification that ends the message host h's WR w belongs to (0: none).
@@ -318,6 +332,7 @@ Skip(h, D, w) ==
 
 \* Step 3: re-post host h's outstanding WRs on the backup QP, except those
 \* D.skip names; a skipped signaled WR is reported successful.
+\* Model: layer.replay. C: replay.
 Replay(h, D) ==
     /\ sendMode[h] = "Fallback" /\ sentCtr[h] /\ fresh[h] /\ ~replayed[h]
     /\ LET ps      == pending[h]
@@ -340,6 +355,7 @@ Replay(h, D) ==
 \* Step 4a: the default path is healthy again; reconnect its QP pair (both ends
 \* start afresh) unless the peer did, and probe it; then wait for the fence. A
 \* reset waits until no side of either host holds WRs on the default QP.
+\* Model: layer.reconnect. C: reconnect (its probe: probe_check).
 Reconnect(h, D) ==
     /\ D.failBack /\ Recover
     /\ sendMode[h] = "Fallback" /\ replayed[h] /\ sentCtr[h] /\ ~fresh[h]
@@ -363,6 +379,7 @@ Reconnect(h, D) ==
 
 \* Step 4b: the fence completed on the backup path, so every WR before it did:
 \* notify the peer on the default path alone and release the held WRs.
+\* Model: layer.release. C: release (once fence_done).
 Release(h) ==
     /\ sendMode[h] = "WaitDrained" /\ fence[h] \notin Range(pending[h]) /\ ~fresh[h]
     \* A dead NIC sends nothing: the notice is lost with it.
@@ -379,8 +396,11 @@ Release(h) ==
 (***************************************************************************)
 (* One step of the layer's background work on host h: woken by a counter *)
 (* of the peer it must answer while a side is on the default path, the  *)
-(* handshake, the replay, or a fail-back step. At most one is enabled at a time, so    *)
-(* Progress(h) is deterministic.                                          *)
+(* handshake, the replay, or a fail-back step. At most one is enabled at *)
+(* a time, so Progress(h) is deterministic.                               *)
+(* Model: layer.progress (layer.progress_all lists every enabled step;   *)
+(* its first step, on the peer's counter: layer.woken).                   *)
+(* C: shift_progress.                                                     *)
 (***************************************************************************)
 Progress(h, D) ==
     /\ D.failover
@@ -401,6 +421,8 @@ Progress(h, D) ==
 (* The fail-back notice: h's receive side holds the backup CQ's good     *)
 (* receive completions, drops its other receive CQEs, and reposts on the *)
 (* default QP every receive WR its application is still owed.           *)
+(* Model: layer.deliver_control (the event Deliver, next.deliver).       *)
+(* C: sn_deliver hands it to shift_ctl_input.                             *)
 (***************************************************************************)
 DeliverControl(p, d) ==
     /\ wire[p][d] # << >>
@@ -438,6 +460,7 @@ DeliverControl(p, d) ==
 \* The applications pick one of the Workloads (each host's program and stores);
 \* every queue is empty, every QP ready to send, every link and NIC up, both
 \* layers in Default.
+\* Model: state.initial. C: sn_fabric_create, then shift_sim_connect.
 Init ==
     /\ \E k \in Workloads : /\ program = [h \in Hosts |-> ProgramOf(k, h)]
                             /\ stores = [h \in Hosts |-> StoresAt(k, h)]
@@ -471,6 +494,8 @@ Init ==
 
 \* The system: the applications, the NICs, the wire and the layer on both
 \* hosts. Every one of its actions is weakly fair (FailoverFairness).
+\* Model: next.successors, the events whose action is in next.FAIR_ACTIONS.
+\* C: the NICs' sn_* steps and the layer's shift_* calls.
 System(D) ==
     \/ \E h \in Hosts : PostSend(h) \/ PostRecv(h) \/ AppWrite(h)
     \/ \E h \in Hosts, p \in Paths : Transmit(h, p) \/ Timeout(h, p)
@@ -480,12 +505,15 @@ System(D) ==
 
 \* The environment: the wire loses a packet, links and NICs fail and come back.
 \* None of it is fair.
+\* Model: next.successors, the events of the vocabulary's FAULT_EVENTS.
+\* C: sn_drop, sn_link_down, sn_link_up, sn_nic_fail, sn_nic_recover.
 Environment ==
     \/ \E p \in Paths, d \in Directions : Drop(p, d)
     \/ FaultNext
 
 FailoverNext(D) == System(D) \/ Environment
 
+\* Model: next.fairness_class.
 FailoverFairness(D) ==
     /\ \A h \in Hosts : WF_vars(PostSend(h)) /\ WF_vars(PostRecv(h)) /\ WF_vars(AppWrite(h))
     /\ \A h \in Hosts, p \in Paths : WF_vars(Transmit(h, p)) /\ WF_vars(Timeout(h, p))

@@ -1,14 +1,24 @@
 """One action at a time: the concrete state change each event makes, and when it cannot
 happen. Workloads (spec/Workloads.tla): 1 = WRITE, WRITE_IMM; 2 = SEND, SEND; 3 = FADD,
-WRITE_IMM; 4 = WRITE, WRITE_IMM, WRITE, WRITE_IMM (buffer reuse)."""
+WRITE_IMM; 4 = WRITE, WRITE_IMM, WRITE, WRITE_IMM (buffer reuse); 7 = ping-pong (A's SEND,
+B's SEND in reply). Every per-host variable is a pair, A's then B's ([host][path - 1] for
+the QPs' and queues')."""
 
 from __future__ import annotations
 
 from modelkit import changed, model, reach, step
-from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, SndSeen
+from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, SndSeen, State, set_at
 from shift.vocabulary import make
 
 SHIFT = model("Shift")
+A, B = 0, 1
+EMPTY = ((), ())
+
+
+def on(s: State, h: int, **per_host: object) -> State:
+    """s with host h's entry of each named variable replaced."""
+    return s._replace(**{k: set_at(getattr(s, k), h, v) for k, v in per_host.items()})
+
 # Workload 1 with everything posted: WRITE (unsignaled), WRITE_IMM (signaled, note 1).
 POSTED1 = (("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2))
 
@@ -18,37 +28,38 @@ POSTED1 = (("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2))
 def test_transmit_sends_the_next_psn() -> None:
     s = reach(SHIFT, 1, *POSTED1)
     t = step(SHIFT, s, "Transmit", "A", 1)
-    assert t.wire[0][0] == (Req(1, 1),) and t.nxt == (2, 1)
+    assert t.wire[0][0] == (Req(1, 1),) and t.nxt[A] == (2, 1)
     assert changed(s, t) == {"wire", "nxt"}
     t = step(SHIFT, t, "Transmit", "A", 1)
-    assert t.wire[0][0] == (Req(1, 1), Req(2, 2)) and t.nxt == (3, 1)
+    assert t.wire[0][0] == (Req(1, 1), Req(2, 2)) and t.nxt[A] == (3, 1)
     assert SHIFT.step(t, make("Transmit", "A", 1)) is None  # nothing left to send
-    assert SHIFT.step(t, make("Transmit", "B", 1)) is None  # only A's requester sends
+    assert SHIFT.step(t, make("Transmit", "B", 1)) is None  # B's send queue is empty
 
 
 def test_transmit_is_held_on_the_default_path_while_the_fence_drains() -> None:
-    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(layer=("WaitDrained", "Default"))
+    s = on(reach(SHIFT, 1, ("PostSend", "A", 1)), A, sendMode="WaitDrained")
     assert SHIFT.step(s, make("Transmit", "A", 1)) is None
-    s = s._replace(sq=((1,), (1,)))
+    s = on(s, A, sq=((1,), (1,)))
     assert step(SHIFT, s, "Transmit", "A", 2).wire[1][0] == (Req(1, 1),)
 
 
 def test_transmit_on_a_dead_link_is_lost() -> None:
     s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(link=(False, True))
     t = step(SHIFT, s, "Transmit", "A", 1)
-    assert t.wire == s.wire and t.nxt == (2, 1)
+    assert t.wire == s.wire and t.nxt[A] == (2, 1)
 
 
 def test_responder_executes_the_expected_psn_and_acks() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1))
     t = step(SHIFT, s, "Deliver", 1, "AtoB")
-    assert t.mem == (1, 0) and t.execs == (1, 0) and t.epsn == (2, 1)
+    assert t.mem[B] == (1, 0) and t.execs[A] == (1, 0) and t.epsn[B] == (2, 1)
     assert t.wire[0] == ((Req(2, 2),), (Ack(1, 0),))  # a WRITE's ACK returns nothing
     assert changed(s, t) == {"mem", "execs", "epsn", "wire"}
     # The notification consumes receive WR 1 and completes at B.
     u = step(SHIFT, t, "Deliver", 1, "AtoB")
-    assert u.rq == ((), ()) and u.cq[1][0] == (Cqe(2, 1, "SUCCESS", 0),)
-    assert u.execs == (1, 1) and u.epsn == (3, 1) and u.wire[0][1] == (Ack(1, 0), Ack(2, 0))
+    assert u.rq[B] == EMPTY and u.cq[B][0] == (Cqe(2, 1, "SUCCESS", 0),)
+    assert u.execs[A] == (1, 1) and u.epsn[B] == (3, 1)
+    assert u.wire[0][1] == (Ack(1, 0), Ack(2, 0))
 
 
 def test_responder_reacks_a_duplicate_without_executing_it() -> None:
@@ -61,10 +72,10 @@ def test_responder_reacks_a_duplicate_without_executing_it() -> None:
 
 def test_duplicate_atomic_returns_its_saved_result() -> None:
     s = reach(SHIFT, 3, ("PostSend", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
-    assert s.mem == (1, 0) and s.saved == (frozenset({(1, 0)}), frozenset())
+    assert s.mem[B] == (1, 0) and s.saved[B] == (frozenset({(1, 0)}), frozenset())
     dup = s._replace(wire=(((Req(1, 1),), ()), s.wire[1]))
     t = step(SHIFT, dup, "Deliver", 1, "AtoB")
-    assert t.mem == (1, 0) and t.execs == (1, 0)  # not added twice
+    assert t.mem[B] == (1, 0) and t.execs[A] == (1, 0)  # not added twice
     assert t.wire[0][1] == (Ack(1, 0),)  # the saved old value, not the current one
 
 
@@ -77,9 +88,10 @@ def test_responder_discards_a_request_ahead_of_its_psn() -> None:
 
 def test_responder_discards_a_notification_without_receive_wr() -> None:
     s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostSend", "A", 1))
-    s = s._replace(rq=((), ()), wire=(((Req(1, 1),), ()), ((), ())), nxt=(2, 1), sq=((1,), ()))
+    s = on(s._replace(wire=(((Req(1, 1),), ()), EMPTY)), B, rq=EMPTY)
+    s = on(s, A, nxt=(2, 1), sq=((1,), ()))
     t = step(SHIFT, s, "Deliver", 1, "AtoB")
-    assert changed(s, t) == {"wire"} and t.execs == (0, 0)  # receiver not ready
+    assert changed(s, t) == {"wire"} and t.execs[A] == (0, 0)  # receiver not ready
 
 
 def test_responder_on_a_dead_nic_discards() -> None:
@@ -92,11 +104,11 @@ def test_responder_on_a_dead_nic_discards() -> None:
 def test_staging_copies_a_payload_once_by_sequence_number() -> None:
     staging = model("Staging")
     s = reach(staging, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
-    assert s.copies == 1 and s.execs == (1, 0)
+    assert s.copies == 1 and s.execs[A] == (1, 0)
     # The same WR again on the backup path, at its expected PSN: deduplicated by the copy.
-    again = s._replace(wire=(s.wire[0], ((Req(1, 1),), ())), sq=(s.sq[0], (1,)))
+    again = on(s._replace(wire=(s.wire[0], ((Req(1, 1),), ()))), A, sq=(s.sq[A][0], (1,)))
     t = step(staging, again, "Deliver", 2, "AtoB")
-    assert t.copies == 1 and t.execs == (1, 0) and t.epsn == (2, 2)
+    assert t.copies == 1 and t.execs[A] == (1, 0) and t.epsn[B] == (2, 2)
     assert t.wire[1][1] == (Ack(1, 0),)  # a WRITE's ACK returns nothing
 
 
@@ -106,13 +118,13 @@ def test_cumulative_ack_completes_every_wr_up_to_its_psn() -> None:
     assert s.wire[0][1] == (Ack(2, 0),)
     t = step(SHIFT, s, "Deliver", 1, "BtoA")
     # WR 1 (unsignaled) completes silently, WR 2 with a CQE; retries are restored.
-    assert t.cq[0][0] == (Cqe(2, 0, "SUCCESS", 0),) and t.una == (3, 1)
+    assert t.cq[A][0] == (Cqe(2, 0, "SUCCESS", 0),) and t.una[A] == (3, 1)
     assert changed(s, t) == {"cq", "una", "wire"}
 
 
 def test_ack_is_ignored_by_a_qp_in_error() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
-    s = s._replace(qp=(("ERR", "RTS"), ("RTS", "RTS")))
+    s = on(s, A, qp=("ERR", "RTS"))
     t = step(SHIFT, s, "Deliver", 1, "BtoA")
     assert changed(s, t) == {"wire"}
 
@@ -121,14 +133,14 @@ def test_timeout_goes_back_n_while_retries_remain() -> None:
     m = model("Shift", "default")  # MaxRetries = 1
     s = reach(m, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1), ("Drop", 1, "AtoB"),
               ("Deliver", 1, "AtoB"))  # WR 2 arrives ahead of its PSN: discarded
-    assert s.wire[0] == ((), ()) and s.una == (1, 1) and s.nxt == (3, 1)
+    assert s.wire[0] == EMPTY and s.una[A] == (1, 1) and s.nxt[A] == (3, 1)
     t = step(m, s, "Timeout", "A", 1)
-    assert t.nxt == (1, 1) and t.retry == (0, 1) and changed(s, t) == {"nxt", "retry"}
+    assert t.nxt[A] == (1, 1) and t.retry[A] == (0, 1) and changed(s, t) == {"nxt", "retry"}
     u = step(m, t, "Transmit", "A", 1)  # WR 1 again, with its old PSN
     assert u.wire[0][0] == (Req(1, 1),)
     # The ACK of the retransmission gives the retry back.
     v = step(m, step(m, u, "Deliver", 1, "AtoB"), "Deliver", 1, "BtoA")
-    assert v.una == (2, 1) and v.retry == (1, 1)
+    assert v.una[A] == (2, 1) and v.retry[A] == (1, 1)
 
 
 def test_timeout_waits_for_a_quiet_wire() -> None:
@@ -141,9 +153,9 @@ def test_timeout_without_retries_errors_and_flushes() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1),
               ("Drop", 1, "AtoB"), ("Deliver", 1, "AtoB"))
     t = step(SHIFT, s, "Timeout", "A", 1)  # small bound: MaxRetries = 0
-    assert t.qp[0] == ("ERR", "RTS")
-    assert t.cq[0][0] == (Cqe(1, 0, "RETRY_EXC_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
-    assert changed(s, t) == {"qp", "cq"}
+    assert t.qp[A] == ("ERR", "RTS")
+    assert t.cq[A][0] == (Cqe(1, 0, "RETRY_EXC_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    assert changed(s, t) == {"qp", "cq"}  # A's QP has no receive WR to flush
     # A post on the errored QP is flushed at once (here: a QP in ERR, layer still Default).
 
 
@@ -154,7 +166,7 @@ def test_drop_only_on_fault_paths_within_the_budget_and_never_control() -> None:
     assert SHIFT.step(t, make("Drop", 1, "AtoB")) is None  # MaxDrops = 1
     other = s._replace(wire=(s.wire[1], s.wire[0]))  # the packets on path 2
     assert SHIFT.step(other, make("Drop", 2, "AtoB")) is None  # FaultPaths = {1}
-    ctl = s._replace(wire=(((Ctl("counter", 0),), ()), ((), ())))
+    ctl = s._replace(wire=(((Ctl("counter", 0),), ()), EMPTY))
     assert SHIFT.step(ctl, make("Drop", 1, "AtoB")) is None
 
 
@@ -163,7 +175,7 @@ def test_drop_only_on_fault_paths_within_the_budget_and_never_control() -> None:
 def test_link_down_loses_the_wire_and_counts_a_fault() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1))
     t = step(SHIFT, s, "LinkDown", 1)
-    assert t.link == (False, True) and t.wire[0] == ((), ()) and t.faults == 1
+    assert t.link == (False, True) and t.wire[0] == EMPTY and t.faults == 1
     assert changed(s, t) == {"link", "wire", "faults"}
     assert SHIFT.step(t, make("LinkDown", 1)) is None
     assert SHIFT.step(t, make("LinkUp", 1)) is None  # small: Recover = FALSE
@@ -175,21 +187,21 @@ def test_link_down_loses_the_wire_and_counts_a_fault() -> None:
 def test_nic_fail_at_the_requester_flushes_from_the_oldest_unacked() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
               ("Deliver", 1, "BtoA"))
-    assert s.una == (2, 1)
+    assert s.una[A] == (2, 1)
     t = step(SHIFT, s, "NicFail", "A", 1)
-    assert t.nic[0] == (False, True) and t.qp[0] == ("ERR", "RTS") and t.faults == 1
-    assert t.cq[0][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)  # WR 1 is acknowledged
+    assert t.nic[A] == (False, True) and t.qp[A] == ("ERR", "RTS") and t.faults == 1
+    assert t.cq[A][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)  # WR 1 is acknowledged
 
 
 def test_nic_fail_at_the_responder_flushes_its_receive_wrs() -> None:
     s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))
     t = step(SHIFT, s, "NicFail", "B", 1)
-    assert t.rq == ((), ()) and t.qp[1] == ("ERR", "RTS")
-    assert t.cq[1][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
+    assert t.rq[B] == EMPTY and t.qp[B] == ("ERR", "RTS")
+    assert t.cq[B][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
 
 
 def test_nic_fail_of_a_qp_already_in_error_flushes_nothing_more() -> None:
-    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(qp=(("ERR", "RTS"), ("RTS", "RTS")))
+    s = on(reach(SHIFT, 1, ("PostSend", "A", 1)), A, qp=("ERR", "RTS"))
     t = step(SHIFT, s, "NicFail", "A", 1)
     assert t.cq == s.cq and changed(s, t) == {"nic", "faults"}
 
@@ -198,7 +210,7 @@ def test_nic_recover_only_with_recovery() -> None:
     m = model("Shift", "default")
     s = reach(m, 1, ("NicFail", "A", 1))
     t = step(m, s, "NicRecover", "A", 1)
-    assert t.nic[0] == (True, True) and t.qp[0] == ("ERR", "RTS")
+    assert t.nic[A] == (True, True) and t.qp[A] == ("ERR", "RTS")
     assert SHIFT.step(s, make("NicRecover", "A", 1)) is None
 
 
@@ -208,7 +220,7 @@ def test_post_send_waits_for_the_receive_wr_of_a_notification() -> None:
     s = reach(SHIFT, 1, ("PostSend", "A", 1))
     assert SHIFT.step(s, make("PostSend", "A", 2)) is None
     t = step(SHIFT, step(SHIFT, s, "PostRecv", "B", 1), "PostSend", "A", 2)
-    assert t.posted == 2 and t.pending == (1, 2) and t.sq[0] == (1, 2)
+    assert t.posted == (2, 0) and t.pending[A] == (1, 2) and t.sq[A][0] == (1, 2)
 
 
 def test_post_send_reuses_a_buffer_only_after_the_notification_was_taken() -> None:
@@ -217,57 +229,67 @@ def test_post_send_reuses_a_buffer_only_after_the_notification_was_taken() -> No
     done = reach(SHIFT, 4, *POSTED1, ("PostRecv", "B", 2), ("Transmit", "A", 1),
                  ("Transmit", "A", 1), ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"),
                  ("PollCq", "B"))
-    assert step(SHIFT, done, "PostSend", "A", 3).sq[0] == (1, 2, 3)
+    assert step(SHIFT, done, "PostSend", "A", 3).sq[A][0] == (1, 2, 3)
 
 
 def test_post_send_event_names_the_next_wr() -> None:
     assert SHIFT.step(reach(SHIFT, 1), make("PostSend", "A", 2)) is None
-    assert SHIFT.step(reach(SHIFT, 1), make("PostSend", "B", 1)) is None
+    assert SHIFT.step(reach(SHIFT, 1), make("PostSend", "B", 1)) is None  # B's program is empty
+    # Ping-pong: B's SEND is a reply, posted once B took A's.
+    two = model("Shift", "twoway")
+    pong = reach(two, 7, ("PostRecv", "B", 1), ("PostRecv", "A", 1), ("PostSend", "A", 1))
+    assert two.step(pong, make("PostSend", "B", 1)) is None
+    took = reach(two, 7, ("PostRecv", "B", 1), ("PostRecv", "A", 1), ("PostSend", "A", 1),
+                 ("Transmit", "A", 1), ("Deliver", 1, "AtoB"), ("PollCq", "B"))
+    t = step(two, took, "PostSend", "B", 1)
+    assert t.posted == (1, 1) and t.sq[B][0] == (1,) and t.pending[B] == (1,)
 
 
-def test_post_send_is_routed_by_the_layer_state() -> None:
+def test_post_send_is_routed_by_the_send_side() -> None:
     base = reach(SHIFT, 1, ("PostSend", "A", 1), ("PostRecv", "B", 1))
     # Fallback before the replay: held by the layer (pending only).
-    held = step(SHIFT, base._replace(layer=("Fallback", "Default")), "PostSend", "A", 2)
-    assert held.sq == base.sq and held.pending == (1, 2)
+    held = step(SHIFT, on(base, A, sendMode="Fallback"), "PostSend", "A", 2)
+    assert held.sq == base.sq and held.pending[A] == (1, 2)
     # Fallback after the replay: the backup QP.
-    after = base._replace(layer=("Fallback", "Default"), replayed=(True, False))
-    assert step(SHIFT, after, "PostSend", "A", 2).sq == ((1,), (2,))
+    after = on(base, A, sendMode="Fallback", replayed=True)
+    assert step(SHIFT, after, "PostSend", "A", 2).sq[A] == ((1,), (2,))
     # WaitSignaled: the backup QP, and a signaled WR becomes the fence.
-    ws = step(SHIFT, base._replace(layer=("WaitSignaled", "Default")), "PostSend", "A", 2)
-    assert ws.sq == ((1,), (2,)) and ws.layer[0] == "WaitDrained" and ws.fence == 2
+    ws = step(SHIFT, on(base, A, sendMode="WaitSignaled"), "PostSend", "A", 2)
+    assert ws.sq[A] == ((1,), (2,)) and ws.sendMode[A] == "WaitDrained" and ws.fence[A] == 2
     # WaitDrained: held on the default QP (its doorbell is not rung, see Transmit).
-    wd = step(SHIFT, base._replace(layer=("WaitDrained", "Default")), "PostSend", "A", 2)
-    assert wd.sq == ((1, 2), ())
+    wd = step(SHIFT, on(base, A, sendMode="WaitDrained"), "PostSend", "A", 2)
+    assert wd.sq[A] == ((1, 2), ())
     # Error: failed at once, behind every completion still to be polled.
-    err = step(SHIFT, base._replace(layer=("Error", "Default")), "PostSend", "A", 2)
-    assert err.cq[0][1] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),) and err.pending == (1,)
+    err = step(SHIFT, on(base, A, sendMode="Error"), "PostSend", "A", 2)
+    assert err.cq[A][1] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),) and err.pending[A] == (1,)
 
 
 def test_post_on_a_qp_in_error_is_flushed() -> None:
     s = reach(model("NoFailover"), 1, ("PostSend", "A", 1), ("PostRecv", "B", 1))
-    s = s._replace(qp=(("ERR", "RTS"), ("RTS", "RTS")))
+    s = on(s, A, qp=("ERR", "RTS"))
     t = step(model("NoFailover"), s, "PostSend", "A", 2)
-    assert t.sq[0] == (1, 2) and t.cq[0][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)
+    assert t.sq[A][0] == (1, 2) and t.cq[A][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)
 
 
-def test_post_recv_is_routed_by_the_layer_state() -> None:
+def test_post_recv_is_routed_by_the_receive_side() -> None:
     s = reach(SHIFT, 2)
-    assert step(SHIFT, s, "PostRecv", "B", 1).rq == ((1,), ())
-    held = step(SHIFT, s._replace(layer=("Default", "Fallback")), "PostRecv", "B", 1)
-    assert held.rq == ((), ()) and held.rpend == (1,)
-    moved = s._replace(layer=("Default", "Fallback"), sentCtr=(False, True))
-    assert step(SHIFT, moved, "PostRecv", "B", 1).rq == ((), (1,))
-    dead = s._replace(qp=(("RTS", "RTS"), ("ERR", "RTS")))
-    assert step(SHIFT, dead, "PostRecv", "B", 1).cq[1][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0),)
+    assert step(SHIFT, s, "PostRecv", "B", 1).rq[B] == ((1,), ())
+    held = step(SHIFT, on(s, B, recvMode="Moving"), "PostRecv", "B", 1)
+    assert held.rq[B] == EMPTY and held.rpend[B] == (1,)
+    moved = on(s, B, recvMode="Fallback")
+    assert step(SHIFT, moved, "PostRecv", "B", 1).rq[B] == ((), (1,))
+    dead = on(s, B, qp=("ERR", "RTS"))
+    assert step(SHIFT, dead, "PostRecv", "B", 1).cq[B][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0),)
     assert SHIFT.step(reach(SHIFT, 1, ("PostRecv", "B", 1)), make("PostRecv", "B", 2)) is None
+    assert SHIFT.step(s, make("PostRecv", "A", 1)) is None  # B's program has no notification
 
 
 def test_poll_takes_buffered_completions_first() -> None:
-    s = reach(SHIFT, 1)._replace(buffered=((Cqe(1, 0, "SUCCESS", 0),), ()),
-                                 cq=(((Cqe(2, 0, "SUCCESS", 0),), ()), ((), ())))
+    s = on(reach(SHIFT, 1), A, buffered=(Cqe(1, 0, "SUCCESS", 0),),
+           cq=((Cqe(2, 0, "SUCCESS", 0),), ()))
     t = step(SHIFT, s, "PollCq", "A")
-    assert t.sndSeen == (SndSeen(1, "SUCCESS", 0),) and t.buffered == ((), ()) and t.cq == s.cq
+    assert t.sndSeen[A] == (SndSeen(1, "SUCCESS", 0),) and t.buffered == EMPTY
+    assert t.cq == s.cq
 
 
 def test_poll_success_at_the_sender_and_notification_at_the_receiver() -> None:
@@ -275,24 +297,41 @@ def test_poll_success_at_the_sender_and_notification_at_the_receiver() -> None:
               ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"), ("Deliver", 1, "BtoA"),
               ("Deliver", 1, "BtoA"))
     a = step(SHIFT, s, "PollCq", "A")
-    assert a.sndSeen == (SndSeen(2, "SUCCESS", 0),) and a.pending == ()
+    assert a.sndSeen[A] == (SndSeen(2, "SUCCESS", 0),) and a.pending[A] == ()
     b = step(SHIFT, s, "PollCq", "B")
-    assert b.rcvSeen == (RcvSeen(2, 1, "SUCCESS", (1, 0), 0),) and b.recvDone == 1 and b.rpend == ()
+    assert b.rcvSeen[B] == (RcvSeen(2, 1, "SUCCESS", (1, 0), 0),)
+    assert b.recvDone[B] == 1 and b.rpend[B] == ()
     assert SHIFT.step(b, make("PollCq", "B")) is None  # nothing left
 
 
 def test_poll_of_an_error_without_failover_reaches_the_application() -> None:
     nf = model("NoFailover")
     s = reach(nf, 1, *POSTED1, ("NicFail", "A", 1), ("PollCq", "A"))
-    assert s.sndSeen == (SndSeen(1, "WR_FLUSH_ERR", 0),) and s.layer == ("Default", "Default")
-    assert s.pending == (2,)  # only the failed WR leaves the outstanding set
+    assert s.sndSeen[A] == (SndSeen(1, "WR_FLUSH_ERR", 0),)
+    assert s.sendMode == s.recvMode == ("Default", "Default")
+    assert s.pending[A] == (2,)  # only the failed WR leaves the outstanding set
 
 
-def test_poll_of_an_error_from_the_backup_path_puts_a_in_error() -> None:
-    s = reach(SHIFT, 1, ("PostSend", "A", 1))._replace(
-        layer=("Fallback", "Default"), cq=(((), (Cqe(1, 0, "WR_FLUSH_ERR", 0),)), ((), ())))
+def test_poll_of_an_error_from_the_backup_path_puts_the_send_side_in_error() -> None:
+    s = on(reach(SHIFT, 1, ("PostSend", "A", 1)), A, sendMode="Fallback",
+           cq=((), (Cqe(1, 0, "WR_FLUSH_ERR", 0),)))
     t = step(SHIFT, s, "PollCq", "A")
-    assert t.layer[0] == "Error" and t.sndSeen == (SndSeen(1, "WR_FLUSH_ERR", 0),)
+    assert t.sendMode[A] == "Error" and t.sndSeen[A] == (SndSeen(1, "WR_FLUSH_ERR", 0),)
+
+
+def test_the_backup_cq_is_polled_first_while_a_side_is_off_the_default_path() -> None:
+    """PollPath: a host whose receive side moved polls the backup CQ while it has
+    entries, then the default CQ its send side still completes on."""
+    s = on(reach(SHIFT, 1), A, recvMode="Fallback",
+           cq=((Cqe(2, 0, "SUCCESS", 0),), (Cqe(1, 0, "SUCCESS", 0),)))
+    t = step(SHIFT, s, "PollCq", "A")
+    assert t.sndSeen[A] == (SndSeen(1, "SUCCESS", 0),)
+    assert t.cq[A] == ((Cqe(2, 0, "SUCCESS", 0),), ())
+    u = step(SHIFT, t, "PollCq", "A")
+    assert [e.wr for e in u.sndSeen[A]] == [1, 2]
+    # Both sides off the default path: its CQ is not polled.
+    off = on(s, A, sendMode="Fallback", cq=((Cqe(2, 0, "SUCCESS", 0),), ()))
+    assert SHIFT.step(off, make("PollCq", "A")) is None
 
 
 # ------------------------------------------------- SHIFT's failover layer ----
@@ -303,60 +342,68 @@ FAILED1 = POSTED1 + (("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, 
 
 def test_default_to_fallback_on_an_error_completion() -> None:
     s = reach(SHIFT, 1, *FAILED1)
-    assert s.cq[0][0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    assert s.cq[A][0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
     t = step(SHIFT, s, "PollCq", "A")
-    assert t.layer == ("Fallback", "Default") and t.qp[0] == ("ERR", "RTS")
-    assert t.cq[0][0] == () and t.pending == (1, 2) and t.sndSeen == ()  # the app sees nothing
+    assert t.sendMode == ("Fallback", "Default") and t.recvMode == ("Moving", "Default")
+    assert t.qp[A] == ("ERR", "RTS") and t.cq[A][0] == () and t.pending[A] == (1, 2)
+    assert t.sndSeen[A] == ()  # the application sees nothing
 
 
 def test_trigger_holds_the_good_completions_for_the_application() -> None:
     # Woken by the peer's counter with a success in the default CQ: it is buffered and
     # the completed WRs leave the outstanding set.
-    s = reach(SHIFT, 1, *POSTED1)._replace(
-        cq=(((Cqe(2, 0, "SUCCESS", 0), Cqe(9, 0, "WR_FLUSH_ERR", 0)), ()), ((), ())),
-        peerCtr=(0, -1))
+    s = on(reach(SHIFT, 1, *POSTED1), A,
+           cq=((Cqe(2, 0, "SUCCESS", 0), Cqe(9, 0, "WR_FLUSH_ERR", 0)), ()),
+           peerCtr=0, fresh=True)
     t = step(SHIFT, s, "Progress", "A")
-    assert t.layer[0] == "Fallback" and t.buffered[0] == (Cqe(2, 0, "SUCCESS", 0),)
-    assert t.pending == () and t.cq[0][0] == ()
+    assert t.sendMode[A] == "Fallback" and t.buffered[A] == (Cqe(2, 0, "SUCCESS", 0),)
+    assert t.pending[A] == () and t.cq[A][0] == ()
+    assert t.fresh[A] and t.peerCtr[A] == 0  # the counter is kept for the handshake
 
 
 def test_an_atomic_in_flight_is_refused() -> None:
     s = reach(SHIFT, 3, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2),
               ("NicFail", "A", 1), ("PollCq", "A"))
-    assert s.layer[0] == "Error" and s.refused == frozenset({1, 2}) and s.pending == ()
-    assert s.buffered[0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    assert s.sendMode[A] == "Error" and s.refused[A] == frozenset({1, 2}) and s.pending[A] == ()
+    assert s.buffered[A] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
     naive = reach(model("NaiveReplay"), 3, ("PostSend", "A", 1), ("PostRecv", "B", 1),
                   ("PostSend", "A", 2), ("NicFail", "A", 1), ("PollCq", "A"))
-    assert naive.layer[0] == "Fallback" and naive.refused == frozenset()
+    assert naive.sendMode[A] == "Fallback" and naive.refused[A] == frozenset()
 
 
-def test_handshake_sends_the_counter_on_the_backup_path() -> None:
+def test_handshake_sends_the_counter_on_the_backup_path_and_asks() -> None:
     s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"))
     t = step(SHIFT, s, "Progress", "A")
     assert t.sentCtr == (True, False) and t.wire[1][0] == (Ctl("counter", 0),)
-    assert changed(s, t) == {"sentCtr", "wire"}
+    assert t.asked == (True, False) and t.recvMode[A] == "Fallback"
+    assert changed(s, t) == {"sentCtr", "wire", "asked", "recvMode"}
     u = step(SHIFT, t, "Deliver", 2, "AtoB")
-    assert u.peerCtr == (-1, 0)
+    assert u.peerCtr == (-1, 0) and u.fresh == (False, True) and u.sentCtr == (True, False)
 
 
-def test_peer_counter_moves_b_to_fallback_and_b_reposts_then_answers() -> None:
+def test_peer_counter_moves_b_off_the_default_path_and_b_answers() -> None:
     s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"))
     # B executed the notification: its completion is in B's default CQ, not yet polled.
     t = step(SHIFT, s, "Progress", "B")
-    assert t.layer[1] == "Fallback" and t.qp[1] == ("ERR", "RTS")
-    assert t.buffered[1] == (Cqe(2, 1, "SUCCESS", 0),) and t.recvDone == 1 and t.rpend == ()
-    u = step(SHIFT, t, "Progress", "B")  # handshake: repost (none left), send the counter
-    assert u.sentCtr[1] and u.wire[1][1] == (Ctl("counter", 1),)
+    assert t.sendMode[B] == "Fallback" and t.recvMode[B] == "Moving"
+    assert t.qp[B] == ("ERR", "RTS")
+    assert t.buffered[B] == (Cqe(2, 1, "SUCCESS", 0),) and t.recvDone[B] == 1
+    assert t.rpend[B] == ()
+    u = step(SHIFT, t, "Progress", "B")  # handshake: repost (none left), answer
+    assert u.sentCtr[B] and u.wire[1][1] == (Ctl("counter", 1),)
+    assert u.asked[B] is False and u.recvMode[B] == "Fallback"
+    # A's counter stays fresh for B's own replay (of no WR: B posts none here).
+    assert u.fresh[B] is True
 
 
 def test_b_reposts_its_outstanding_receive_wrs_before_answering() -> None:
-    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))._replace(
-        layer=("Default", "Fallback"), rq=((), ()))
+    s = on(reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2)), B,
+           sendMode="Fallback", recvMode="Moving", rq=EMPTY)
     t = step(SHIFT, s, "Progress", "B")
-    assert t.rq == ((), (1, 2)) and t.wire[1][1] == (Ctl("counter", 0),)
-    dead = s._replace(qp=(("RTS", "RTS"), ("RTS", "ERR")))
+    assert t.rq[B] == ((), (1, 2)) and t.wire[1][1] == (Ctl("counter", 0),)
+    dead = on(s, B, qp=("RTS", "ERR"))
     u = step(SHIFT, dead, "Progress", "B")
-    assert u.cq[1][1] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
+    assert u.cq[B][1] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
     assert u.wire == s.wire and u.sentCtr == (False, True)  # an errored QP sends nothing
 
 
@@ -366,18 +413,19 @@ FALLBACK_READY = FAILED1 + (("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "
 
 def test_replay_skips_what_the_peer_counter_shows_received() -> None:
     s = reach(SHIFT, 1, *FALLBACK_READY)
-    assert s.peerCtr == (1, 0) and s.pending == (1, 2)  # each side has the other's count
+    assert s.peerCtr == (1, 0) and s.pending[A] == (1, 2)  # each has the other's count
+    assert s.fresh[A]  # the answer A asked for
     t = step(SHIFT, s, "Progress", "A")
     # The WRITE is replayed (exactly-once is given up); the notification is not, and
     # completes as a success.
-    assert t.sq[1] == (1,) and t.pending == (1,) and t.replayed == (True, False)
-    assert t.buffered[0] == (Cqe(2, 0, "SUCCESS", 0),)
+    assert t.sq[A][1] == (1,) and t.pending[A] == (1,) and t.replayed == (True, False)
+    assert t.buffered[A] == (Cqe(2, 0, "SUCCESS", 0),) and not t.fresh[A]
 
 
 def test_replay_filters_of_the_other_designs() -> None:
     def replayed(design: str) -> tuple[int, ...]:
         m = model(design)
-        return step(m, reach(m, 1, *FALLBACK_READY), "Progress", "A").sq[1]
+        return step(m, reach(m, 1, *FALLBACK_READY), "Progress", "A").sq[A][1]
 
     assert replayed("ShiftPrefix") == ()  # the prefix up to the counted notification
     assert replayed("NaiveReplay") == (1, 2)  # everything
@@ -395,46 +443,51 @@ def test_replay_waits_for_the_peer_counter() -> None:
 def test_fail_back_reconnect_fence_release() -> None:
     m = model("Shift", "default")
     s = reach(m, 4, *FALLBACK_READY, ("Progress", "A"), ("NicRecover", "A", 1))
-    # Reconnect: the default path is healthy; its QP pair starts afresh.
+    # B replays its (empty) send side and A's receive side awaits B's fail-back: the
+    # default path is reset only once no side of B holds WRs there.
+    s = step(m, s, "Progress", "B")
+    assert s.replayed == (True, True)
     t = step(m, s, "Progress", "A")
-    assert t.layer[0] == "WaitSignaled" and t.qp == (("RTS", "RTS"), ("RTS", "RTS"))
-    assert t.sq[0] == () and t.una[0] == t.nxt[0] == t.epsn[0] == 1 and t.cq[0][0] == ()
+    assert t.sendMode[A] == "WaitSignaled" and t.qp == (("RTS", "RTS"), ("RTS", "RTS"))
+    assert t.sq[A][0] == () and t.una[A][0] == t.nxt[A][0] == t.epsn[B][0] == 1
+    assert t.cq[A][0] == ()
     # B took notification 1, so A may reuse the buffer: WR 3 (unsignaled) to the backup.
     t = step(m, step(m, t, "PollCq", "B"), "PostRecv", "B", 2)
     t = step(m, t, "PostSend", "A", 3)
-    assert t.sq[1] == (1, 3) and t.layer[0] == "WaitSignaled"
+    assert t.sq[A][1] == (1, 3) and t.sendMode[A] == "WaitSignaled"
     t = step(m, t, "PostSend", "A", 4)  # signaled: the fence
-    assert t.layer[0] == "WaitDrained" and t.fence == 4 and t.sq[1] == (1, 3, 4)
+    assert t.sendMode[A] == "WaitDrained" and t.fence[A] == 4 and t.sq[A][1] == (1, 3, 4)
     assert m.step(t, make("Progress", "A")) is None  # the fence is outstanding
     # The fence completes on the backup path, then the release notice goes on path 1.
-    done = t._replace(pending=())
+    done = on(t, A, pending=())
     u = step(m, done, "Progress", "A")
-    assert u.layer[0] == "Default" and u.fence == 0 and u.wire[0][0] == (Ctl("failback", 0),)
-    assert u.sentCtr[0] is False and u.peerCtr[0] == -1 and u.replayed[0] is False
+    assert u.sendMode[A] == "Default" and u.fence[A] == 0
+    assert u.wire[0][0] == (Ctl("failback", 0),) and u.replayed[A] is False
 
 
-def test_failback_notice_moves_b_back_to_default() -> None:
-    s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))._replace(
-        layer=("Default", "Fallback"), sentCtr=(False, True), peerCtr=(-1, 0),
-        rq=((), (2,)), rpend=(1, 2),
-        cq=(((), ()), ((), (Cqe(1, 1, "SUCCESS", 0),))),
-        wire=(((Ctl("failback", 0),), ()), ((), ())))
+def test_failback_notice_moves_the_receive_side_back_to_default() -> None:
+    s = on(reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2)), B,
+           sendMode="Fallback", recvMode="Fallback", sentCtr=True, peerCtr=0,
+           rq=((), (2,)), rpend=(1, 2), cq=((), (Cqe(1, 1, "SUCCESS", 0),)))
+    s = s._replace(wire=(((Ctl("failback", 0),), ()), EMPTY))
     t = step(SHIFT, s, "Deliver", 1, "AtoB")
-    assert t.layer[1] == "Default" and t.rq == ((2,), ())
-    assert t.buffered[1] == (Cqe(1, 1, "SUCCESS", 0),) and t.cq[1][1] == ()
-    assert t.recvDone == 1 and t.rpend == (2,) and t.sentCtr[1] is False and t.peerCtr[1] == -1
+    assert t.recvMode[B] == "Default" and t.sendMode[B] == "Fallback"
+    assert t.rq[B] == ((2,), ())
+    assert t.buffered[B] == (Cqe(1, 1, "SUCCESS", 0),) and t.cq[B][1] == ()
+    assert t.recvDone[B] == 1 and t.rpend[B] == (2,)
+    assert t.sentCtr[B] is True and t.peerCtr[B] == 0  # the send side is not touched
 
 
 def test_control_message_to_a_dead_qp_is_lost() -> None:
-    s = reach(SHIFT, 1)._replace(wire=(((), ()), ((Ctl("counter", 0),), ())),
-                                 qp=(("RTS", "RTS"), ("RTS", "ERR")))
+    s = on(reach(SHIFT, 1)._replace(wire=(EMPTY, ((Ctl("counter", 0),), ()))), B,
+           qp=("RTS", "ERR"))
     t = step(SHIFT, s, "Deliver", 2, "AtoB")
     assert changed(s, t) == {"wire"}
 
 
 def test_no_failover_design_has_no_layer_steps() -> None:
     nf = model("NoFailover")
-    s = reach(nf, 1)._replace(peerCtr=(0, 0))
+    s = reach(nf, 1)._replace(peerCtr=(0, 0), fresh=(True, True))
     assert nf.step(s, make("Progress", "A")) is None
 
 
@@ -442,38 +495,38 @@ def test_a_send_places_its_payload_in_the_buffer_of_the_receive_wr_it_consumes()
     s = reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2), ("PostSend", "A", 1),
               ("PostSend", "A", 2), ("Transmit", "A", 1), ("Transmit", "A", 1),
               ("Deliver", 1, "AtoB"), ("Deliver", 1, "AtoB"))
-    assert s.bufs == (1, 2) and s.mem == (0, 0)  # SEND k carries payload k
+    assert s.bufs[B] == (1, 2) and s.mem[B] == (0, 0)  # SEND k carries payload k
     b = step(SHIFT, step(SHIFT, s, "PollCq", "B"), "PollCq", "B")
-    assert [(e.recv, e.data) for e in b.rcvSeen] == [(1, 1), (2, 2)]
+    assert [(e.recv, e.data) for e in b.rcvSeen[B]] == [(1, 1), (2, 2)]
 
 
 def test_a_cas_swaps_once_and_run_again_fails_returning_what_it_swapped_in() -> None:
     naive = model("NaiveReplay")
     s = reach(naive, 6, ("PostSend", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"))
-    assert s.mem == (0, 1) and s.wire[0][1] == (Ack(1, 0),)  # compare 0 held: swapped in 1
+    assert s.mem[B] == (0, 1) and s.wire[0][1] == (Ack(1, 0),)  # compare 0 held: swapped
     # The same CAS again (a replay) at the next PSN: 1 is not the compare value.
-    again = s._replace(wire=(((Req(2, 1),), ()), s.wire[1]), sq=((1, 1), ()))
+    again = on(s._replace(wire=(((Req(2, 1),), ()), s.wire[1])), A, sq=((1, 1), ()))
     t = step(naive, again, "Deliver", 1, "AtoB")
-    assert t.mem == (0, 1) and t.execs == (2, 0) and t.wire[0][1] == (Ack(2, 1),)
+    assert t.mem[B] == (0, 1) and t.execs[A] == (2, 0) and t.wire[0][1] == (Ack(2, 1),)
     # A's application sees what the first run returned.
     u = step(naive, step(naive, s, "Deliver", 1, "BtoA"), "PollCq", "A")
-    assert u.sndSeen == (SndSeen(1, "SUCCESS", 0),)
+    assert u.sndSeen[A] == (SndSeen(1, "SUCCESS", 0),)
 
 
 def test_b_makes_its_store_once_it_took_the_notification_and_only_as_written() -> None:
     s = reach(SHIFT, 6, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2),
               ("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
               ("Deliver", 1, "AtoB"))
-    assert s.stores[0] == (2, 0, 1) and s.mem == (0, 1)
+    assert s.stores[B][0] == (2, 0, 1) and s.mem[B] == (0, 1)
     assert SHIFT.step(s, make("AppWrite", "B", 2, 0)) is None  # notification 1 not taken yet
     t = step(SHIFT, s, "PollCq", "B")
     assert SHIFT.step(t, make("AppWrite", "B", 2, 7)) is None  # not the store it makes
-    assert SHIFT.step(t, make("AppWrite", "A", 2, 0)) is None  # A writes no region of B
+    assert SHIFT.step(t, make("AppWrite", "A", 2, 0)) is None  # A makes no store here
     u = step(SHIFT, t, "AppWrite", "B", 2, 0)
-    assert changed(t, u) == {"mem", "stored"} and u.mem == (0, 0) and u.stored == 1
+    assert changed(t, u) == {"mem", "stored"} and u.mem[B] == (0, 0) and u.stored == (0, 1)
     assert SHIFT.step(u, make("AppWrite", "B", 2, 0)) is None  # each store once
 
 
 def test_a_workload_without_stores_has_no_app_write() -> None:
     s = reach(SHIFT, 1, *POSTED1)
-    assert s.stores == () and SHIFT.step(s, make("AppWrite", "B", 1, 0)) is None
+    assert s.stores == EMPTY and SHIFT.step(s, make("AppWrite", "B", 1, 0)) is None

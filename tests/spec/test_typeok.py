@@ -20,9 +20,9 @@ CATALOG: Catalog = load_catalog()
 BOUND = "small"
 
 
-def check_typeok(spec: Path, module: str) -> RunResult:
+def check_typeok(spec: Path, module: str, bound: str = BOUND) -> RunResult:
     """TLC on `module` of the folder `spec` at the bound, checking TypeOK alone."""
-    cfg = RunConfig(spec, module, CATALOG.bound(BOUND).constants, heap_mb=1024)
+    cfg = RunConfig(spec, module, CATALOG.bound(bound).constants, heap_mb=1024)
     return run_tlc(cfg, ["TypeOK"], [])
 
 
@@ -31,6 +31,15 @@ def test_every_variable_keeps_its_type(design: str) -> None:
     result = check_typeok(CATALOG.spec_dir, CATALOG.design(design).module)
     assert result.outcome == OK, (result.violated, result.message)
     # The whole graph was searched, not a fragment cut short.
+    assert result.distinct > 1000, result.distinct
+
+
+@pytest.mark.parametrize("design", ["Shift", "NaiveReplay"])
+def test_every_variable_keeps_its_type_when_both_hosts_send(design: str) -> None:
+    """At bound twoway B posts WRs too: B's send side, A's receive side, the BtoA
+    requests and A's memory are typed as well."""
+    result = check_typeok(CATALOG.spec_dir, CATALOG.design(design).module, "twoway")
+    assert result.outcome == OK, (result.violated, result.message)
     assert result.distinct > 1000, result.distinct
 
 
