@@ -153,19 +153,26 @@ class ImplObservation:
     fence: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The projection with the specification's variable names (spec/State.tla)."""
+        """The projection with the specification's variable names (spec/State.tla), each a
+        record over the hosts. The core is one-way: A sends, B responds. A polls no
+        receive completion and B no send completion (empty lists); what the core has no
+        state for is None (B's send side, A's receive side, the spec's `fresh` and
+        `asked`): `shift.differential.COMPARED` leaves those entries out. B's one state
+        is its receive side (`recvMode`); A's is its send side (`sendMode`)."""
         return {
-            "sndSeen": [{"wr": s.wr, "status": s.status, "val": s.val}
-                        for s in self.snd_seen],
-            "rcvSeen": [
+            "sndSeen": {"A": [{"wr": s.wr, "status": s.status, "val": s.val}
+                              for s in self.snd_seen], "B": []},
+            "rcvSeen": {"A": [], "B": [
                 {"wr": r.wr, "recv": r.recv, "status": r.status,
                  "mem": {i + 1: v for i, v in enumerate(r.mem)}, "data": r.data}
-                for r in self.rcv_seen
-            ],
-            "layer": dict(self.layer),
-            "recvDone": self.recv_done,
+                for r in self.rcv_seen]},
+            "sendMode": {"A": self.layer["A"], "B": None},
+            "recvMode": {"A": None, "B": self.layer["B"]},
+            "recvDone": {"A": None, "B": self.recv_done},
             "peerCtr": dict(self.peer_ctr),
             "sentCtr": dict(self.sent_ctr),
-            "replayed": self.replayed,
-            "fence": self.fence or 0,
+            "fresh": {"A": None, "B": None},
+            "asked": {"A": None, "B": None},
+            "replayed": {"A": self.replayed, "B": None},
+            "fence": {"A": self.fence or 0, "B": None},
         }

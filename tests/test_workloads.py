@@ -20,12 +20,13 @@ from shift.cli import main
 from shift.errors import SpecError
 
 LAST = '      [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>\n'
-# A seventh workload: a bulk WRITE, then a SEND as the notification.
-SEVENTH = '      [] k = 7 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TRUE, 1) >>\n'
+# A workload of one's own (9: 7 and 8 are the two-way ones): a bulk WRITE, then a SEND as
+# the notification.
+SEVENTH = '      [] k = 9 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TRUE, 1) >>\n'
 # Bound `seven`: default's faults, retries and recovery (as `shift fuzz` needs: the C core
-# fails back whether or not the bound has Recover), workload 7 alone.
-SEVEN = ('[bounds.seven]\nsummary = "as default, workload 7 only"\n'
-        'constants = { Workloads = "{7}", MaxRetries = 1, MaxDrops = 1, MaxFaults = 1, '
+# fails back whether or not the bound has Recover), workload 9 alone.
+SEVEN = ('[bounds.seven]\nsummary = "as default, workload 9 only"\n'
+        'constants = { Workloads = "{9}", MaxRetries = 1, MaxDrops = 1, MaxFaults = 1, '
         'FaultPaths = "{1}", Recover = "TRUE" }\n\n')
 
 
@@ -42,10 +43,16 @@ def with_seventh(tmp_path: Path, arm: str = SEVENTH) -> Path:
 
 def test_the_model_and_the_proofs_run_the_programs_of_workloads_tla() -> None:
     spec = read_workloads(packaged_spec_dir())
-    assert list(spec.programs) == [1, 2, 3, 4, 5, 6]
+    assert list(spec.programs) == [1, 2, 3, 4, 5, 6, 7, 8]
     assert spec.program(1) == (WR("WRITE", 1, 1, False, 0), WR("WRITE_IMM", 0, 0, True, 1))
-    assert Model.load("Shift").bound.programs == tuple(spec.programs.values())
-    assert {k: [w[:4] for w in p] for k, p in spec.programs.items()} == WORKLOADS
+    assert Model.load("Shift").bound.programs == tuple(spec.programs[k] for k in range(1, 7))
+    # The proofs are one-way: they take the workloads where B posts no WR.
+    assert {k: [w[:4] for w in p] for k, p in spec.one_way().items()} == WORKLOADS
+    assert list(WORKLOADS) == [1, 2, 3, 4, 5, 6]
+    # B's program of the two-way workloads: ping-pong's reply waits for A's SEND.
+    assert spec.bprogram(7) == (WR("SEND", 0, 2, True, 1, 0, 1),) and spec.bprogram(1) == ()
+    assert Model.load("Shift", "twoway").bound.programs_of(7) == (spec.program(7),
+                                                                  spec.bprogram(7))
     lines = (packaged_spec_dir() / "Workloads.tla").read_text().splitlines()
     assert 'WR("FADD", 1, 1, TRUE, 0)' in lines[spec.lines[3][0] - 1]
 
@@ -62,12 +69,12 @@ def test_a_seventh_workload_is_explored_and_its_counterexample_replayed(
     assert "HOLDS (expected violated)" in out and "7,830" in out
     trace = tmp_path / "shift-out" / "Shift-ExactlyOnceExecution.trace.jsonl"
     first = json.loads(trace.read_text().splitlines()[0])
-    assert first == {"event": "Init", "workload": 7}
+    assert first == {"event": "Init", "workload": 9}
     for replayed in (trace, trace.with_name("Shift-ExactlyOnceExecution.explorer.itf.json")):
         assert main(["replay", str(replayed), "--design", "Shift", "--bound", "seven",
                      "--spec-dir", str(spec)]) == 0
         out = capsys.readouterr().out
-        assert "1. Init(7)" in out and "program = WRITE, SEND" in out
+        assert "1. Init(9)" in out and "program = WRITE, SEND" in out
         assert "violates: ExactlyOnceExecution" in out
 
 
@@ -92,17 +99,17 @@ def test_tlc_and_the_explorer_agree_on_a_seventh_workload(
 
 MALFORMED = [
     # the arm, what the one-line error says
-    pytest.param(SEVENTH.replace("FALSE, 0)", "FALSE)"), "Program(7), WR 1: WR takes 5 arguments",
+    pytest.param(SEVENTH.replace("FALSE, 0)", "FALSE)"), "Program(9), WR 1: WR takes 5 arguments",
                  id="arity"),
     pytest.param(SEVENTH.replace('"WRITE"', '"WIRTE"'),
-                 "Program(7), WR 1: op 'WIRTE': the model knows", id="op"),
+                 "Program(9), WR 1: op 'WIRTE': the model knows", id="op"),
     pytest.param(SEVENTH.replace("TRUE, 1)", "TRUE, 2)"),
-                 "Program(7), WR 2: note 2: a SEND here is note 1", id="note"),
+                 "Program(9), WR 2: note 2: a SEND here is note 1", id="note"),
     pytest.param(SEVENTH.replace("1, 1, FALSE", "1, 1 + 1, FALSE"),
-                 "Program(7), WR 1: value: '1 + 1'", id="expression"),
+                 "Program(9), WR 1: value: '1 + 1'", id="expression"),
     pytest.param(SEVENTH.replace("<< WR", "Program(1) \\o << WR"),
-                 "Program(7): expected a tuple", id="not-a-tuple"),
-    pytest.param(SEVENTH.replace("k = 7", "k = 8"), "no workload 7, which bound seven names",
+                 "Program(9): expected a tuple", id="not-a-tuple"),
+    pytest.param(SEVENTH.replace("k = 9", "k = 10"), "no workload 9, which bound seven names",
                  id="missing"),
     pytest.param(SEVENTH.replace("TRUE, 1) >>", "TRUE, 1), >>"), "not well-formed TLA+",
                  id="syntax"),
@@ -119,7 +126,7 @@ def test_a_workload_the_model_cannot_take_is_a_one_line_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         arm: str, says: str, command: list[str]) -> None:
     spec = with_seventh(tmp_path, arm)
-    (tmp_path / "trace.jsonl").write_text('{"event": "Init", "workload": 7}\n')
+    (tmp_path / "trace.jsonl").write_text('{"event": "Init", "workload": 9}\n')
     monkeypatch.chdir(tmp_path)
     assert main([*command, "--bound", "seven", "--spec-dir", str(spec)]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
@@ -132,7 +139,7 @@ def test_a_workload_the_model_cannot_take_is_a_one_line_error(
 
 
 def test_the_reader_names_the_line_of_a_malformed_arm(tmp_path: Path) -> None:
-    spec = with_seventh(tmp_path, SEVENTH.replace("k = 7", "OTHER"))
+    spec = with_seventh(tmp_path, SEVENTH.replace("k = 9", "OTHER"))
     lines = (spec / "Workloads.tla").read_text().splitlines()
     at = next(i for i, ln in enumerate(lines, 1) if "OTHER ->" in ln)
     with pytest.raises(SpecError, match=rf"Workloads.tla:{at}: Program: only arms"):
@@ -142,13 +149,14 @@ def test_the_reader_names_the_line_of_a_malformed_arm(tmp_path: Path) -> None:
 def test_tlc_does_not_start_on_a_workload_program_lacks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    spec = with_seventh(tmp_path, SEVENTH.replace("k = 7", "k = 8"))
+    spec = with_seventh(tmp_path, SEVENTH.replace("k = 9", "k = 10"))
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--spec-dir", str(spec), "--bound", "seven", "--engine", "tlc"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
     at = read_workloads(spec).line
-    assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 7, which bound seven "
-                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 8 only"]
+    assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 9, which bound seven "
+                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 10, "
+                   "7, 8 only"]
 
 
 STORES_6 = "    CASE k = 6 -> << Store(2, 0, 1) >>\n"

@@ -84,7 +84,7 @@ def run_batch(job: Job) -> Batch:
         out.steps += len(r.events) - 1
         out.gaps += r.gap is not None
         out.events.update(ev.name for ev in r.events[1:])
-        out.states.update(x for s in r.states for x in s.layer)
+        out.states.update(x for s in r.states for x in s.sendMode + s.recvMode)
         if r.divergence is not None:
             out.divergent.append(r.events)
     return out

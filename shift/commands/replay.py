@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     for k, (ev, s) in enumerate(zip(events, result.states, strict=True)):
         print(f"  {k + 1:>2}. {ev}")
         if prev is None:
-            print(f"      program = {', '.join(f'{w.op}' for w in s.program)}")
+            print(f"      program = {', '.join(f'{w.op}' for w in s.program[0])}")
+            if s.program[1]:
+                print(f"      B's program = {', '.join(f'{w.op}' for w in s.program[1])}")
         else:
             for line in changes(observe(prev), observe(s)):
                 print(f"      {line}")

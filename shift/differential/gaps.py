@@ -41,10 +41,14 @@ def normalise(obs: dict[str, Any]) -> dict[str, Any]:
       that host is in Error.
     """
     out = dict(obs)
-    out["peerCtr"] = {h: (None if obs["layer"][h] == "Error" else v)
-                      for h, v in obs["peerCtr"].items()}
-    if obs["layer"]["A"] == "Error":
-        out["fence"] = None
+    error = obs["sendMode"]["A"] == "Error"
+    out["peerCtr"] = {**obs["peerCtr"], "A": None if error else obs["peerCtr"]["A"]}
+    if error:
+        out["fence"] = {**obs["fence"], "A": None}
+    # B's receive side moving to the backup QP (the spec's Trigger, then its Handshake)
+    # is one state of the core's B, Fallback.
+    out["recvMode"] = {h: "Fallback" if m == "Moving" else m
+                       for h, m in obs["recvMode"].items()}
     return out
 
 
@@ -56,8 +60,9 @@ def gap(s: State, ev: Event) -> str | None:
     it (with the value 0); an RC NIC, simnic included, takes the ACK as an implicit NAK
     and retransmits the READ or atomic to get its response, which takes a Timeout the
     spec does not enable then."""
-    if ev.name == "Transmit" and ev.args[1] == 1 and s.layer[0] == "Error" and s.fence \
-            and s.nxt[0] <= len(s.sq[0]) and s.sq[0][s.nxt[0] - 1] > s.fence:
+    nxt, sq = s.nxt[0][0], s.sq[0][0]  # A's requester on the default path
+    if ev.name == "Transmit" and ev.args[1] == 1 and s.sendMode[0] == "Error" and s.fence[0] \
+            and nxt <= len(sq) and sq[nxt - 1] > s.fence[0]:
         # docs/findings.md, "a WR held behind a failed fence": the spec's Transmit holds
         # the default path only in WaitDrained, so when the backup path fails under the
         # fence the held WRs go out; the C core keeps them held (its doorbell is never rung).
@@ -65,7 +70,7 @@ def gap(s: State, ev: Event) -> str | None:
     if ev.name == "Deliver" and ev.args[1] == "AtoB":
         ch = s.wire[ev.args[0] - 1][0]
         if ch and ch[0].kind == "ctl" and ch[0].what == "counter" \
-                and s.layer[1] == "Fallback" and s.sentCtr[1] and s.peerCtr[1] >= 0:
+                and s.recvMode[1] == "Fallback" and s.sentCtr[1] and s.peerCtr[1] >= 0:
             # docs/findings.md: A's second failover while B still sits in the first one
             # (the fail-back notice was lost): the spec's B stores the counter and never
             # answers; the C core sees a newer epoch, recounts and answers (native/README.md).
@@ -73,7 +78,7 @@ def gap(s: State, ev: Event) -> str | None:
     if ev.name == "PollCq" and ev.args[0] == "A" and s.buffered[0]:
         first = s.buffered[0][0]
         if first.status == "SUCCESS" and any(
-                w < first.wr and s.program[w - 1].signaled for w in s.pending):
+                w < first.wr and s.program[0][w - 1].signaled for w in s.pending[0]):
             # docs/findings.md, F5: the spec's SHIFT gives a skipped notification's success
             # to the application before a replayed signaled WR in front of it completes;
             # the C core holds it until then (native/README.md).
@@ -83,10 +88,11 @@ def gap(s: State, ev: Event) -> str | None:
         return None
     i = ev.args[0] - 1
     ch = s.wire[i][1]
-    if not ch or ch[0].kind != "ack" or s.qp[0][i] != "RTS" or ch[0].psn < s.una[i]:
+    una = s.una[0][i]
+    if not ch or ch[0].kind != "ack" or s.qp[0][i] != "RTS" or ch[0].psn < una:
         return None
-    covered = s.sq[i][s.una[i] - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
-    if any(s.program[w - 1].op in ("READ", "FADD", "CAS") for w in covered):
+    covered = s.sq[0][i][una - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
+    if any(s.program[0][w - 1].op in ("READ", "FADD", "CAS") for w in covered):
         return "a cumulative ACK covers a READ/atomic whose response was lost (implicit NAK)"
     return None
 

@@ -20,7 +20,7 @@ from .gaps import gap
 
 def in_flight(s: State) -> bool:
     """Are WRs in flight: posted and not completed at A, or packets on a wire?"""
-    return bool(s.pending) or any(ch for path in s.wire for ch in path)
+    return any(s.pending) or any(ch for path in s.wire for ch in path)
 
 
 # The chance that a step is a fault (when one is enabled): while WRs are in flight, so

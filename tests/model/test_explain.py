@@ -1,7 +1,7 @@
 """Why an event cannot happen (`shift.model.explain.why_not`): None exactly when the
 model's action has a successor, checked for every event of the vocabulary in every state
-of whole graphs at `small` and in thousands of states of random runs at `default` and
-`large`; every reason is a sentence, every guard's reason is reached; and `shift replay`
+of whole graphs at `small` and in thousands of states of random runs at `default`,
+`large` and `twoway` (both hosts send); every reason is a sentence, every guard's reason is reached; and `shift replay`
 says it on one line when a trace's event is not enabled."""
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def test_why_not_is_none_exactly_when_the_event_is_enabled_in_every_state_at_sma
     assert_agrees(checked_graph(design))
 
 
-@pytest.mark.parametrize("bound", ["default", "large"])
+@pytest.mark.parametrize("bound", ["default", "large", "twoway"])
 def test_why_not_is_none_exactly_when_the_event_is_enabled_along_random_runs(
         bound: str) -> None:
     for design in RUN_DESIGNS:
@@ -170,7 +170,7 @@ def test_an_action_changed_without_its_reason_is_caught(
     if mutant.startswith("Timeout"):
         monkeypatch.setitem(EVENT_FUNCTIONS, "Timeout", loose_timeout)
     else:
-        monkeypatch.setattr(apps, "can_post", lambda s, w: True)
+        monkeypatch.setattr(apps, "can_post", lambda s, h, w: True)
     c = check_graph(model("NoFailover", "small"))
     name = mutant.split()[0]
     assert c.mismatches and all(f"{name}(A, " in m and "is enabled, why_not says" in m
@@ -181,33 +181,37 @@ def test_an_action_changed_without_its_reason_is_caught(
 # The reason of every guard that can fail, each reached by some state above: a guard
 # whose reason is never given is a branch no test reaches (or one the actions lost).
 EVERY_GUARD = [
-    # PostSend: one-way traffic, program order, CanPost's two conjuncts
-    "only A posts sends in this model", "A's WRs are numbered from 1",
+    # PostSend: program order, CanPost's three conjuncts
+    "B's program is empty in this workload: B posts no WR", "A's WRs are numbered from 1",
     "A's program has only 2 WRs", "A's program has only 4 WRs", "A already posted WR",
     "is not the next WR of A's program",
     "is notification 1, which A posts only once B has posted receive WR 1",
     "A waits for B's application to take notification 1 before reusing its buffer",
+    "WR 1 is a reply: B posts it once it took 1 notification of A's (it took 0)",
     # PostRecv
-    "only B posts receive WRs in this model", "B's receive WRs are numbered from 1",
+    "B's program has no notification (SEND, WRITE_WITH_IMM), so A posts no receive WR",
+    "B's receive WRs are numbered from 1",
     "A's program has only 1 notification, so B posts only 1 receive WR (",
     "A's program has only 2 notifications", "B already posted receive WR",
     "is not B's next",
     # PollCq
     "A's completion queue is empty", "B's completion queue is empty",
-    "the CQ of the default QP (path 1), which A's layer polls in state Default",
-    "the CQ of the backup QP (path 2), which A's layer polls in state Fallback",
-    "the CQ of the backup QP (path 2), which B's layer polls in state Fallback",
+    "the CQ of the default QP (path 1), which A's layer polls (send side Default, receive "
+    "side Default)",
+    "the CQ of the backup QP (path 2), which A's layer polls (send side Fallback",
+    "the CQ of the backup QP (path 2), which B's layer polls (send side Fallback",
+    "both of its sides are off the default path",
     # Transmit
-    "only A's NIC sends requests", "A's QP on path 1 is in the error state (ERR): it sends",
+    "A's QP on path 1 is in the error state (ERR): it sends",
     "A's QP on path 2 is in the error state (ERR): it sends", "A's send queue on path 1 is empty",
-    "A's send queue on path 2 is empty", "nothing to send on path 1",
-    "nothing to send on path 2", "the fence holds the WR: A is in WaitDrained",
+    "A's send queue on path 2 is empty", "B's send queue on path 1 is empty",
+    "nothing to send on path 1", "nothing to send on path 2",
+    "the fence holds the WR: A is in WaitDrained",
     # Deliver, Drop
     "nothing in flight to deliver", "the bound excludes path 2 from faults and drops",
     "MaxDrops reached", "nothing to drop", "is a control message of the layer (the counter)",
     "is a control message of the layer (the failback)",
     # Timeout
-    "only A's NIC has a retransmission timer",
     "A's QP on path 1 is in the error state (ERR): its retransmission timer is off",
     "nothing unacknowledged on path 1", "nothing unacknowledged on path 2",
     "fires only on a quiet wire",
@@ -221,14 +225,16 @@ EVERY_GUARD = [
     "the bound has no recovery (Recover = FALSE)", "the link of path 1 is up",
     "NIC 2 of A is up: it has not failed",
     # Progress
-    "NoFailover has no failover layer", "no step of A's layer is enabled in state Default",
-    "no step of B's layer is enabled in state Default",
-    "B is in Fallback and has sent its counter", "the replay waits for B's counter",
+    "NoFailover has no failover layer",
+    "no step of A's layer is enabled while a side of it is on the default path",
+    "no step of B's layer is enabled while a side of it is on the default path",
+    "the replay waits for B's counter", "the replay waits for A's counter",
     "NaiveReplay has no fail-back (failBack = FALSE)",
     "failing back needs path 1 healthy again, and the bound has no recovery",
     "waits for path 1 to be healthy again to fail back (NIC 1 of B has failed)",
+    "reconnecting path 1 resets both of its ends",
     "A is in WaitSignaled", "A is in WaitDrained: the fence",
-    "A's layer is in Error, a terminal state",
+    "A's send side is in Error, a terminal state",
 ]
 
 
@@ -236,7 +242,7 @@ def test_every_guard_s_reason_is_given_in_some_state() -> None:
     seen: set[str] = set()
     for design in GRAPH_DESIGNS:
         seen |= checked_graph(design).reasons
-    for bound in ("default", "large"):
+    for bound in ("default", "large", "twoway"):
         for design in RUN_DESIGNS:
             seen |= checked_runs(design, bound).reasons
     missing = [g for g in EVERY_GUARD if not any(g in why for why in seen)]
@@ -250,8 +256,8 @@ SHIFT = model("Shift")
 
 def test_the_first_failing_guard_is_named() -> None:
     s = reach(SHIFT, 1, ("LinkDown", 1))
-    # B posting a WR that does not exist: the host is the first guard.
-    assert why_not(SHIFT, s, make("PostSend", "B", 7)).startswith("only A posts sends")
+    # B posting a WR that does not exist: B has no WR at all in workload 1.
+    assert why_not(SHIFT, s, make("PostSend", "B", 7)).startswith("B's program is empty")
     # Path 2 at small: the path may not fail at all, before "one fault happened".
     assert "FaultPaths = {1}" in why_not(SHIFT, s, make("LinkDown", 2))
     assert "MaxFaults = 1" in why_not(SHIFT, s, make("NicFail", "B", 1))
@@ -270,7 +276,8 @@ def test_a_note_waits_for_its_receive_wr_and_a_reused_buffer_for_the_note_before
 
 def test_progress_of_a_host_with_nothing_to_do_says_why() -> None:
     s = reach(SHIFT, 1)
-    assert "state Default" in why_not(SHIFT, s, make("Progress", "A"))
+    assert "while a side of it is on the default path" in why_not(SHIFT, s,
+                                                                   make("Progress", "A"))
     assert "has no failover layer" in why_not(model("NoFailover"), s, make("Progress", "A"))
 
 
@@ -280,8 +287,9 @@ def test_not_enabled_keeps_what_is_enabled_and_adds_why() -> None:
     assert str(err.value).startswith("event 2, PollCq(A), is not enabled (enabled: "
                                       "PostSend(A, 1), PostRecv(B, 1), ")
     assert str(err.value).endswith("): A's completion queue is empty: nothing on the CQ of "
-                                   "the default QP (path 1), which A's layer polls in state "
-                                   "Default, and no completion held back by the layer")
+                                   "the default QP (path 1), which A's layer polls (send side "
+                                   "Default, receive side Default), and no completion held "
+                                   "back by the layer")
 
 
 def test_a_replayed_host_waits_for_the_default_path_to_fail_back() -> None:
@@ -291,7 +299,7 @@ def test_a_replayed_host_waits_for_the_default_path_to_fail_back() -> None:
               ("Transmit", "A", 1), ("Timeout", "A", 1), ("PollCq", "A"), ("Progress", "A"),
               ("Deliver", 2, "AtoB"), ("Progress", "B"), ("Progress", "B"),
               ("Deliver", 2, "BtoA"), ("Progress", "A"))
-    assert s.layer == ("Fallback", "Fallback") and s.replayed[0]
+    assert s.sendMode == ("Fallback", "Fallback") and s.replayed[0]
     assert why_not(m, s, make("Progress", "A")) == (
         "A replayed its outstanding WRs on the backup path and waits for path 1 to be "
         "healthy again to fail back (its link is down)")
@@ -308,8 +316,8 @@ NOT_ENABLED = {
     "B posts a send": (
         ['{"event": "PostSend", "host": "B", "wr": 1}'], "small",
         "event 2, PostSend(B, 1), is not enabled (enabled: PostSend(A, 1), PostRecv(B, 1), "
-        "LinkDown(1), NicFail(A, 1), NicFail(B, 1)): only A posts sends in this model "
-        "(traffic is one-way, A to B; B posts receive WRs)"),
+        "LinkDown(1), NicFail(A, 1), NicFail(B, 1)): B's program is empty in this workload: "
+        "B posts no WR"),
     "a fault on path 2 at small": (
         ['{"event": "LinkDown", "path": 2}'], "small",
         "event 2, LinkDown(2), is not enabled (enabled: PostSend(A, 1), PostRecv(B, 1), "
@@ -324,8 +332,8 @@ NOT_ENABLED = {
         [POST, '{"event": "PollCq", "host": "A"}'], "default",
         "event 3, PollCq(A), is not enabled (enabled: PostRecv(B, 1), Transmit(A, 1), "
         "LinkDown(1), NicFail(A, 1), NicFail(B, 1)): A's completion queue is empty: nothing "
-        "on the CQ of the default QP (path 1), which A's layer polls in state Default, and "
-        "no completion held back by the layer"),
+        "on the CQ of the default QP (path 1), which A's layer polls (send side Default, "
+        "receive side Default), and no completion held back by the layer"),
 }
 
 

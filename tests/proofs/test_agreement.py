@@ -27,7 +27,7 @@ import z3
 from shift.model import properties as mp
 from shift.model.explore import explore
 from shift.model.next import Model
-from shift.model.state import Cqe, Ctl, State
+from shift.model.state import Cqe, Ctl, State, set_at, taken
 from shift.proofs.abstract_state import DEFAULT, ERROR, FALLBACK, AbstractState, flat, fresh
 from shift.proofs.programs import WORKLOADS, Program, fixed
 from shift.proofs.protocol import SHIFT, init, next_
@@ -35,34 +35,41 @@ from shift.proofs.protocol import SHIFT, init, next_
 LAYER = {"Default": DEFAULT, "Fallback": FALLBACK, "Error": ERROR}
 
 
+A, B = 0, 1  # host indices of the model's per-host variables
+
+
 def readable(p: Program, s: State) -> dict[str, Any]:
-    """The abstract fields a model state determines: name (or name[w]) -> value."""
+    """The abstract fields a model state determines: name (or name[w]) -> value. The
+    encoding is one-way: A's send side and requester, B's receive side and responder
+    (layerB: B's receive WRs on the default QP or not)."""
     n = p.n
-    buffered: dict[int, Cqe] = {c.wr: c for c in s.buffered[0]}
+    buffered: dict[int, Cqe] = {c.wr: c for c in s.buffered[A] if c.recv == 0}
+    sq2, epsn2, una2 = s.sq[A][1], s.epsn[B][1], s.una[A][1]
     out: dict[str, Any] = {
-        "posted": s.posted, "rposted": s.recvPosted,
-        "layerA": LAYER[s.layer[0]], "layerB": LAYER[s.layer[1]],
-        "sentA": s.sentCtr[0], "sentB": s.sentCtr[1],
-        "peerA": s.peerCtr[0], "peerB": s.peerCtr[1], "replayed": s.replayed[0],
-        "qpA1": s.qp[0][0] == "RTS", "qpB1": s.qp[1][0] == "RTS", "qpA2": s.qp[0][1] == "RTS",
-        "sq1": len(s.sq[0]), "ex1": s.epsn[0] - 1, "una1": s.una[0] - 1,
+        "posted": s.posted[A], "rposted": s.recvPosted[B],
+        "layerA": LAYER[s.sendMode[A]],
+        "layerB": DEFAULT if s.recvMode[B] == "Default" else FALLBACK,
+        "sentA": s.sentCtr[A], "sentB": s.sentCtr[B],
+        "peerA": s.peerCtr[A], "peerB": s.peerCtr[B], "replayed": s.replayed[A],
+        "qpA1": s.qp[A][0] == "RTS", "qpB1": s.qp[B][0] == "RTS", "qpA2": s.qp[A][1] == "RTS",
+        "sq1": len(s.sq[A][0]), "ex1": s.epsn[B][0] - 1, "una1": s.una[A][0] - 1,
         # path 2's thresholds are WRs: the last executed, the last acknowledged
-        "x2": s.sq[1][s.epsn[1] - 2] if s.epsn[1] > 1 else 0,
-        "a2": s.sq[1][s.una[1] - 2] if s.una[1] > 1 else 0,
-        "recvDone": s.recvDone, "mem": s.mem[0],
+        "x2": sq2[epsn2 - 2] if epsn2 > 1 else 0,
+        "a2": sq2[una2 - 2] if una2 > 1 else 0,
+        "recvDone": s.recvDone[B], "mem": s.mem[B][0],
         "ctlAB": any(isinstance(m, Ctl) for m in s.wire[1][0]),
         "ctlBA": any(isinstance(m, Ctl) for m in s.wire[1][1]),
-        "sndLast": s.sndSeen[-1].wr if s.sndSeen else 0,
-        "taken": len(mp.notes_taken(s)),
+        "sndLast": s.sndSeen[A][-1].wr if s.sndSeen[A] else 0,
+        "taken": taken(s, B),
         "cbad": not mp.completion_integrity(s),
         "nbad": not mp.notification_integrity(s),
         "dbad": not mp.data_at_notification(s),
         "qbad": False,
     }
     for w in range(1, n + 1):
-        out[f"pend[{w}]"] = w in s.pending
-        out[f"sq2[{w}]"] = w in s.sq[1]
-        out[f"execs[{w}]"] = s.execs[w - 1]
+        out[f"pend[{w}]"] = w in s.pending[A]
+        out[f"sq2[{w}]"] = w in sq2
+        out[f"execs[{w}]"] = s.execs[A][w - 1]
         out[f"buf[{w}]"] = w in buffered
         if w in buffered:  # the status of a completion that is no longer held is history
             out[f"bok[{w}]"] = buffered[w].status == "SUCCESS"
@@ -182,7 +189,8 @@ def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]
 
     def corrupt(evs: list) -> list[State]:
         states = real(evs)
-        return states[:5] + [s._replace(mem=(s.mem[0] + 7,)) for s in states[5:]]
+        return states[:5] + [s._replace(mem=set_at(s.mem, B, (s.mem[B][0] + 7,)))
+                             for s in states[5:]]
     m2 = Model(m.design, m.bound)
     object.__setattr__(m2, "run", corrupt)
     mismatch = follow(m2, events, workload)
@@ -213,7 +221,7 @@ def loose_class(s: State, before: dict[str, Any], after: dict[str, Any]) -> str 
         return "ack"
     if "ex1" in changed and not s.link[0]:
         return "link"
-    wire2 = s.wire[1][0]
+    wire2 = s.wire[1][0]  # A to B on the backup path
     if any(k.startswith("execs[") for k in changed) and "ex1" not in changed and wire2 \
             and isinstance(wire2[0], Ctl):
         return "counter-order"
