@@ -1,8 +1,8 @@
 """Why an event cannot happen (`shift.model.explain.why_not`): None exactly when the
 model's action has a successor, checked for every event of the vocabulary in every state
 of whole graphs at `small` and in thousands of states of random runs at `default`,
-`large` and `twoway` (both hosts send); every reason is a sentence, every guard's reason is reached; and `shift replay`
-says it on one line when a trace's event is not enabled."""
+`large` and `twoway` (both hosts send); every reason is a sentence, every guard's reason
+is reached; and `shift replay` says it on one line when a trace's event is not enabled."""
 
 from __future__ import annotations
 
