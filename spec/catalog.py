@@ -6,6 +6,7 @@ TLC harness (`shift.tlc`: what to check, and what to expect); it depends on neit
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -48,11 +49,18 @@ class Design:
         return replace(self, violates={**self.violates, **self.violates_at.get(bound, {})})
 
 
+ENGINES = ("tlc", "explorer")
+
+
 @dataclass(frozen=True)
 class Bound:
     name: str
     summary: str
     constants: dict[str, str]  # name -> TLC cfg literal
+    # The engine `shift check` uses at this bound when none is asked for, where the Python
+    # model covers the design and the spec is the packaged one (`shift.commands.check`):
+    # "explorer" where it was measured faster than TLC (docs/performance.md).
+    engine: str = "tlc"
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,43 @@ class Catalog:
         if name not in self.bounds:
             raise UsageError(f"unknown bound {name!r}; bounds: {', '.join(self.bounds)}")
         return self.bounds[name]
+
+    def only(self, names: list[str]) -> Catalog:
+        """The catalogue with only the named properties (`shift check --property`); a name
+        no design has is a one-line error naming those there are."""
+        every = dict.fromkeys([*self.properties, *(p for d in self.others.values()
+                                                   for p in self.properties_of(d))])
+        unknown = [n for n in names if n not in every]
+        if unknown:
+            raise UsageError(f"--property {unknown[0]}: unknown property; properties: "
+                             f"{', '.join(every)}")
+        keep = set(names)
+
+        def pick(props: list[str] | None) -> list[str] | None:
+            return None if props is None else [p for p in props if p in keep]
+        others = {n: replace(d, invariants=pick(d.invariants), temporal=pick(d.temporal))
+                  for n, d in self.others.items()}
+        return replace(self, invariants=pick(self.invariants) or [],
+                       temporal=pick(self.temporal) or [], others=others)
+
+    def spec_hash(self) -> str:
+        """SHA-256 of the spec folder's TLA+ modules and designs.toml (names and bytes, in
+        name order): which specification a verdict is of."""
+        return files_hash([*sorted(self.spec_dir.glob("*.tla")), self.spec_dir / "designs.toml"])
+
+    def is_packaged(self) -> bool:
+        """Are the TLA+ modules byte for byte those shipped with shift, the ones the Python
+        model is tested equal to (tests/model/test_conformance.py)? designs.toml may
+        differ: the model reads bounds and declarations from it."""
+        mine = sorted(self.spec_dir.glob("*.tla"))
+        return files_hash(mine) == files_hash(sorted(packaged_spec_dir().glob("*.tla")))
+
+
+def files_hash(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def not_covered(name: str) -> str:
@@ -207,6 +252,18 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
                   invariants, temporal, constants, model)
 
 
+def _bound(path: Path, name: str, raw: Any) -> Bound:
+    b = _table(path, f"bounds.{name}", raw)
+    engine = b.get("engine", "tlc")
+    if engine not in ENGINES:
+        raise SpecError(f"{path}: bounds.{name}.engine = {engine!r}: one of "
+                        f"{', '.join(map(repr, ENGINES))}")
+    constants = {k: _cfg_literal(path, f"bounds.{name}.constants.{k}", v)
+                 for k, v in _table(path, f"bounds.{name}.constants",
+                                    b.get("constants", {})).items()}
+    return Bound(name, str(b.get("summary", "")), constants, engine)
+
+
 def load_catalog(spec_dir: Path | None = None) -> Catalog:
     """Read and check `designs.toml`; every error names the file, key and value."""
     spec_dir = spec_dir or packaged_spec_dir()
@@ -221,14 +278,8 @@ def load_catalog(spec_dir: Path | None = None) -> Catalog:
     for prop in props:
         if prop not in defined:
             raise SpecError(f"{path}: property {prop!r} is not defined in any module of {spec_dir}")
-    bounds = {
-        name: Bound(name, str(b.get("summary", "")),
-                    {k: _cfg_literal(path, f"bounds.{name}.constants.{k}", v)
-                     for k, v in _table(path, f"bounds.{name}.constants",
-                                        b.get("constants", {})).items()})
-        for name, b in _table(path, "bounds", raw.get("bounds", {})).items()
-        if _table(path, f"bounds.{name}", b) is not None
-    }
+    bounds = {name: _bound(path, name, b)
+              for name, b in _table(path, "bounds", raw.get("bounds", {})).items()}
     every = [_design(path, name, d, spec_dir, props, list(bounds), defined)
              for name, d in _table(path, "designs", raw.get("designs", {})).items()]
     if not every:

@@ -4,7 +4,8 @@ The trace is an event trace (JSON Lines, as the explorer writes next to its
 counterexamples) or an ITF JSON state trace (as `shift check` writes for either engine;
 each state is then checked against the model's). Each step prints the event and what an
 observer sees change; a step that breaks an invariant is marked; the end says which
-properties the trace violates, Liveness included.
+properties the trace violates, Liveness included. With `--expect`, the exit status says
+whether that is what the trace was written to show (1 when not), for CI.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.next import Model, NotEnabled
 from shift.model.observe import changes, observe
+from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.model.replay import judge, load_any, validate
 from shift.model.tla import to_tla
 from shift.report import diff
@@ -33,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="the bound whose constants apply (retries, drops, faults; default small)")
     p.add_argument("--spec-dir", type=Path, metavar="DIR",
                    help="use this copy of the specification instead of the packaged one")
+    p.add_argument("--expect", action="append", metavar="PROPERTY|nothing",
+                   help="the properties the trace must violate (repeatable), or `nothing`; "
+                        "exit 1 when the trace violates any other set")
     p.add_argument("--verbose", action="store_true",
                    help="print every variable that changes, not only what an observer sees")
     p.add_argument("--impl", action="store_true",
@@ -48,10 +53,12 @@ def run(args: argparse.Namespace) -> int:
         load_design(args.design, catalog)
     if args.impl:
         return both_sides(args)
+    expected = expectation(args.expect, catalog.properties)
     model = Model(load_design(args.design, catalog), load_bound(args.bound, catalog),
                   catalog.spec_dir)
     events, itf_states = load_any(args.trace, model)
-    invariants = [p for p in catalog.invariants]
+    invariants = [p for p in catalog.invariants if p in INVARIANTS]
+    unjudged = [p for p in catalog.properties if p not in INVARIANTS and p not in TEMPORAL]
     try:
         result = judge(model, events, invariants, temporal="Liveness" in catalog.temporal)
     except NotEnabled as e:
@@ -87,7 +94,34 @@ def run(args: argparse.Namespace) -> int:
     if result.liveness is not None:
         violated.append(f"Liveness ({result.liveness})")
     print(f"violates: {', '.join(violated) if violated else 'nothing'}")
-    return 0
+    for p in unjudged:
+        print(f"not judged: {p} (the Python model has no predicate for it: add one to "
+              "INVARIANTS in model/properties.py, beside Properties.tla's operator)")
+    if expected is None:
+        return 0
+    found = set(result.first_violation) | ({"Liveness"} if result.liveness else set())
+    if found == expected:
+        return 0
+    said = ", ".join(sorted(expected)) or "nothing"
+    missing, extra = sorted(expected - found), sorted(found - expected)
+    print(f"expected to violate {said}: "
+          + "; ".join([*(f"{p} holds" for p in missing), *(f"{p} violated too" for p in extra)]))
+    return 1
+
+
+def expectation(given: list[str] | None, properties: list[str]) -> set[str] | None:
+    """`--expect`'s set of properties (`nothing`: the empty set); an unknown name is a
+    one-line error naming the properties there are."""
+    if not given:
+        return None
+    names = {n.strip() for g in given for n in g.split(",") if n.strip()}
+    if names == {"nothing"}:
+        return set()
+    for n in sorted(names):
+        if n not in properties:
+            raise UsageError(f"--expect {n}: not a property (properties: "
+                             f"{', '.join(properties)}; or nothing)")
+    return names
 
 
 def both_sides(args: argparse.Namespace) -> int:
@@ -97,7 +131,5 @@ def both_sides(args: argparse.Namespace) -> int:
     if args.design not in DESIGNS:
         raise UsageError(f"--impl: the C core implements {', '.join(DESIGNS)}, "
                          f"not {args.design}")
-    if args.trace.name.endswith(".itf.json"):
-        raise UsageError(f"--impl: {args.trace} is a state trace; give an event trace (.jsonl)")
     return replay(argparse.Namespace(replay=args.trace, bound=args.bound,
                                      spec_dir=args.spec_dir), [args.design])
