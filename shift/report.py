@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shift.errors import ShiftError
+from shift.narrate import tell
 from shift.spec.catalog import HOLDS, VIOLATED, Bound, Catalog, Design
 from shift.tlaplus.values import ModelValue, TlaFunction, TlaSet
 from shift.tlc.check import CellVerdict
@@ -93,10 +94,37 @@ def event_text(state: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
-def render_trace(catalog: Catalog, trace: Trace, limit: int = 160,
-                 detail: bool = True) -> list[str]:
-    """Numbered steps: the event, what each application saw, then (with detail) what else
-    changed."""
+def render_trace(catalog: Catalog, trace: Trace, limit: int = 160, detail: bool = True,
+                 prop: str | None = None, narrated: bool = True) -> list[str]:
+    """Numbered steps. Narrated (the trilemma designs, `shift.narrate`): each step in RDMA
+    terms, and on the violating step why prop broke; with detail also the variable-level
+    changes. Otherwise (designs with a state of their own): the event, what each
+    application saw (designs.toml's observations), then (with detail) what else changed."""
+    if narrated:
+        states = [step.state for step in trace.steps]
+        last = len(states) - 1
+        breaks = {last: [prop]} if prop and trace.loop is None and not trace.stutters else {}
+
+        def raw(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+            return [clip(line, limit) for var in b if var != "event"
+                    for line in diff(var, a.get(var), b[var])]
+        out = tell(states, breaks, raw if detail else None)
+    else:
+        out = _render_raw(catalog, trace, limit, detail)
+    if trace.loop is not None:
+        out.append(f"      ... and back to step {trace.loop + 1}, forever"
+                   + (f": {prop} violated, the workload never finishes" if prop else ""))
+    elif trace.stutters:
+        out.append("      ... and nothing more happens, forever"
+                   + (f": {prop} violated, the workload never finishes" if prop else ""))
+    return out
+
+
+def clip(line: str, limit: int) -> str:
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _render_raw(catalog: Catalog, trace: Trace, limit: int, detail: bool) -> list[str]:
     out: list[str] = []
     prev: dict[str, Any] | None = None
     for step in trace.steps:
@@ -118,14 +146,8 @@ def render_trace(catalog: Catalog, trace: Trace, limit: int = 160,
             for var in st if detail or last else ():
                 if var in catalog.observations or var == "event":
                     continue
-                for line in diff(var, prev.get(var), st[var]):
-                    short = line if len(line) <= limit else line[:limit - 3] + "..."
-                    out.append("      " + short)
+                out += ["      " + clip(line, limit) for line in diff(var, prev.get(var), st[var])]
         prev = st
-    if trace.loop is not None:
-        out.append(f"      ... and back to step {trace.loop + 1}, forever")
-    elif trace.stutters:
-        out.append("      ... and nothing more happens, forever")
     return out
 
 
@@ -135,7 +157,9 @@ def counterexample(catalog: Catalog, v: CellVerdict, detail: bool, bound: str = 
     head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
     if v.counterexample is not None:
         head.append(f"  trace: {v.counterexample}")
-    return head + (render_trace(catalog, v.trace, detail=detail) if v.trace else [])
+    narrated = not catalog.design(v.design).own_properties
+    return head + (render_trace(catalog, v.trace, detail=detail, prop=v.property,
+                                narrated=narrated) if v.trace else [])
 
 
 @dataclass(frozen=True)

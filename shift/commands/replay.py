@@ -17,10 +17,10 @@ from shift.errors import UsageError
 from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.next import Model, NotEnabled
-from shift.model.observe import changes, observe
 from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.model.replay import judge, load_any, validate
 from shift.model.tla import to_tla
+from shift.narrate import tell
 from shift.report import diff
 from shift.spec.catalog import load_catalog
 
@@ -69,22 +69,12 @@ def run(args: argparse.Namespace) -> int:
     for prop, k in result.first_violation.items():
         breaks.setdefault(k, []).append(prop)
     print(f"{args.trace}: {len(events) - 1} events on {args.design} at bound {args.bound}")
-    prev = None
-    for k, (ev, s) in enumerate(zip(events, result.states, strict=True)):
-        print(f"  {k + 1:>2}. {ev}")
-        if prev is None:
-            print(f"      program = {', '.join(f'{w.op}' for w in s.program)}")
-        else:
-            for line in changes(observe(prev), observe(s)):
-                print(f"      {line}")
-            if args.verbose:
-                old, new = to_tla(prev), to_tla(s)
-                for var in new:
-                    for line in diff(var, old[var], new[var]):
-                        print(f"      . {line}")
-        for prop in breaks.get(k, []):
-            print(f"      !! {prop} violated")
-        prev = s
+    states = [to_tla(s, ev) for s, ev in zip(result.states, events, strict=True)]
+
+    def raw(a: dict, b: dict) -> list[str]:
+        return [line for var in b if var != "event" for line in diff(var, a.get(var), b[var])]
+    for line in tell(states, breaks, raw if args.verbose else None, init=str(events[0])):
+        print(line)
     if result.loop is not None:
         print(f"      ... and back to step {result.loop + 1}, forever")
     elif result.stutters:
