@@ -13,7 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shift import report
+from shift.chart import Chart, build, render_svg, render_text
 from shift.errors import ShiftError, UsageError
+from shift.html_report import write_report
 from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.spec.catalog import Bound, Catalog, Design, load_catalog, not_covered
 from shift.spec.workloads import read_workloads
@@ -90,6 +92,23 @@ def choose_engines(catalog: Catalog, designs: list[Design], bound: Bound, asked:
     return out
 
 
+def chart_of(v: CellVerdict) -> Chart:
+    """The message sequence chart of a counterexample (the violating step marked)."""
+    assert v.trace is not None
+    states = [s.state for s in v.trace.steps]
+    final = v.trace.loop is None and not v.trace.stutters
+    return build(states, {len(states) - 1: [v.property]} if final else {})
+
+
+def write_chart(v: CellVerdict) -> Path:
+    """The chart as SVG beside the counterexample's ITF file (X.itf.json -> X.svg)."""
+    assert v.counterexample is not None
+    name = v.counterexample.name.removesuffix(".json").removesuffix(".itf")
+    path = v.counterexample.with_name(name + ".svg")
+    path.write_text(render_svg(chart_of(v), f"{v.design} violates {v.property}"))
+    return path
+
+
 def named_workloads_exist(catalog: Catalog, bound: Bound) -> None:
     """Before TLC meets it as `a CASE with no conditions true`: a workload the bound names
     that Program(k) has no arm for, in one line. What else the model could not read is for
@@ -113,7 +132,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     p.add_argument("--out", type=Path, default=Path("shift-out"), metavar="DIR",
-                   help="where counterexamples are saved as ITF JSON (default: shift-out)")
+                   help="where counterexamples are saved as ITF JSON, each with its message "
+                        "sequence chart beside it (.svg) (default: shift-out)")
+    p.add_argument("--report", type=Path, metavar="DIR",
+                   help="write an HTML report of the run: the table, each counterexample "
+                        "with its chart and narration (DIR/index.html)")
     p.add_argument("--spec-dir", type=Path, metavar="DIR",
                    help="check this copy of the specification instead of the packaged one")
     p.add_argument("--jobs", type=int, default=2, help="TLC processes at once (default 2)")
@@ -191,11 +214,18 @@ def run(args: argparse.Namespace) -> int:
         model: list[CellVerdict] = [v for f in explored for v in f.result()]
     verdicts = explorer.merge(tlc, model)
     verdicts.sort(key=lambda v: [d.name for d in designs].index(v.design))
+    for v in verdicts:
+        if v.verdict == "violated" and v.trace is not None and v.counterexample is not None \
+                and not catalog.design(v.design).own_properties:
+            write_chart(v)
     if not args.quiet:
         for v in verdicts:
             if v.verdict == "violated":
                 detail = args.verbose or not v.matches
-                print("\n".join(report.counterexample(catalog, v, detail, bound.name)) + "\n")
+                print("\n".join(report.counterexample(catalog, v, detail, bound.name)))
+                if detail and v.trace is not None and not catalog.design(v.design).own_properties:
+                    print("\n".join(render_text(chart_of(v))))
+                print()
     trilemma = any(not d.own_properties for d in designs)
     print(f"{'Trilemma table' if trilemma else 'Verdicts'}, bound {bound.name}:")
     print(report.table(catalog, verdicts))
@@ -211,4 +241,7 @@ def run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(report.as_json(verdicts, run), indent=1) + "\n")
     if args.junit:
         report.write_junit(args.junit, verdicts, run)
+    if args.report:
+        page = write_report(args.report, catalog, verdicts, run)
+        progress(f"report: {page}")
     return 1 if mismatches else 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from shift.chart import build, render_svg, render_text
 from shift.errors import UsageError
 from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
@@ -38,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--expect", action="append", metavar="PROPERTY|nothing",
                    help="the properties the trace must violate (repeatable), or `nothing`; "
                         "exit 1 when the trace violates any other set")
+    p.add_argument("--svg", type=Path, metavar="FILE",
+                   help="also write the trace's message sequence chart as SVG")
     p.add_argument("--verbose", action="store_true",
                    help="print every variable that changes, not only what an observer sees")
     p.add_argument("--impl", action="store_true",
@@ -79,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"      ... and back to step {result.loop + 1}, forever")
     elif result.stutters:
         print("      ... and nothing more happens, forever")
+    chart = build(states, breaks)
+    print("\nMessage sequence chart:")
+    print("\n".join(render_text(chart)))
+    if args.svg:
+        args.svg.parent.mkdir(parents=True, exist_ok=True)
+        args.svg.write_text(render_svg(chart, f"{args.trace.name} on {args.design}"))
     violated = [f"{p} (step {k + 1})" for p, k in sorted(result.first_violation.items(),
                                                          key=lambda x: x[1])]
     if result.liveness is not None:
