@@ -386,6 +386,12 @@ def why(prop: str, state: State) -> str | None:
     return None
 
 
+def event_text(state: State) -> str:
+    """The step's event in the one syntax every command reads and writes: PostSend(A, 1)."""
+    name, args = _event(state)
+    return f"{name}({', '.join(map(str, args))})" if args else name
+
+
 def tell(states: list[State], breaks: dict[int, list[str]],
          raw: Callable[[State, State], list[str]] | None = None,
          init: str | None = None) -> list[str]:
@@ -402,7 +408,7 @@ def tell(states: list[State], breaks: dict[int, list[str]],
             out += [f"      {line}" for line in initial_lines(st)]
         else:
             first, *rest = narrate_step(states[k - 1], st)
-            out.append(f"  {k + 1:>2}. {first}")
+            out.append(f"  {k + 1:>2}. {event_text(st)}: {first}")
             out += [f"      {line}" for line in rest]
             if raw is not None:
                 out += [f"      . {line}" for line in raw(states[k - 1], st)]
