@@ -46,7 +46,7 @@ def span(xs: list[float]) -> str:
 
 
 def section(rows: list[str], repeat: int) -> str:
-    head = (f"`python bench/check_wall.py --repeat {repeat}` on {platform.machine()}, "
+    head = (f"`python bench/check_wall.py` (latest: `--repeat {repeat}`) on {platform.machine()}, "
             f"{os.cpu_count()} cores, Python {platform.python_version()}, {date.today()}. "
             "Wall time of `shift check --bound B` for all seven trilemma designs (56 cells, "
             "every verdict as declared), started as a user starts it (a fresh process, JVM "
@@ -80,6 +80,12 @@ def main() -> None:
                  f"| {bound} | default (explorer) | {span(auto)} |",
                  f"| {bound} | TLC / default | {ratio:.1f}× | | |"]
     doc = DOC.read_text()
+    measured = set(args.bounds.split(","))
+    if BEGIN in doc:  # rows of bounds not measured this time stay
+        kept = [line for line in doc.split(BEGIN, 1)[1].split(END, 1)[0].splitlines()
+                if line.startswith("| ") and not line.startswith("| bound")
+                and line.split("|")[1].strip() not in measured]
+        rows = kept + rows
     new = section(rows, args.repeat)
     if BEGIN in doc:
         doc = doc.split(BEGIN)[0] + new + doc.split(END, 1)[1]
