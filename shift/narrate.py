@@ -132,6 +132,20 @@ def _arrivals(before: State, after: State) -> list[tuple[WireChange, dict[str, A
     return [(c, m) for c in wire_changes(before, after) for m in c.left]
 
 
+# Events whose headline needs no more than their arguments.
+HEADLINES = {
+    "PostRecv": "{0}'s application posts receive WR {1}",
+    "AppWrite": "{0}'s application writes {2} into its region {1}",
+    "PollCq": "{0}'s application polls its CQ",
+    "Progress": "{0}'s failover layer takes a step",
+    "Timeout": "{0}'s retransmission timer on path {1} fires",
+    "LinkDown": "link {0} goes down",
+    "LinkUp": "link {0} comes back",
+    "NicFail": "{0}'s NIC {1} dies",
+    "NicRecover": "{0}'s NIC {1} comes back",
+}
+
+
 def headline(before: State, after: State) -> str:
     """The event, said in RDMA terms."""
     name, args = _event(after)
@@ -139,21 +153,11 @@ def headline(before: State, after: State) -> str:
         h, w = args
         x = wr_of(after, h, w)
         return f"{h}'s application posts WR {w}" + (f": {describe_wr(x)}" if x else "")
-    if name == "PostRecv":
-        return f"{args[0]}'s application posts receive WR {args[1]}"
-    if name == "AppWrite":
-        return f"{args[0]}'s application writes {args[2]} into its region {args[1]}"
-    if name == "PollCq":
-        return f"{args[0]}'s application polls its CQ"
-    if name == "Progress":
-        return f"{args[0]}'s failover layer takes a step"
     if name == "Transmit":
         h, p = args
         sent = [m for c in wire_changes(before, after) for m in c.entered]
         return (f"{h}'s NIC {p} transmits {packet(after, h, sent[0])}" if sent else
                 f"{h}'s NIC {p} transmits into a dead link: the packet is lost")
-    if name == "Timeout":
-        return f"{args[0]}'s retransmission timer on path {args[1]} fires"
     if name in ("Deliver", "Drop"):
         p, d = args
         s = sender_of(d)
@@ -161,14 +165,8 @@ def headline(before: State, after: State) -> str:
         what = packet(before, s, heads[0]) if heads else "a packet"
         return (f"{what} from {s} reaches {peer(s)} on path {p}" if name == "Deliver" else
                 f"the wire of path {p} loses {what} from {s}")
-    if name == "LinkDown":
-        return f"link {args[0]} goes down"
-    if name == "LinkUp":
-        return f"link {args[0]} comes back"
-    if name == "NicFail":
-        return f"{args[0]}'s NIC {args[1]} dies"
-    if name == "NicRecover":
-        return f"{args[0]}'s NIC {args[1]} comes back"
+    if name in HEADLINES:
+        return HEADLINES[name].format(*args)
     return f"{name}({', '.join(map(str, args))})"
 
 
