@@ -100,6 +100,7 @@ DECLARED = {
     ("NcclPortRecoveryLoss", "small"): 600,
     ("NcclPortRecoveryTwoFaultsLongAcks", "small"): 600,
     ("NcclPortRecoveryTwoFaults", "small"): 1800,  # two runs past two million states
+    ("NcclPortRecoveryTwoRequests", "small"): 1800,  # 5.25 million states, 11 minutes
 }
 
 
@@ -213,3 +214,16 @@ def test_the_recovery_design_reaches_n3_a_one_sided_re_failure() -> None:
     last = result.trace.steps[-1].state
     dev0 = [dict(last[side].pairs)[0] for side in ("devS", "devR")]
     assert sorted(dev0) == ["ErrorPermanent", "Ok"], dev0
+
+
+def test_quiet_timeouts_is_what_keeps_the_final_ack_timer_from_expiring_early() -> None:
+    """N11's timing half, run rather than argued: with every assumption on, the
+    receiver's final-ACK timer never expires with the final ACK on its way (the whole
+    graph at small, about 240,000 states); with QuietTimeouts off it does, and the
+    trace's last step is that timer."""
+    on = nccl_run("NcclPortRecovery", ["FinalAckAwaited"])
+    assert on.outcome == OK, (on.violated, on.message)
+    assert on.distinct > 200_000, on.distinct
+    off = nccl_run("NcclPortRecoveryLoudTimeouts", ["FinalAckAwaited"])
+    assert (off.outcome, off.violated) == (INVARIANT, "FinalAckAwaited"), off.message
+    assert off.trace is not None and off.trace.steps[-1].action == "RAckTimeout"
