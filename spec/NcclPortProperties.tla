@@ -23,6 +23,12 @@ Settled(d) ==
     /\ devS[d] \in {"Ok", "ErrorPermanent"} /\ devR[d] \in {"Ok", "ErrorPermanent"}
 RecoveryAgreement == \A d \in Devs : Settled(d) => devS[d] = devR[d]
 
+\* Not a promise of NCCL's but a witness of QuietTimeouts (docs/findings.md, N11): the
+\* receiver's final-ACK timer does not expire while the final ACK is on its way to it
+\* (RAckTimeout leaves state Ack, so a final ACK in flight finds R in another state).
+FinalAckAwaited ==
+    \A d \in Devs : (\E i \in 1..Len(uc[d]["R"]) : uc[d]["R"][i] = ACK) => rec["R"][d].st = "Ack"
+
 \* Every posted request completes, or the communicator reports an error.
 Failed == \E h \in Sides : err[h] # "none"
 RequestsComplete ==
