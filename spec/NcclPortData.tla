@@ -177,9 +177,10 @@ LinkFail(d) ==
     /\ UNCHANGED << appVars, senderVars, receiverVars, nicVars, losses, rec, rcqRec, recvWr >>
     /\ UNCHANGED historyVars
 
-\* Rail d comes back (only where port recovery could use it again).
+\* Rail d comes back: where port recovery could use it again, or where the design
+\* lets links flap (N.flaps) though nothing uses a failed device again.
 LinkUp(N, d) ==
-    /\ N.recovery /\ ~link[d]
+    /\ (N.recovery \/ N.flaps) /\ ~link[d]
     /\ link' = [link EXCEPT ![d] = TRUE]
     /\ UNCHANGED << appVars, senderVars, receiverVars, nicVars, faults, losses, recVars >>
     /\ UNCHANGED historyVars

@@ -94,6 +94,7 @@ DECLARED = {
     ("NcclPortFailover", "small"): 120,          # under a minute
     ("NcclPortFailover", "default"): 600,        # two minutes
     ("NcclPortFailoverNoSlotGuard", "small"): 600,
+    ("NcclPortFailoverFlaps", "small"): 1800,      # RequestsComplete: 13 minutes, one worker
     ("NcclPortRecovery", "small"): 1800,         # eight minutes, RequestsComplete's run
     ("NcclPortRecoveryUnboundedLifetime", "small"): 600,
     ("NcclPortRecoveryLoudTimeouts", "small"): 600,
