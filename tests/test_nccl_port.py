@@ -101,7 +101,7 @@ DECLARED = {
     ("NcclPortRecoveryLoudTimeouts", "small"): 600,       # 136 s
     ("NcclPortRecoveryLoss", "small"): 600,               # 105 s
     ("NcclPortRecoveryTwoFaultsLongAcks", "small"): 300,  # 35 s
-    ("NcclPortRecoveryTwoFaults", "small"): 1500,         # 595 s
+    ("NcclPortRecoveryTwoFaults", "small"): 2400,         # 595 s + 335 s
     ("NcclPortRecoveryTwoRequests", "small"): 1800,       # 803 s in two runner calls
 }
 
