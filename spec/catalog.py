@@ -36,6 +36,12 @@ class Design:
     temporal: list[str] | None = None
     constants: dict[str, dict[str, str]] = field(default_factory=dict)
     model: bool = True
+    # A variant (`variant_of`) is another design with some of its constants switched
+    # (an assumption off, a bound raised): its module, property lists and model flag are
+    # the base's unless given; it exists at the bounds it lists, its `constants.BOUND`
+    # being the base's at that bound with the variant's values put in. Its verdicts are
+    # its own (nothing of the base's `violates` is inherited).
+    variant_of: str | None = None
 
     @property
     def own_properties(self) -> bool:
@@ -212,18 +218,31 @@ def _violations(path: Path, key: str, raw: Any, props: list[str]) -> dict[str, s
 def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
             bounds: list[str], defined: set[str]) -> Design:
     table = _table(path, f"designs.{name}", raw)
-    module = table.get("module")
-    if not isinstance(module, str):
+    base = table.get("variant_of")
+    if base is not None:
+        if not isinstance(base, str):
+            raise SpecError(f"{path}: designs.{name}.variant_of must name a design, "
+                            f"not {base!r}")
+        for own in ("module", "model"):
+            if own in table:
+                raise SpecError(f"{path}: designs.{name}.{own}: a variant has its base's "
+                                f"({base}'s)")
+    module = table.get("module", "")
+    if base is None and not isinstance(module, str):
         raise SpecError(f"{path}: designs.{name}.module must name a module of {spec_dir}")
-    if not (spec_dir / f"{module}.tla").is_file():
+    if base is None and not (spec_dir / f"{module}.tla").is_file():
         raise SpecError(
             f"{path}: designs.{name}.module = {module!r}: no {module}.tla in {spec_dir}")
     invariants = temporal = None
     constants: dict[str, dict[str, str]] = {}
-    if "invariants" in table or "temporal" in table:
-        invariants = _strings(path, f"designs.{name}.invariants", table.get("invariants", []))
-        temporal = _strings(path, f"designs.{name}.temporal", table.get("temporal", []))
-        props = invariants + temporal
+    if "invariants" in table or "temporal" in table or base:
+        if "invariants" in table or "temporal" in table:
+            invariants = _strings(path, f"designs.{name}.invariants",
+                                  table.get("invariants", []))
+            temporal = _strings(path, f"designs.{name}.temporal", table.get("temporal", []))
+            props = invariants + temporal
+        else:  # a variant checking its base's lists: its violations are checked later
+            props = sorted(defined)
         for prop in props:
             if prop not in defined:
                 raise SpecError(f"{path}: designs.{name}: property {prop!r} is not defined in "
@@ -249,7 +268,48 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
             raise SpecError(f"{path}: {key}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
         violates_at[bound] = _violations(path, f"{key}.{bound}", more, props)
     return Design(name, module, str(table.get("summary", "")), violates, violates_at,
-                  invariants, temporal, constants, model)
+                  invariants, temporal, constants, model, base)
+
+
+def _resolve_variant(path: Path, d: Design, every: dict[str, Design]) -> Design:
+    """A variant with the base's module, lists and model flag where it gives none, and at
+    each bound it lists the base's constants with its own values put in."""
+    key = f"designs.{d.name}"
+    base = every.get(d.variant_of or "")
+    if base is None or base.variant_of is not None or not base.own_properties:
+        raise SpecError(f"{path}: {key}.variant_of = {d.variant_of!r}: not a design with "
+                        f"constants of its own that is not itself a variant")
+    if not d.constants:
+        raise SpecError(f"{path}: {key}.constants: a variant lists the bounds it exists at, "
+                        f"each with the constants it switches")
+    constants = {}
+    for bound, switched in d.constants.items():
+        if bound not in base.constants:
+            raise SpecError(f"{path}: {key}.constants.{bound}: {base.name} has no constants "
+                            f"at bound {bound} (its bounds: {', '.join(base.constants)})")
+        for k, v in switched.items():
+            if k not in base.constants[bound]:
+                raise SpecError(f"{path}: {key}.constants.{bound}.{k}: not a constant of "
+                                f"{base.name} ({', '.join(base.constants[bound])})")
+            if base.constants[bound][k] == v:
+                raise SpecError(f"{path}: {key}.constants.{bound}.{k} = {v}: the same as "
+                                f"{base.name}'s; a variant names only what it switches")
+        constants[bound] = {**base.constants[bound], **switched}
+    invariants = base.invariants if d.invariants is None else d.invariants
+    temporal = base.temporal if d.temporal is None else d.temporal
+    props = [*(invariants or []), *(temporal or [])]
+    for table, what in [(d.violates, "violates"),
+                        *((more, f"violates_at.{b}") for b, more in d.violates_at.items())]:
+        for prop in table:
+            if prop not in props:
+                raise SpecError(f"{path}: {key}.{what}.{prop}: not a property the variant "
+                                f"checks ({', '.join(props)})")
+    for bound in d.violates_at:
+        if bound not in constants:
+            raise SpecError(f"{path}: {key}.violates_at.{bound}: the variant has no constants "
+                            f"at bound {bound}")
+    return replace(d, module=base.module, invariants=invariants, temporal=temporal,
+                   constants=constants, model=base.model)
 
 
 def _bound(path: Path, name: str, raw: Any) -> Bound:
@@ -282,6 +342,8 @@ def load_catalog(spec_dir: Path | None = None) -> Catalog:
               for name, b in _table(path, "bounds", raw.get("bounds", {})).items()}
     every = [_design(path, name, d, spec_dir, props, list(bounds), defined)
              for name, d in _table(path, "designs", raw.get("designs", {})).items()]
+    named = {d.name: d for d in every}
+    every = [_resolve_variant(path, d, named) if d.variant_of else d for d in every]
     if not every:
         raise SpecError(f"{path}: no [designs.NAME] table")
     designs = {d.name: d for d in every if not d.own_properties}
