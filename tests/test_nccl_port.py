@@ -90,20 +90,26 @@ def test_an_unknown_design_names_the_nccl_designs_too() -> None:
 
 # Every (design, bound) of the NCCL designs that designs.toml declares verdicts for, with
 # a timeout (seconds) for its check: about twice its wall time on one TLC worker on a
-# loaded machine (docs/performance.md), which is given in the comment.
-DECLARED = {
+# loaded machine (docs/performance.md), which is given in the comment. The suite re-checks
+# the ones that take minutes; those that take a quarter of an hour each are re-checked by
+# hand (`shift check --design NAME --bound B`, docs/performance.md's NCCL table), which
+# keeps CI within its budget: together they are about an hour of TLC.
+IN_SUITE = {
     ("NcclPortFailover", "small"): 300,                   # 67 s
     ("NcclPortFailover", "default"): 600,                 # 135 s
     ("NcclPortFailoverNoSlotGuard", "small"): 600,        # 133 s
-    ("NcclPortFailoverFlaps", "small"): 1800,             # 838 s
-    ("NcclPortRecovery", "small"): 1800,                  # 838 s
     ("NcclPortRecoveryUnboundedLifetime", "small"): 600,  # 119 s
     ("NcclPortRecoveryLoudTimeouts", "small"): 600,       # 136 s
     ("NcclPortRecoveryLoss", "small"): 600,               # 105 s
     ("NcclPortRecoveryTwoFaultsLongAcks", "small"): 300,  # 35 s
+}
+BY_HAND = {
+    ("NcclPortFailoverFlaps", "small"): 1800,             # 838 s
+    ("NcclPortRecovery", "small"): 1800,                  # 838 s
     ("NcclPortRecoveryTwoFaults", "small"): 2400,         # 595 s + 335 s
     ("NcclPortRecoveryTwoRequests", "small"): 1800,       # 803 s in two runner calls
 }
+DECLARED = {**IN_SUITE, **BY_HAND}
 
 
 def test_every_declared_nccl_bound_has_a_verdict_test() -> None:
@@ -112,7 +118,7 @@ def test_every_declared_nccl_bound_has_a_verdict_test() -> None:
     assert declared == set(DECLARED)
 
 
-@pytest.mark.parametrize(("design", "bound"), sorted(DECLARED))
+@pytest.mark.parametrize(("design", "bound"), sorted(IN_SUITE))
 def test_tlc_agrees_with_every_declared_nccl_verdict(tmp_path: Path, design: str,
                                                       bound: str) -> None:
     """TLC on an NCCL design at a bound: every verdict as designs.toml declares it (a
