@@ -35,7 +35,8 @@ def check_once(design: str, bound: str) -> tuple[int, int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "shift", "check", "--design", design, "--bound",
-                        bound, "--jobs", "1", "--quiet", "--json", "r.json", "--out", "cex"],
+                        bound, "--engine", "tlc", "--jobs", "1", "--quiet", "--json",
+                        "r.json", "--out", "cex"],
                        cwd=tmp, check=False, capture_output=True)
         seconds = time.monotonic() - started
         report = (Path(tmp) / "r.json").read_text()

@@ -6,7 +6,9 @@ Event traces are JSON Lines, one object per event with named arguments, Init fir
     {"event": "Init", "workload": 2}
     {"event": "PostRecv", "host": "B", "recv": 1}
     {"event": "Deliver", "path": 1, "direction": "AtoB"}
-`load_trace` checks every line and raises `TraceError` naming the line that is wrong.
+A line whose first non-blank character is `#` is a comment, as is a blank line: hand
+traces say in them what they show. `load_trace` checks every line and raises `TraceError`
+naming the line that is wrong.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ def save_trace(path: Path, events: Iterable[Event]) -> Path:
 
 
 def loads_trace(text: str, source: str = "<trace>") -> list[Event]:
-    """Events from JSON Lines text; blank lines are skipped, the first event is Init."""
+    """Events from JSON Lines text; blank lines and `#` comments are skipped, the first
+    event is Init."""
     events: list[Event] = []
     for no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+        if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
             obj = json.loads(line)

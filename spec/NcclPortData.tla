@@ -105,8 +105,12 @@ DeliverData(d) ==
     /\ UNCHANGED << qp, rsq, scq, ghost, faultVars, recVars, aborted >>
 
 \* The ACK of the oldest delivered chunk completes its WR at the sender (signaled).
+\* BoundedAckLifetime: the ACK comes from the receiver's QP d while it is in RTS; once
+\* that QP went to ERR, an ACK not yet received was lost with the link or is never sent,
+\* and the sender's QP retransmits into a dead QP (RETRY_EXC_ERR, QpTimeoutS).
 AckData(d) ==
     /\ link[d] /\ qp["S"][d] = "RTS" /\ sq[d] # << >> /\ Head(sq[d]).dlv
+    /\ BoundedAckLifetime => qp["R"][d] = "RTS"
     /\ sq' = [sq EXCEPT ![d] = Tail(@)]
     /\ scq' = [scq EXCEPT ![d] = Append(@, [slot |-> Head(sq[d]).slot, ok |-> TRUE])]
     /\ UNCHANGED << appVars, senderVars, receiverVars, qp, rsq, rcq, ghost >>
@@ -131,9 +135,11 @@ DeliverCts(d) ==
     /\ UNCHANGED << appVars, activeS, devS, sEv, sent, sSlot, failed, probeRes, probe >>
     /\ UNCHANGED << receiverVars, qp, sq, scq, rcq, ghost, faultVars, recVars, historyVars >>
 
-\* The CTS's ACK: a successful CQE at the receiver (P2P 787-798 ignores it).
+\* The CTS's ACK: a successful CQE at the receiver (P2P 787-798 ignores it); with
+\* BoundedAckLifetime only while the sender's QP d, which sends it, is in RTS.
 AckCts(d) ==
     /\ link[d] /\ qp["R"][d] = "RTS" /\ rsq[d] # << >> /\ Head(rsq[d]).dlv
+    /\ BoundedAckLifetime => qp["S"][d] = "RTS"
     /\ rsq' = [rsq EXCEPT ![d] = Tail(@)]
     /\ rcq' = [rcq EXCEPT ![d] = Append(@, [kind |-> "cts", slot |-> Head(rsq[d]).slot,
                                              req |-> Head(rsq[d]).req, ok |-> TRUE])]
@@ -171,9 +177,10 @@ LinkFail(d) ==
     /\ UNCHANGED << appVars, senderVars, receiverVars, nicVars, losses, rec, rcqRec, recvWr >>
     /\ UNCHANGED historyVars
 
-\* Rail d comes back (only where port recovery could use it again).
+\* Rail d comes back: where port recovery could use it again, or where the design
+\* lets links flap (N.flaps) though nothing uses a failed device again.
 LinkUp(N, d) ==
-    /\ N.recovery /\ ~link[d]
+    /\ (N.recovery \/ N.flaps) /\ ~link[d]
     /\ link' = [link EXCEPT ![d] = TRUE]
     /\ UNCHANGED << appVars, senderVars, receiverVars, nicVars, faults, losses, recVars >>
     /\ UNCHANGED historyVars

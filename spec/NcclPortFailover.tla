@@ -8,7 +8,7 @@
 (***************************************************************************)
 EXTENDS NcclPortProperties
 
-N == [recovery |-> FALSE]
+N == [recovery |-> FALSE, flaps |-> FALSE]
 
 Next == PortNext(N)
 Spec == Init /\ [][Next]_vars /\ PortFairness(N)

@@ -23,6 +23,17 @@ Settled(d) ==
     /\ devS[d] \in {"Ok", "ErrorPermanent"} /\ devR[d] \in {"Ok", "ErrorPermanent"}
 RecoveryAgreement == \A d \in Devs : Settled(d) => devS[d] = devR[d]
 
+\* Not a promise of NCCL's but a witness of QuietTimeouts (docs/findings.md, N11): the
+\* receiver's final-ACK timer does not expire while the final ACK is on its way to it.
+\* The final ACK is sent once R's ACK reached S, so R is then waiting for its ACK's
+\* local completion (Alive, ackPosted) or for the final ACK (Ack); RAckTimeout leaves
+\* both (to Alive without ackPosted, or Failed), and the context's end leaves None.
+FinalAckAwaited ==
+    \A d \in Devs :
+        (\E i \in 1..Len(uc[d]["R"]) : uc[d]["R"][i] = ACK)
+            => \/ rec["R"][d].st = "Ack"
+               \/ rec["R"][d].st = "Alive" /\ rec["R"][d].ackPosted
+
 \* Every posted request completes, or the communicator reports an error.
 Failed == \E h \in Sides : err[h] # "none"
 RequestsComplete ==

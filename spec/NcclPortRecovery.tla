@@ -8,7 +8,7 @@
 (***************************************************************************)
 EXTENDS NcclPortProperties
 
-N == [recovery |-> TRUE]
+N == [recovery |-> TRUE, flaps |-> FALSE]
 
 Next == PortNext(N)
 Spec == Init /\ [][Next]_vars /\ PortFairness(N)

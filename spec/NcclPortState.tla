@@ -30,6 +30,11 @@
 (*                     NCCL_NET_MAX_REQUESTS outstanding, 256 slots).    *)
 (*  QuietTimeouts      a recovery timer (4-5 s) fires only when no       *)
 (*                     recovery message of its device is in flight.      *)
+(*  BoundedAckLifetime an RC ACK does not outlive the responder's QP:    *)
+(*                     once that QP went to ERR, an ACK not yet received *)
+(*                     never arrives (FALSE: it may, whatever happened   *)
+(*                     to the link and the QP meanwhile; docs/findings   *)
+(*                     N8).                                              *)
 (* Asserts are compiled out (NDEBUG, the release build): an assert that   *)
 (* would fail is recorded in `aborted` (an abort of a debug build) and    *)
 (* execution goes on as the release build does.                          *)
@@ -52,6 +57,7 @@ CONSTANTS
     BoundedLifetime,
     SlotGuard,
     QuietTimeouts,
+    BoundedAckLifetime,
     ProbeAttempts,
     AttemptsMax,
     SeqSize,

@@ -6,6 +6,7 @@ TLC harness (`shift.tlc`: what to check, and what to expect); it depends on neit
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,12 @@ class Design:
     temporal: list[str] | None = None
     constants: dict[str, dict[str, str]] = field(default_factory=dict)
     model: bool = True
+    # A variant (`variant_of`) is another design with some of its constants switched
+    # (an assumption off, a bound raised): its module, property lists and model flag are
+    # the base's unless given; it exists at the bounds it lists, its `constants.BOUND`
+    # being the base's at that bound with the variant's values put in. Its verdicts are
+    # its own (nothing of the base's `violates` is inherited).
+    variant_of: str | None = None
     # bound -> properties of `violates` that hold at that bound (and why: its workloads
     # lack the shape that breaks them)
     holds_at: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -54,11 +61,18 @@ class Design:
         return replace(self, violates={p: why for p, why in violates.items() if p not in held})
 
 
+ENGINES = ("tlc", "explorer")
+
+
 @dataclass(frozen=True)
 class Bound:
     name: str
     summary: str
     constants: dict[str, str]  # name -> TLC cfg literal
+    # The engine `shift check` uses at this bound when none is asked for, where the Python
+    # model covers the design and the spec is the packaged one (`shift.commands.check`):
+    # "explorer" where it was measured faster than TLC (docs/performance.md).
+    engine: str = "tlc"
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,43 @@ class Catalog:
         if name not in self.bounds:
             raise UsageError(f"unknown bound {name!r}; bounds: {', '.join(self.bounds)}")
         return self.bounds[name]
+
+    def only(self, names: list[str]) -> Catalog:
+        """The catalogue with only the named properties (`shift check --property`); a name
+        no design has is a one-line error naming those there are."""
+        every = dict.fromkeys([*self.properties, *(p for d in self.others.values()
+                                                   for p in self.properties_of(d))])
+        unknown = [n for n in names if n not in every]
+        if unknown:
+            raise UsageError(f"--property {unknown[0]}: unknown property; properties: "
+                             f"{', '.join(every)}")
+        keep = set(names)
+
+        def pick(props: list[str] | None) -> list[str] | None:
+            return None if props is None else [p for p in props if p in keep]
+        others = {n: replace(d, invariants=pick(d.invariants), temporal=pick(d.temporal))
+                  for n, d in self.others.items()}
+        return replace(self, invariants=pick(self.invariants) or [],
+                       temporal=pick(self.temporal) or [], others=others)
+
+    def spec_hash(self) -> str:
+        """SHA-256 of the spec folder's TLA+ modules and designs.toml (names and bytes, in
+        name order): which specification a verdict is of."""
+        return files_hash([*sorted(self.spec_dir.glob("*.tla")), self.spec_dir / "designs.toml"])
+
+    def is_packaged(self) -> bool:
+        """Are the TLA+ modules byte for byte those shipped with shift, the ones the Python
+        model is tested equal to (tests/model/test_conformance.py)? designs.toml may
+        differ: the model reads bounds and declarations from it."""
+        mine = sorted(self.spec_dir.glob("*.tla"))
+        return files_hash(mine) == files_hash(sorted(packaged_spec_dir().glob("*.tla")))
+
+
+def files_hash(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def not_covered(name: str) -> str:
@@ -173,18 +224,31 @@ def _violations(path: Path, key: str, raw: Any, props: list[str]) -> dict[str, s
 def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
             bounds: list[str], defined: set[str]) -> Design:
     table = _table(path, f"designs.{name}", raw)
-    module = table.get("module")
-    if not isinstance(module, str):
+    base = table.get("variant_of")
+    if base is not None:
+        if not isinstance(base, str):
+            raise SpecError(f"{path}: designs.{name}.variant_of must name a design, "
+                            f"not {base!r}")
+        for own in ("module", "model"):
+            if own in table:
+                raise SpecError(f"{path}: designs.{name}.{own}: a variant has its base's "
+                                f"({base}'s)")
+    module = table.get("module", "")
+    if base is None and not isinstance(module, str):
         raise SpecError(f"{path}: designs.{name}.module must name a module of {spec_dir}")
-    if not (spec_dir / f"{module}.tla").is_file():
+    if base is None and not (spec_dir / f"{module}.tla").is_file():
         raise SpecError(
             f"{path}: designs.{name}.module = {module!r}: no {module}.tla in {spec_dir}")
     invariants = temporal = None
     constants: dict[str, dict[str, str]] = {}
-    if "invariants" in table or "temporal" in table:
-        invariants = _strings(path, f"designs.{name}.invariants", table.get("invariants", []))
-        temporal = _strings(path, f"designs.{name}.temporal", table.get("temporal", []))
-        props = invariants + temporal
+    if "invariants" in table or "temporal" in table or base:
+        if "invariants" in table or "temporal" in table:
+            invariants = _strings(path, f"designs.{name}.invariants",
+                                  table.get("invariants", []))
+            temporal = _strings(path, f"designs.{name}.temporal", table.get("temporal", []))
+            props = invariants + temporal
+        else:  # a variant checking its base's lists: its violations are checked later
+            props = sorted(defined)
         for prop in props:
             if prop not in defined:
                 raise SpecError(f"{path}: designs.{name}: property {prop!r} is not defined in "
@@ -220,7 +284,60 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
                 raise SpecError(f"{path}: {hkey}.{bound}.{prop}: the design does not declare "
                                 f"it violated (designs.{name}.violates), so it holds anyway")
     return Design(name, module, str(table.get("summary", "")), violates, violates_at,
-                  invariants, temporal, constants, model, holds_at)
+                  invariants, temporal, constants, model, base, holds_at)
+
+
+def _resolve_variant(path: Path, d: Design, every: dict[str, Design]) -> Design:
+    """A variant with the base's module, lists and model flag where it gives none, and at
+    each bound it lists the base's constants with its own values put in."""
+    key = f"designs.{d.name}"
+    base = every.get(d.variant_of or "")
+    if base is None or base.variant_of is not None or not base.own_properties:
+        raise SpecError(f"{path}: {key}.variant_of = {d.variant_of!r}: not a design with "
+                        f"constants of its own that is not itself a variant")
+    if not d.constants:
+        raise SpecError(f"{path}: {key}.constants: a variant lists the bounds it exists at, "
+                        f"each with the constants it switches")
+    constants = {}
+    for bound, switched in d.constants.items():
+        if bound not in base.constants:
+            raise SpecError(f"{path}: {key}.constants.{bound}: {base.name} has no constants "
+                            f"at bound {bound} (its bounds: {', '.join(base.constants)})")
+        for k, v in switched.items():
+            if k not in base.constants[bound]:
+                raise SpecError(f"{path}: {key}.constants.{bound}.{k}: not a constant of "
+                                f"{base.name} ({', '.join(base.constants[bound])})")
+            if base.constants[bound][k] == v:
+                raise SpecError(f"{path}: {key}.constants.{bound}.{k} = {v}: the same as "
+                                f"{base.name}'s; a variant names only what it switches")
+        constants[bound] = {**base.constants[bound], **switched}
+    invariants = base.invariants if d.invariants is None else d.invariants
+    temporal = base.temporal if d.temporal is None else d.temporal
+    props = [*(invariants or []), *(temporal or [])]
+    for table, what in [(d.violates, "violates"),
+                        *((more, f"violates_at.{b}") for b, more in d.violates_at.items())]:
+        for prop in table:
+            if prop not in props:
+                raise SpecError(f"{path}: {key}.{what}.{prop}: not a property the variant "
+                                f"checks ({', '.join(props)})")
+    for bound in d.violates_at:
+        if bound not in constants:
+            raise SpecError(f"{path}: {key}.violates_at.{bound}: the variant has no constants "
+                            f"at bound {bound}")
+    return replace(d, module=base.module, invariants=invariants, temporal=temporal,
+                   constants=constants, model=base.model)
+
+
+def _bound(path: Path, name: str, raw: Any) -> Bound:
+    b = _table(path, f"bounds.{name}", raw)
+    engine = b.get("engine", "tlc")
+    if engine not in ENGINES:
+        raise SpecError(f"{path}: bounds.{name}.engine = {engine!r}: one of "
+                        f"{', '.join(map(repr, ENGINES))}")
+    constants = {k: _cfg_literal(path, f"bounds.{name}.constants.{k}", v)
+                 for k, v in _table(path, f"bounds.{name}.constants",
+                                    b.get("constants", {})).items()}
+    return Bound(name, str(b.get("summary", "")), constants, engine)
 
 
 def load_catalog(spec_dir: Path | None = None) -> Catalog:
@@ -237,16 +354,12 @@ def load_catalog(spec_dir: Path | None = None) -> Catalog:
     for prop in props:
         if prop not in defined:
             raise SpecError(f"{path}: property {prop!r} is not defined in any module of {spec_dir}")
-    bounds = {
-        name: Bound(name, str(b.get("summary", "")),
-                    {k: _cfg_literal(path, f"bounds.{name}.constants.{k}", v)
-                     for k, v in _table(path, f"bounds.{name}.constants",
-                                        b.get("constants", {})).items()})
-        for name, b in _table(path, "bounds", raw.get("bounds", {})).items()
-        if _table(path, f"bounds.{name}", b) is not None
-    }
+    bounds = {name: _bound(path, name, b)
+              for name, b in _table(path, "bounds", raw.get("bounds", {})).items()}
     every = [_design(path, name, d, spec_dir, props, list(bounds), defined)
              for name, d in _table(path, "designs", raw.get("designs", {})).items()]
+    named = {d.name: d for d in every}
+    every = [_resolve_variant(path, d, named) if d.variant_of else d for d in every]
     if not every:
         raise SpecError(f"{path}: no [designs.NAME] table")
     designs = {d.name: d for d in every if not d.own_properties}

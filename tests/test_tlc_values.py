@@ -114,7 +114,7 @@ def test_rendered_steps_show_events_and_what_apps_saw() -> None:
                                 "rcvSeen": [{"wr": 2, "status": "SUCCESS"}],
                                 "layer": {"A": "Fallback"}}),
     ]
-    lines = render_trace(catalog, Trace(steps, loop=None, stutters=True))
+    lines = render_trace(catalog, Trace(steps, loop=None, stutters=True), narrated=False)
     assert lines[0].strip() == "1. Init"
     assert lines[1].strip() == '2. PollCq("B")'
     assert 'receiver app (host B) polled: [wr |-> 2, status |-> "SUCCESS"]' in lines[2]

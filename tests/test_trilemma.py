@@ -165,7 +165,7 @@ def test_no_failover_surfaces_the_error(small: dict[str, Any]) -> None:
 def test_junit_has_a_case_per_cell_and_no_failure(small: dict[str, Any]) -> None:
     root = ET.parse(small["work"] / "junit.xml").getroot()
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == DESIGNS
+    assert [s.get("name") for s in suites] == [f"{d} [small]" for d in DESIGNS]
     cases = root.findall("testsuite/testcase")
     assert len(cases) == len(small["cells"])
     assert not root.findall(".//failure") and not root.findall(".//error")

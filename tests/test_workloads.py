@@ -74,7 +74,7 @@ def test_a_seventh_workload_is_explored_and_its_counterexample_replayed(
         assert main(["replay", str(replayed), "--design", "Shift", "--bound", "seven",
                      "--spec-dir", str(spec)]) == 0
         out = capsys.readouterr().out
-        assert "1. Init(9)" in out and "program = WRITE, SEND" in out
+        assert "1. Init(9)" in out and "A's WR 2: SEND (payload" in out
         assert "violates: ExactlyOnceExecution" in out
 
 

@@ -48,8 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="use this copy of the specification (its workloads, bounds and "
                         "declarations) instead of the packaged one")
     p.add_argument("--replay", type=Path, metavar="TRACE",
-                   help="run one saved trace (JSON Lines) through both sides instead, step "
-                        "by step, and show where they part (one --design)")
+                   help="run one saved trace (an event trace, .jsonl, or an ITF counterexample "
+                        "of `shift check`, .itf.json) through both sides instead, step by "
+                        "step, and show where they part (one --design)")
     p.set_defaults(run=run)
 
 
@@ -221,13 +222,13 @@ def run(args: argparse.Namespace) -> int:
 def replay(args: argparse.Namespace, designs: list[str]) -> int:
     """`--replay TRACE`: the trace through model and implementation; 1 if they part."""
     from shift.differential import report, run_trace
-    from shift.model.events import load_trace
     from shift.model.next import Model, NotEnabled
+    from shift.model.replay import load_any
 
     if len(designs) != 1:
         raise UsageError("--replay runs one trace on one design: give --design NAME")
     model = Model.load(designs[0], args.bound, args.spec_dir)
-    events = load_trace(args.replay)
+    events, _ = load_any(args.replay, model)  # an ITF trace gives its events
     try:
         run = run_trace(model, events)
     except NotEnabled as e:

@@ -4,7 +4,8 @@ The trace is an event trace (JSON Lines, as the explorer writes next to its
 counterexamples) or an ITF JSON state trace (as `shift check` writes for either engine;
 each state is then checked against the model's). Each step prints the event and what an
 observer sees change; a step that breaks an invariant is marked; the end says which
-properties the trace violates, Liveness included.
+properties the trace violates, Liveness included. With `--expect`, the exit status says
+whether that is what the trace was written to show (1 when not), for CI.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from shift.chart import build, render_svg, render_text
 from shift.errors import UsageError
 from shift.model.config import bound as load_bound
 from shift.model.config import design as load_design
 from shift.model.next import Model, NotEnabled
-from shift.model.observe import changes, observe
+from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.model.replay import judge, load_any, validate
 from shift.model.tla import to_tla
+from shift.narrate import tell
 from shift.report import diff
 from shift.spec.catalog import load_catalog
 
@@ -33,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="the bound whose constants apply (retries, drops, faults; default small)")
     p.add_argument("--spec-dir", type=Path, metavar="DIR",
                    help="use this copy of the specification instead of the packaged one")
+    p.add_argument("--expect", action="append", metavar="PROPERTY|nothing",
+                   help="the properties the trace must violate (repeatable), or `nothing`; "
+                        "exit 1 when the trace violates any other set")
+    p.add_argument("--svg", type=Path, metavar="FILE",
+                   help="also write the trace's message sequence chart as SVG")
     p.add_argument("--verbose", action="store_true",
                    help="print every variable that changes, not only what an observer sees")
     p.add_argument("--impl", action="store_true",
@@ -48,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
         load_design(args.design, catalog)
     if args.impl:
         return both_sides(args)
+    expected = expectation(args.expect, catalog.properties)
     model = Model(load_design(args.design, catalog), load_bound(args.bound, catalog),
                   catalog.spec_dir)
     events, itf_states = load_any(args.trace, model)
-    invariants = [p for p in catalog.invariants]
+    invariants = [p for p in catalog.invariants if p in INVARIANTS]
+    unjudged = [p for p in catalog.properties if p not in INVARIANTS and p not in TEMPORAL]
     try:
         result = judge(model, events, invariants, temporal="Liveness" in catalog.temporal)
     except NotEnabled as e:
@@ -62,34 +72,55 @@ def run(args: argparse.Namespace) -> int:
     for prop, k in result.first_violation.items():
         breaks.setdefault(k, []).append(prop)
     print(f"{args.trace}: {len(events) - 1} events on {args.design} at bound {args.bound}")
-    prev = None
-    for k, (ev, s) in enumerate(zip(events, result.states, strict=True)):
-        print(f"  {k + 1:>2}. {ev}")
-        if prev is None:
-            print(f"      program = {', '.join(f'{w.op}' for w in s.program[0])}")
-            if s.program[1]:
-                print(f"      B's program = {', '.join(f'{w.op}' for w in s.program[1])}")
-        else:
-            for line in changes(observe(prev), observe(s)):
-                print(f"      {line}")
-            if args.verbose:
-                old, new = to_tla(prev), to_tla(s)
-                for var in new:
-                    for line in diff(var, old[var], new[var]):
-                        print(f"      . {line}")
-        for prop in breaks.get(k, []):
-            print(f"      !! {prop} violated")
-        prev = s
+    states = [to_tla(s, ev) for s, ev in zip(result.states, events, strict=True)]
+
+    def raw(a: dict, b: dict) -> list[str]:
+        return [line for var in b if var != "event" for line in diff(var, a.get(var), b[var])]
+    for line in tell(states, breaks, raw if args.verbose else None, init=str(events[0])):
+        print(line)
     if result.loop is not None:
         print(f"      ... and back to step {result.loop + 1}, forever")
     elif result.stutters:
         print("      ... and nothing more happens, forever")
+    chart = build(states, breaks)
+    print("\nMessage sequence chart:")
+    print("\n".join(render_text(chart)))
+    if args.svg:
+        args.svg.parent.mkdir(parents=True, exist_ok=True)
+        args.svg.write_text(render_svg(chart, f"{args.trace.name} on {args.design}"))
     violated = [f"{p} (step {k + 1})" for p, k in sorted(result.first_violation.items(),
                                                          key=lambda x: x[1])]
     if result.liveness is not None:
         violated.append(f"Liveness ({result.liveness})")
     print(f"violates: {', '.join(violated) if violated else 'nothing'}")
-    return 0
+    for p in unjudged:
+        print(f"not judged: {p} (the Python model has no predicate for it: add one to "
+              "INVARIANTS in model/properties.py, beside Properties.tla's operator)")
+    if expected is None:
+        return 0
+    found = set(result.first_violation) | ({"Liveness"} if result.liveness else set())
+    if found == expected:
+        return 0
+    said = ", ".join(sorted(expected)) or "nothing"
+    missing, extra = sorted(expected - found), sorted(found - expected)
+    print(f"expected to violate {said}: "
+          + "; ".join([*(f"{p} holds" for p in missing), *(f"{p} violated too" for p in extra)]))
+    return 1
+
+
+def expectation(given: list[str] | None, properties: list[str]) -> set[str] | None:
+    """`--expect`'s set of properties (`nothing`: the empty set); an unknown name is a
+    one-line error naming the properties there are."""
+    if not given:
+        return None
+    names = {n.strip() for g in given for n in g.split(",") if n.strip()}
+    if names == {"nothing"}:
+        return set()
+    for n in sorted(names):
+        if n not in properties:
+            raise UsageError(f"--expect {n}: not a property (properties: "
+                             f"{', '.join(properties)}; or nothing)")
+    return names
 
 
 def both_sides(args: argparse.Namespace) -> int:
@@ -99,7 +130,5 @@ def both_sides(args: argparse.Namespace) -> int:
     if args.design not in DESIGNS:
         raise UsageError(f"--impl: the C core implements {', '.join(DESIGNS)}, "
                          f"not {args.design}")
-    if args.trace.name.endswith(".itf.json"):
-        raise UsageError(f"--impl: {args.trace} is a state trace; give an event trace (.jsonl)")
     return replay(argparse.Namespace(replay=args.trace, bound=args.bound,
                                      spec_dir=args.spec_dir), [args.design])

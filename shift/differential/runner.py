@@ -18,6 +18,8 @@ from shift.model.next import Model, NotEnabled
 from shift.model.observable import broken
 from shift.model.observe import Observation, observe
 from shift.model.state import State
+from shift.model.tla import to_tla
+from shift.narrate import tell
 from shift.vocabulary import DIRECTIONS, HOSTS, OBSERVATION_FIELDS, PATHS, Event
 
 from .bridge import Bridge
@@ -183,10 +185,12 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
 
 
 def report(model: Model, run: Run) -> str:
-    """A readable step-by-step account of a run: each event, and where the sides part."""
+    """A readable step-by-step account of a run: each event as the model took it (the
+    narrator's lines), the events it did not reach, and where the sides part."""
     lines = [f"{model.design.name} at bound {model.bound.name}: {len(run.events)} events"]
-    for k, ev in enumerate(run.events, 1):
-        lines.append(f"  {k:>2}. {ev}")
+    states = [to_tla(s, ev) for s, ev in zip(run.states, run.events, strict=False)]
+    lines += tell(states, {}, init=str(run.events[0])) if states else []
+    lines += [f"  {k:>2}. {ev}" for k, ev in enumerate(run.events, 1) if k > len(states)]
     if run.divergence:
         lines.append(str(run.divergence))
     return "\n".join(lines)

@@ -75,25 +75,34 @@ def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: P
     return run
 
 
+def counted(n: int, verdict: str) -> str:
+    """"1 property holds", "5 properties hold", "2 properties error"."""
+    if verdict == HOLDS:
+        return "1 property holds" if n == 1 else f"{n} properties hold"
+    return f"{n} {'property' if n == 1 else 'properties'} {verdict}"
+
+
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                  workers: int, heap_mb: int, report: Report) -> list[CellVerdict]:
     cfg = RunConfig(catalog.spec_dir, design.module, catalog.constants_of(design, bound), workers,
                     heap_mb)
     invariants, temporal = catalog.invariants_of(design), catalog.temporal_of(design)
+    runs = 0  # the TLC runs so far: progress lines say which one they belong to
 
     def progress(distinct: int, queue: int) -> None:
-        report(f"{design.name}: {distinct:,} distinct states so far, {queue:,} on the queue")
+        report(f"{design.name}, TLC run {runs}: {distinct:,} distinct states so far, "
+               f"{queue:,} on the queue")
     verdicts: dict[str, CellVerdict] = {}
     remaining = list(invariants)
-    runs = 0
     while remaining:
-        run, runs = _run(cfg, remaining, [], progress, report, design.name), runs + 1
+        runs += 1
+        run = _run(cfg, remaining, [], progress, report, design.name)
         if run.outcome == INVARIANT and run.violated in remaining:
             verdicts[run.violated] = _verdict(design, run.violated, VIOLATED, run, out_dir, bound,
                                               runs)
             remaining.remove(run.violated)
-            report(f"{design.name}: {run.violated} violated after {run.distinct:,} states "
-                   f"({run.seconds:.1f} s)")
+            report(f"{design.name}, TLC run {runs}: {run.violated} violated after "
+                   f"{run.distinct:,} states ({run.seconds:.1f} s)")
             continue
         verdict = HOLDS if run.outcome == OK else ERROR_VERDICT
         if run.outcome != OK and not run.message:
@@ -102,17 +111,19 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         undecided = remaining + (temporal if verdict == ERROR_VERDICT else [])
         for prop in undecided:
             verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
-        report(f"{design.name}: {len(undecided)} properties {verdict} over {run.distinct:,} "
-               f"states ({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
+        report(f"{design.name}, TLC run {runs}: {counted(len(undecided), verdict)} over "
+               f"{run.distinct:,} states ({run.seconds:.1f} s)"
+               f"{': ' + run.message if run.message else ''}")
         if verdict == ERROR_VERDICT:
             return [verdicts[p] for p in invariants + temporal]
         break
     for prop in temporal:
-        run, runs = _run(cfg, [], [prop], progress, report, design.name), runs + 1
+        runs += 1
+        run = _run(cfg, [], [prop], progress, report, design.name)
         verdict = {OK: HOLDS, TEMPORAL: VIOLATED}.get(run.outcome, ERROR_VERDICT)
         if run.outcome == INVARIANT:
             run.message = "an invariant failed in a temporal-only run"
         verdicts[prop] = _verdict(design, prop, verdict, run, out_dir, bound, runs)
-        report(f"{design.name}: {prop} {verdict} over {run.distinct:,} states "
+        report(f"{design.name}, TLC run {runs}: {prop} {verdict} over {run.distinct:,} states "
                f"({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
     return [verdicts[p] for p in invariants + temporal]

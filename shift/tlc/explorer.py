@@ -58,14 +58,9 @@ def model_of(catalog: Catalog, design: Design, bound: Bound) -> Model:
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                  report: Report | None = None) -> list[CellVerdict]:
     """Every property of the catalog for one design, decided by one exploration."""
-    unknown = [p for p in catalog.properties if p not in INVARIANTS and p not in TEMPORAL]
-    if unknown:
-        msg = f"the model has no property {', '.join(unknown)}"
-        return [CellVerdict(design.name, p, "error", design.expected(p), 0, 0.0, message=msg,
-                        engine=ENGINE) for p in catalog.properties]
     model = model_of(catalog, design, bound)
-    live = [p for p in catalog.temporal if p in TEMPORAL]
-    ex = explore(model, catalog.invariants, keep_edges=bool(live))
+    live = [p for p in catalog.temporal_of(design) if p in TEMPORAL]
+    ex = explore(model, catalog.invariants_of(design), keep_edges=bool(live))
     found = dict(ex.violations)
     seconds = ex.seconds
     for prop in live:
@@ -73,7 +68,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         if cx is not None:
             found[prop] = cx
     verdicts = []
-    for prop in catalog.properties:
+    for prop in catalog.properties_of(design):
         cx = found.get(prop)
         path = None
         if cx is not None:
@@ -82,17 +77,19 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                                 design.expected(prop), ex.distinct, seconds, path,
                                 to_trace(cx) if cx else None, engine=ENGINE, run=1))
     if report is not None:
-        bad = [p for p in catalog.properties if p in found]
+        bad = [p for p in catalog.properties_of(design) if p in found]
         report(f"{design.name}: explorer, {ex.distinct:,} distinct states in {seconds:.1f} s; "
                f"violated: {', '.join(bad) or 'none'}")
     return verdicts
 
 
 def merge(tlc: list[CellVerdict], explorer: list[CellVerdict]) -> list[CellVerdict]:
-    """One verdict per cell from both engines: TLC's when they agree, an error naming both
-    answers when they do not (a disagreement means the model or the spec is wrong)."""
+    """One verdict per cell. A cell both engines decided: TLC's when they agree, an error
+    naming both answers when they do not (a disagreement means the model or the spec is
+    wrong). A cell one engine decided: that engine's."""
     mine = {(v.design, v.property): v for v in explorer}
-    out = []
+    theirs = {(v.design, v.property) for v in tlc}
+    out = [v for v in explorer if (v.design, v.property) not in theirs]
     for v in tlc:
         e = mine.get((v.design, v.property))
         why = None if e is None else disagreement(v, e)

@@ -95,7 +95,8 @@ def test_shift_replay_prints_numbered_steps_and_the_violation(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     assert out[1].strip().startswith("1. Init(")
-    assert any(line.strip() == "!! NotificationIntegrity violated" for line in out)
+    assert any(line.strip().startswith("!! NotificationIntegrity violated: B's notification")
+               for line in out)
     assert out[-1].startswith("violates: ") and "NotificationIntegrity (step" in out[-1]
     # SHIFT's layer does not replay the notification: the trace parts from it, and
     # replay says at which event.
