@@ -256,7 +256,9 @@ class Actions:
              z3.And(s.layerA == DEFAULT, s.peerA >= 0), self.trigger_a()),
             ("Progress(B): peer's counter, Trigger(B)",
              z3.And(s.layerB == DEFAULT, s.peerB >= 0), self.trigger_b()),
-            ("Progress(A): Handshake", z3.And(s.layerA == FALLBACK, z3.Not(s.sentA)),
+            # A's receive side fails over whether or not its send side refused (Error):
+            # the handshake sends A's counter either way
+            ("Progress(A): Handshake", z3.And(s.layerA != DEFAULT, z3.Not(s.sentA)),
              {"sentA": z3.BoolVal(True), "ctlAB": s.qpA2}),
             ("Progress(B): Handshake (repost receives, send counter)",
              z3.And(s.layerB == FALLBACK, z3.Not(s.sentB)),

@@ -28,7 +28,7 @@ def test_a_counter_that_never_left_is_not_called_sent() -> None:
               make("NicFail", "A", 1), make("PollCq", "A"), make("Progress", "A")]
     states = [to_tla(s, e) for s, e in zip(model.run(events), events, strict=True)]
     lines = tell(states, {})
-    assert "A's layer: Default -> Fallback" in "\n".join(lines)
+    assert "A's send side: Default -> Fallback" in "\n".join(lines)
     assert lines[-1].strip() == ("A counts its counter as sent, but nothing leaves: its QP 2 "
                                  "or NIC 2 is down")
     assert not any("sends counter" in line for line in lines)

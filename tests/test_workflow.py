@@ -23,7 +23,7 @@ def add_property(spec: Path) -> None:
     props = spec / "Properties.tla"
     props.write_text(props.read_text().replace(
         "\\* No FADD or CAS is applied twice.",
-        "AtMostTwice == \\A w \\in DOMAIN execs : execs[w] <= 2\n\n"
+        "AtMostTwice == \\A h \\in Hosts : \\A w \\in DOMAIN execs[h] : execs[h][w] <= 2\n\n"
         "\\* No FADD or CAS is applied twice."))
     toml = spec / "designs.toml"
     toml.write_text(toml.read_text().replace('  "ZeroCopy",\n',

@@ -19,7 +19,7 @@ from test_declarations import spec_copy
 from shift.cli import main
 from shift.errors import SpecError
 
-LAST = '      [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>\n'
+LAST = '      [] k = 8 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>\n'
 # A workload of one's own (9: 7 and 8 are the two-way ones): a bulk WRITE, then a SEND as
 # the notification.
 SEVENTH = '      [] k = 9 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TRUE, 1) >>\n'
@@ -31,7 +31,8 @@ SEVEN = ('[bounds.seven]\nsummary = "as default, workload 9 only"\n'
 
 
 def with_seventh(tmp_path: Path, arm: str = SEVENTH) -> Path:
-    """A copy of the spec whose Program(k) has `arm` after workload 6, and bound `seven`."""
+    """A copy of the spec whose Program(k) has `arm` after its last workload (8), and bound
+    `seven`."""
     spec = spec_copy(tmp_path)
     tla = spec / "Workloads.tla"
     assert LAST in tla.read_text()
@@ -66,7 +67,7 @@ def test_a_seventh_workload_is_explored_and_its_counterexample_replayed(
     assert main(["check", "--spec-dir", str(spec), "--bound", "seven", "--design", "Shift",
                  "--engine", "explorer", "--quiet"]) == 1
     out = capsys.readouterr().out
-    assert "HOLDS (expected violated)" in out and "7,830" in out
+    assert "HOLDS (expected violated)" in out and "12,568" in out
     trace = tmp_path / "shift-out" / "Shift-ExactlyOnceExecution.trace.jsonl"
     first = json.loads(trace.read_text().splitlines()[0])
     assert first == {"event": "Init", "workload": 9}
@@ -131,11 +132,12 @@ def test_a_workload_the_model_cannot_take_is_a_one_line_error(
     assert main([*command, "--bound", "seven", "--spec-dir", str(spec)]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
     assert len(err) == 1 and says in err[0], err
-    # file and line: the seventh arm's, or that of `Program(k) ==` for a missing workload
+    # file and line: the added arm's, or that of `Program(k) ==` for a missing workload
     lines = (spec / "Workloads.tla").read_text().splitlines()
     at = next(i for i, ln in enumerate(lines, 1) if ln.startswith("Program(k) =="))
+    arm_at = lines.index(arm.rstrip("\n")) + 1
     assert err[0].startswith(f"shift {command[0]}: {spec / 'Workloads.tla'}:"), err
-    assert err[0].split(":")[2] in (str(at), str(at + 8)), err
+    assert err[0].split(":")[2] in (str(at), str(arm_at)), err
 
 
 def test_the_reader_names_the_line_of_a_malformed_arm(tmp_path: Path) -> None:
@@ -155,8 +157,8 @@ def test_tlc_does_not_start_on_a_workload_program_lacks(
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
     at = read_workloads(spec).line
     assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 9, which bound seven "
-                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 10, "
-                   "7, 8 only"]
+                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 7, 8, "
+                   "10 only"]
 
 
 STORES_6 = "    CASE k = 6 -> << Store(2, 0, 1) >>\n"
@@ -202,8 +204,9 @@ def test_a_store_the_model_cannot_take_is_a_one_line_error(
 def test_stores_of_takes_an_empty_other_arm_only(tmp_path: Path) -> None:
     spec = spec_copy(tmp_path)
     tla = spec / "Workloads.tla"
-    tla.write_text(tla.read_text().replace("      [] OTHER -> << >>",
-                                           "      [] OTHER -> << Store(1, 1, 1) >>"))
+    head, stores = tla.read_text().split("StoresOf(k) ==")
+    tla.write_text(head + "StoresOf(k) ==" + stores.replace(
+        "      [] OTHER -> << >>", "      [] OTHER -> << Store(1, 1, 1) >>"))
     lines = tla.read_text().splitlines()
     at = next(i for i, ln in enumerate(lines, 1) if "OTHER -> << Store" in ln)
     with pytest.raises(SpecError, match=rf"Workloads.tla:{at}: StoresOf: only arms"):
