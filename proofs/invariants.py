@@ -109,7 +109,8 @@ def handshake(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
         ("A's counter", z3.And(
             z3.Implies(s.ctlAB, z3.And(s.sentA, s.peerB == -1)),
             z3.Or(s.peerB == -1, z3.And(s.peerB == 0, s.sentA, z3.Not(s.ctlAB))))),
-        ("A sent its counter in Fallback", z3.Implies(s.sentA, s.layerA == FALLBACK)),
+        # in Error too: a refused send side leaves A's receive side to fail over
+        ("A sent its counter after its trigger", z3.Implies(s.sentA, s.layerA != DEFAULT)),
         ("replayed after both counters", z3.Implies(
             s.replayed, z3.And(s.sentA, s.peerA >= 0, s.layerA == FALLBACK))),
         ("backup QP never fails", s.qpA2),

@@ -137,20 +137,21 @@ def test_trilemma_cell(small: dict[str, Any], design: str, prop: str, verdict: s
 
 
 def execs(state: dict[str, Any]) -> list[int]:
-    """The per-WR execution counts of an ITF state (a TLA+ sequence: a JSON array)."""
-    return [v if isinstance(v, int) else int(v["#bigint"]) for v in state["execs"]]
+    """The per-WR execution counts of A's WRs in an ITF state (per host, a TLA+ sequence:
+    a JSON array)."""
+    return [v if isinstance(v, int) else int(v["#bigint"]) for v in state["execs"]["A"]]
 
 
 def test_shift_executes_a_write_twice(small: dict[str, Any]) -> None:
     state = last_state(small, "Shift", "ExactlyOnceExecution")
-    program = state["program"]
+    program = state["program"]["A"]
     twice = [i for i, n in enumerate(execs(state)) if n > 1]
     assert twice and all(program[i]["op"] == "WRITE" for i in twice)
 
 
 def test_naive_replay_slides_the_receive_queue(small: dict[str, Any]) -> None:
     state = last_state(small, "NaiveReplay", "NotificationIntegrity")
-    taken = [e for e in state["rcvSeen"] if e["status"] == "SUCCESS"]
+    taken = [e for e in state["rcvSeen"]["B"] if e["status"] == "SUCCESS"]
     wrs = [e["wr"] for e in taken]
     assert len(wrs) != len(set(wrs)), "a notification is seen twice"
     assert taken[-1]["recv"] != 1, "the duplicate consumed a later receive WR"
@@ -158,7 +159,8 @@ def test_naive_replay_slides_the_receive_queue(small: dict[str, Any]) -> None:
 
 def test_no_failover_surfaces_the_error(small: dict[str, Any]) -> None:
     state = last_state(small, "NoFailover", "Liveness")
-    statuses = {e["status"] for e in state["sndSeen"]} | {e["status"] for e in state["rcvSeen"]}
+    statuses = ({e["status"] for e in state["sndSeen"]["A"]}
+                | {e["status"] for e in state["rcvSeen"]["B"]})
     assert statuses - {"SUCCESS"}, "the application saw an error completion"
 
 
