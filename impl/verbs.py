@@ -21,8 +21,8 @@ from ._native import ffi, lib
 
 __all__ = [
     "ALL_ACCESS", "DESIGN_CODES", "DIRECTIONS", "HOSTS", "HOST_NAMES", "OP_CODES", "PATHS",
-    "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "Access", "DesignCode", "Op", "Status",
-    "c_enum", "c_name",
+    "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "Access", "DesignCode",
+    "Op", "Status", "c_enum", "c_name",
 ]
 
 
