@@ -474,7 +474,7 @@ static int take_flushed(ep_s *e, struct shift_wc *out)
         if ((p->flags & PF_DONE) || p->where != W_FLUSHED)
             continue;
         buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
-        pend_done(e, p);
+        p->flags |= PF_DONE;
         pend_gc(e);
         *out = e->buf[e->bhead & e->bmask];
         e->bhead++;

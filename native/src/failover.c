@@ -96,7 +96,7 @@ static int post_backup(ep_s *e, pend_t *p)
     }
     if (err) {
         buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
-        pend_done(e, p);
+        p->flags |= PF_DONE;
         return 0;
     }
     p->where = W_BACKUP;
@@ -185,7 +185,7 @@ void trigger(ep_s *e, int status)
 
 /* Not in the spec: the connection dies of an application error (protection, access,
  * length...), as a plain RC QP does: re-executing the WR elsewhere would fail the same
- * way. Both sides stop: posts complete flushed from the dead QP, no failover. */
+ * way. Both sides stop: posts complete flushed, no failover, no control message taken. */
 void go_dead(ep_s *e, int path)
 {
     e->send_mode = SHIFT_STATE_ERROR;
@@ -408,6 +408,20 @@ static void release(ep_s *e)
         trigger(e, SHIFT_WC_WR_FLUSH_ERR);
 }
 
+/* Bring the backup QP back from ERR to RTS with the PSNs it had (RESET, INIT, RTR, RTS),
+ * ready for the next failover. A step the backend refuses leaves it in ERR: the next
+ * failover finds the backup path dead, as if it had failed. */
+static void backup_qp_back(ep_s *e, uint32_t rq_psn, uint32_t sq_psn)
+{
+    static const int steps[] = {SHIFT_QPS_RESET, SHIFT_QPS_INIT, SHIFT_QPS_RTR, SHIFT_QPS_RTS};
+    for (int i = 0; i < 4; i++) {
+        uint32_t rq = steps[i] == SHIFT_QPS_RTR ? rq_psn : 0;
+        uint32_t sq = steps[i] == SHIFT_QPS_RTS ? sq_psn : 0;
+        if (backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], steps[i], rq, sq)))
+            return;
+    }
+}
+
 /* spec: DeliverControl, the fail-back notice: the receive side moves its receive WRs
  * back to the default QP. Verbs cannot unpost a receive, so the backup QP goes to ERR
  * (its receives come back flushed), its good receive completions are kept for the
@@ -438,13 +452,8 @@ static void take_failback(ep_s *e)
     }
     rpend_gc(e);
     e->recv_mode = SHIFT_RECV_DEFAULT;
-    /* a step the backend refuses leaves the backup QP in ERR: the next failover finds
-     * the backup path dead, as if it had failed */
     if (st == SHIFT_QPS_RTS)
-        (void)(backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_RESET, 0, 0)) ||
-               backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_INIT, 0, 0)) ||
-               backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_RTR, rq_psn, 0)) ||
-               backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_RTS, 0, sq_psn)));
+        backup_qp_back(e, rq_psn, sq_psn);
 }
 
 /* spec: DeliverControl, a counter: the answer this endpoint awaited (asked; used up at
