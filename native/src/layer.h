@@ -69,7 +69,8 @@ typedef struct ep_s {
     int dead;                  /* the connection is unusable, as a plain RC QP in ERR (an
                                 * application error, or both paths gone): terminal for
                                 * both sides; the spec has no such state */
-    int err_path;              /* in Error: the QP whose CQ the application drains */
+    int err_path;              /* in Error: the path whose failure ended the send side (a
+                                * dead endpoint's application drains that QP's CQ) */
     int direct;                /* the default QP's send queue holds the outstanding WRs
                                 * (as posted by the application); the ring is empty */
     int can_direct;            /* the backend has sq_pending and copies are not asked */

@@ -804,8 +804,8 @@ static void test_fake_backend_failed_post(void)
     /* the peer's counter arrives: replay both WRs on the backup QP */
     unsigned char msg[24];
     memcpy(msg, x.last_ctl, sizeof msg);
-    uint32_t epoch = 1;
-    memcpy(msg + 8, &epoch, 4);
+    uint32_t seq = 1; /* the peer's first counter */
+    memcpy(msg + 8, &seq, 4);
     CHECK(shift_ctl_input(ep, 2, msg, sizeof msg) == 0);
     CHECK(shift_progress(ep) == SHIFT_STEP_REPLAY && x.posted[2] == 2);
     CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: path still down */
