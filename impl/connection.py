@@ -28,6 +28,7 @@ from .verbs import (
     DESIGN_CODES,
     HOST_NAMES,
     OP_CODES,
+    RECV_STATE_NAMES,
     RETURNING,
     STATE_NAMES,
     STEP_NAMES,
@@ -456,6 +457,8 @@ class Connection:
             STATE_NAMES[i.state], bool(i.sent_ctr), i.peer_ctr, bool(i.replayed),
             i.fence if i.has_fence else None, i.epoch, i.outstanding, i.held, i.buffered,
             i.sends_posted, i.sends_completed, i.recvs_posted, i.recvs_completed,
+            STATE_NAMES[i.send_state], RECV_STATE_NAMES[i.recv_state], bool(i.fresh),
+            bool(i.asked),
         )
 
     def state(self, host: str) -> str:
@@ -472,6 +475,7 @@ class Connection:
             sent_ctr={"A": a.sent_ctr, "B": b.sent_ctr},
             replayed=a.replayed,
             fence=a.fence,
+            hosts={"A": a, "B": b},
         )
 
     def stats(self, host: str | None = None) -> Stats:

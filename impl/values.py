@@ -109,6 +109,12 @@ class ReceiverSeen:
 
 @dataclass(frozen=True)
 class HostState:
+    """One endpoint's failover state (`shift_ep_query`). ``state`` is the side of its
+    role, as a one-way connection has it (A's send side; B's receive side as Default or
+    Fallback, or Error once the connection is dead); ``send_state`` and ``recv_state``
+    are both sides, the spec's ``sendMode`` and ``recvMode``, and ``fresh`` and
+    ``asked`` the rest of its counter exchange."""
+
     state: str
     sent_ctr: bool
     peer_ctr: int
@@ -122,6 +128,10 @@ class HostState:
     sends_completed: int
     recvs_posted: int
     recvs_completed: int
+    send_state: str = "Default"
+    recv_state: str = "Default"
+    fresh: bool = False
+    asked: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +151,13 @@ class ImplObservation:
     """The C core's observable projection: what each application saw, failover states,
     counters. The model's (`shift.model.observe.Observation`) is the same projection of
     the spec's state, with per-host pairs as tuples; both `as_dict()` give
-    `shift.vocabulary.OBSERVATION_FIELDS` as keys, and are compared that way."""
+    `shift.vocabulary.OBSERVATION_FIELDS` as keys, and are compared that way.
+
+    The traffic is one-way: A's application sends (``snd_seen``), B's receives
+    (``rcv_seen``). ``layer`` is each host's state as its role has it (`HostState.state`),
+    ``recv_done`` B's receive counter, ``replayed`` and ``fence`` A's; ``hosts`` has both
+    sides of each host (`HostState`), from which `as_dict` reads the spec's per-host
+    variables."""
 
     snd_seen: tuple[SenderSeen, ...]
     rcv_seen: tuple[ReceiverSeen, ...]
@@ -151,14 +167,20 @@ class ImplObservation:
     sent_ctr: dict[str, bool] = field(default_factory=dict, hash=False)
     replayed: bool = False
     fence: int | None = None
+    hosts: dict[str, HostState] = field(default_factory=dict, hash=False)
+
+    def _per_host(self, name: str, one_way: dict[str, Any]) -> dict[str, Any]:
+        """A HostState field per host; without `hosts` (an observation made by hand), the
+        one-way values given (None where a one-way connection has none)."""
+        if self.hosts:
+            return {h: getattr(s, name) for h, s in self.hosts.items()}
+        return one_way
 
     def as_dict(self) -> dict[str, Any]:
         """The projection with the specification's variable names (spec/State.tla), each a
-        record over the hosts. The core is one-way: A sends, B responds. A polls no
-        receive completion and B no send completion (empty lists); what the core has no
-        state for is None (B's send side, A's receive side, the spec's `fresh` and
-        `asked`): `shift.differential.COMPARED` leaves those entries out. B's one state
-        is its receive side (`recvMode`); A's is its send side (`sendMode`)."""
+        record over the hosts. A polls no receive completion and B no send completion
+        (empty lists): the traffic is one-way."""
+        layer = self.layer
         return {
             "sndSeen": {"A": [{"wr": s.wr, "status": s.status, "val": s.val}
                               for s in self.snd_seen], "B": []},
@@ -166,13 +188,14 @@ class ImplObservation:
                 {"wr": r.wr, "recv": r.recv, "status": r.status,
                  "mem": {i + 1: v for i, v in enumerate(r.mem)}, "data": r.data}
                 for r in self.rcv_seen]},
-            "sendMode": {"A": self.layer["A"], "B": None},
-            "recvMode": {"A": None, "B": self.layer["B"]},
-            "recvDone": {"A": None, "B": self.recv_done},
+            "sendMode": self._per_host("send_state", {"A": layer["A"], "B": None}),
+            "recvMode": self._per_host("recv_state", {"A": None, "B": layer["B"]}),
+            "recvDone": self._per_host("recvs_completed", {"A": None, "B": self.recv_done}),
             "peerCtr": dict(self.peer_ctr),
             "sentCtr": dict(self.sent_ctr),
-            "fresh": {"A": None, "B": None},
-            "asked": {"A": None, "B": None},
-            "replayed": {"A": self.replayed, "B": None},
-            "fence": {"A": self.fence or 0, "B": None},
+            "fresh": self._per_host("fresh", {"A": None, "B": None}),
+            "asked": self._per_host("asked", {"A": None, "B": None}),
+            "replayed": self._per_host("replayed", {"A": self.replayed, "B": None}),
+            "fence": {h: f or 0 for h, f in
+                      self._per_host("fence", {"A": self.fence, "B": None}).items()},
         }

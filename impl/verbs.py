@@ -21,8 +21,8 @@ from ._native import ffi, lib
 
 __all__ = [
     "ALL_ACCESS", "DESIGN_CODES", "DIRECTIONS", "HOSTS", "HOST_NAMES", "OP_CODES", "PATHS",
-    "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "Access", "DesignCode", "Op", "Status",
-    "c_enum", "c_name",
+    "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "Access", "DesignCode",
+    "Op", "Status", "c_enum", "c_name",
 ]
 
 
@@ -95,8 +95,10 @@ class DesignCode(StrEnum):
 DESIGN_CODES = {DesignCode(d): v for d, v in
                 _by_name("enum shift_design", "SHIFT_DESIGN_", tuple(DesignCode)).items()}
 
-# `struct shift_ep_info`'s state and `shift_progress`'s result, as names.
+# `struct shift_ep_info`'s states (a send side's, a receive side's) and `shift_progress`'s
+# result, as names.
 STATE_NAMES = _names_by_value("enum shift_state", "SHIFT_STATE_", vocab.LAYER_STATES)
+RECV_STATE_NAMES = _names_by_value("enum shift_recv_state", "SHIFT_RECV_", vocab.RECV_MODES)
 STEP_NAMES = _names_by_value("enum shift_step", "SHIFT_STEP_", vocab.PROGRESS_STEPS)
 
 Access = IntEnum("Access", c_enum("enum shift_access_flags", "SHIFT_ACCESS_"),

@@ -3,7 +3,7 @@
 spec/State.tla's variable names, the keys of both projections' `as_dict()` — the model's
 (`shift.model.observe.Observation`) and the C core's (`shift.impl.ImplObservation`) — each
 a record over the hosts, so the two compare with ==, field by field and host by host
-(`shift.differential.COMPARED`: the entries the one-way C core has).
+(`shift.differential.COMPARED`: every field, for both hosts).
 """
 
 from __future__ import annotations

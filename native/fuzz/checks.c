@@ -50,6 +50,7 @@ static void check_monotone(const struct shift_ep_info *a, const struct shift_ep_
     GROWS(failbacks);
     GROWS(ctl_sent);
     GROWS(ctl_received);
+    GROWS(backend_errors);
 #undef GROWS
 }
 
@@ -59,6 +60,13 @@ void check_ep(fz_ep *e)
     FZ_CHECK(shift_ep_query(e->h, &info) == 0, 0, 0);
     FZ_CHECK(info.state >= SHIFT_STATE_DEFAULT && info.state <= SHIFT_STATE_ERROR, info.state, 0);
     FZ_CHECK(shift_state_name(info.state) != NULL, info.state, 0);
+    FZ_CHECK(shift_state_name(info.send_state) != NULL, info.send_state, 0);
+    FZ_CHECK(shift_recv_state_name(info.recv_state) != NULL, info.recv_state, 0);
+    /* the role's side: a requester's send side, a responder's receive side (or Error) */
+    FZ_CHECK(info.role != SHIFT_ROLE_REQUESTER || info.state == info.send_state, info.state,
+             info.send_state);
+    FZ_CHECK((info.fresh | info.asked | info.sent_ctr | info.replayed) <= 1, info.fresh,
+             info.asked);
     FZ_CHECK(info.held <= info.outstanding, info.held, info.outstanding);
     FZ_CHECK(info.outstanding <= e->cap, info.outstanding, e->cap);
     FZ_CHECK(info.sends_completed <= info.sends_posted, info.sends_completed, info.sends_posted);

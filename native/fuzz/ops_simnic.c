@@ -290,7 +290,7 @@ uint32_t make_ctl(uint8_t *msg)
 {
     uint8_t b = fz_u8(W->in);
     if (b < 160) {
-        const uint32_t magic = 0x53484654u, epoch = fz_small(W->in, 4), pad = 0;
+        const uint32_t magic = 0x53484654u, seq = fz_small(W->in, 4), pad = 0;
         const uint8_t kind = (uint8_t)fz_small(W->in, 3), reply = fz_u8(W->in) & 1;
         const uint16_t pad16 = 0;
         const int64_t count = fz_u8(W->in) < 200 ? (int64_t)fz_small(W->in, 8) - 1
@@ -299,7 +299,7 @@ uint32_t make_ctl(uint8_t *msg)
         msg[4] = kind;
         msg[5] = reply;
         memcpy(msg + 6, &pad16, 2);
-        memcpy(msg + 8, &epoch, 4);
+        memcpy(msg + 8, &seq, 4);
         memcpy(msg + 12, &pad, 4);
         memcpy(msg + 16, &count, 8);
         return b < 150 ? 24 : fz_small(W->in, 300);

@@ -181,6 +181,17 @@ static int s_sq_pending(void *c, void *qp, uint32_t i, struct shift_send_wr *out
     return b & 1;
 }
 
+/* the connection manager's view of the pair: any flags, or any errno */
+static int s_query_pair(void *c, void *qp, unsigned *flags)
+{
+    fz_script *s = c;
+    (void)qp;
+    int err = verdict(s);
+    if (!err)
+        *flags = fz_u8(s->in) & 7u;
+    return err;
+}
+
 #define SCRIPT_OPS                                                                           \
     .create_qp = s_create_qp, .destroy_qp = s_destroy_qp, .modify_qp = s_modify_qp,          \
     .query_qp = s_query_qp, .reset_qp = s_reset_qp, .post_send = s_post_send,                \
@@ -188,4 +199,6 @@ static int s_sq_pending(void *c, void *qp, uint32_t i, struct shift_send_wr *out
     .dereg_mr = s_dereg_mr, .ctl_send = s_ctl_send
 
 const struct shift_backend_ops fz_script_ops = {SCRIPT_OPS};
-const struct shift_backend_ops fz_script_ops_sq = {SCRIPT_OPS, .sq_pending = s_sq_pending};
+/* the one with sq_pending also has query_pair: both tables' reconnects are reached */
+const struct shift_backend_ops fz_script_ops_sq = {SCRIPT_OPS, .sq_pending = s_sq_pending,
+                                                   .query_pair = s_query_pair};

@@ -13,10 +13,14 @@
  * (handshake, replay, probe, fail-back) is one step per shift_progress() call; a real
  * deployment calls it from its progress thread, tests call it as an event.
  *
- * Per endpoint (see Failover.tla for the same machine in TLA+):
- *   requester send state  Default -> Fallback -> WaitSignaled -> WaitDrained -> Default
- *                         (Error: refused, or the backup path failed too: terminal)
- *   responder recv state  Default -> Fallback -> Default
+ * Per endpoint, as per host in spec/Failover.tla (both hosts are peers there):
+ *   send side     Default -> Fallback -> WaitSignaled -> WaitDrained -> Default
+ *                 (Error: refused, or the backup path failed too: terminal)
+ *   receive side  Default -> Moving -> Fallback -> Default
+ * and one counter exchange for both sides (sent, peer's, fresh, asked). Every endpoint
+ * runs both machines; for now the traffic is one-way: a requester's application posts
+ * the sends (its receive side has no receive WRs), a responder's the receives (its send
+ * side has no WRs), and both sides of both endpoints take part in every failover.
  *
  * Return values, for every entry point of shift_verbs.h, simnic.h, shift.h and
  * shift_sim.h (the one statement of the convention):
@@ -57,6 +61,7 @@ enum shift_design {
 
 enum shift_role { SHIFT_ROLE_REQUESTER = 0, SHIFT_ROLE_RESPONDER = 1 };
 
+/* A send side's state (the spec's sendMode). */
 enum shift_state {
     SHIFT_STATE_DEFAULT = 0,
     SHIFT_STATE_FALLBACK = 1,
@@ -65,11 +70,20 @@ enum shift_state {
     SHIFT_STATE_ERROR = 4
 };
 
+/* A receive side's state (the spec's recvMode): its receive WRs on the default QP,
+ * taken off it and not yet reposted on the backup QP, or there. */
+enum shift_recv_state {
+    SHIFT_RECV_DEFAULT = 0,
+    SHIFT_RECV_MOVING = 1,
+    SHIFT_RECV_FALLBACK = 2
+};
+
 /* What one shift_progress() call did. */
 enum shift_step {
     SHIFT_STEP_NONE = 0,
     SHIFT_STEP_TRIGGER = 1,     /* woken by the peer's counter: failover started */
-    SHIFT_STEP_HANDSHAKE = 2,   /* receives reposted on the backup QP, counter sent */
+    SHIFT_STEP_HANDSHAKE = 2,   /* receives reposted on the backup QP, counter sent (first,
+                                 * or as the answer to the peer's) */
     SHIFT_STEP_REPLAY = 3,      /* outstanding sends re-posted on the backup QP */
     SHIFT_STEP_RECONNECT = 4,   /* default QP pair re-established (and probe posted) */
     SHIFT_STEP_PROBE_DONE = 5,  /* the probe completed: waiting for the fence */
@@ -116,7 +130,8 @@ struct shift_backend_ops {
     /* move the QP to a state (ERR flushes; RESET empties; RTR/RTS take the PSNs) */
     int (*modify_qp)(void *ctx, void *qp, int state, uint32_t rq_psn, uint32_t sq_psn);
     int (*query_qp)(void *ctx, void *qp, int *state, uint32_t *rq_psn, uint32_t *sq_psn);
-    /* the connection manager re-establishes the QP pair of path; fails unless healthy */
+    /* the connection manager re-establishes the QP pair of qp's path (both ends start
+     * afresh: queues, PSNs); fails unless the path is healthy */
     int (*reset_qp)(void *ctx, void *qp);
     /* post a chain of WRs (wr->next); on error *bad is the first not posted */
     int (*post_send)(void *ctx, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
@@ -138,6 +153,20 @@ struct shift_backend_ops {
      * replay from the send queue at the failure; without it (NULL), the layer keeps
      * its own copy of every WR. */
     int (*sq_pending)(void *ctx, void *qp, uint32_t i, struct shift_send_wr *out);
+    /* Optional. What the connection manager knows of the QP pair of qp's path, as
+     * SHIFT_PAIR_* flags in *flags: the path is healthy (link and both NICs up), both
+     * ends are ready to send (RTS), the peer's layer still uses its end (its sends or
+     * receive WRs there would be lost with a reset). A fail-back's reconnect reads it
+     * (spec: Reconnect): it re-establishes the pair only when it is not ready at both
+     * ends and neither side uses it. Without it (NULL), the layer knows its own end
+     * only: it reconnects (reset_qp) whenever it fails back, as one-way SHIFT does. */
+    int (*query_pair)(void *ctx, void *qp, unsigned *flags);
+};
+
+enum shift_pair_flags {
+    SHIFT_PAIR_HEALTHY = 1,
+    SHIFT_PAIR_READY = 2,
+    SHIFT_PAIR_PEER_BUSY = 4
 };
 
 struct shift_mr_keys {
@@ -150,13 +179,18 @@ struct shift_mr_keys {
 struct shift_ep_info {
     int role;
     int design;
-    int state;              /* enum shift_state */
-    int sent_ctr;           /* has it sent its counter in this failover? */
-    int64_t peer_ctr;       /* the peer's receive counter, -1 before it arrives */
-    int replayed;
+    int state;              /* enum shift_state, its role's side: a requester's send side
+                             * (send_state); a responder's receive side as Default or
+                             * Fallback (Moving is Fallback), Error once the connection
+                             * is dead (an application error, or both paths gone) */
+    int sent_ctr;           /* has it sent its counter since it last took a side off the
+                             * default path? (spec: sentCtr) */
+    int64_t peer_ctr;       /* the peer's receive counter, -1 before one arrives */
+    int replayed;           /* has its send side replayed its outstanding WRs? */
     int probing;
     uint64_t fence;         /* the fence WR's wr_id (valid when has_fence) */
-    int has_fence;
+    int has_fence;          /* a fail-back waits for (or waited for) the fence; kept in
+                             * Error as the spec keeps it */
     uint32_t epoch;         /* failovers this endpoint entered */
     uint64_t outstanding;   /* requester: WRs posted and not known complete */
     uint64_t held;          /* requester: WRs waiting for replay */
@@ -174,6 +208,12 @@ struct shift_ep_info {
     uint64_t ctl_sent;
     uint64_t ctl_received;
     uint64_t backup_state_bytes; /* memory the layer keeps to be able to fail over */
+    uint64_t backend_errors; /* backend calls that failed where the layer went on */
+    /* both sides, as the spec has them per host */
+    int send_state;         /* enum shift_state (spec: sendMode) */
+    int recv_state;         /* enum shift_recv_state (spec: recvMode) */
+    int fresh;              /* has the peer's counter arrived since it was last used? */
+    int asked;              /* did it send its counter first, awaiting the peer's answer? */
 };
 
 /* ---- the core API (verbs-like) ---- */
@@ -200,6 +240,7 @@ int shift_timer(shift_ep ep, int path);
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 const char *shift_state_name(int state);
+const char *shift_recv_state_name(int state);
 const char *shift_design_name(int design);
 /* Bytes of layer state per endpoint needed to fail over, for given queue sizes. */
 uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr);

@@ -1,7 +1,10 @@
 /*
  * datapath.c - the application's data path through the layer: posting sends (direct,
- * copied, or by state outside Default) and receives, and polling completions. A failed
- * post or a path error completion starts the failover (failover.c's trigger).
+ * copied, or by the send side's state outside Default) and receives (by the receive
+ * side's state), and polling completions of both sides (spec: PostSend, PostRecv,
+ * PollCq). A failed post or a path error completion on the default QP starts the
+ * failover (failover.c's trigger). One-way for now: a requester's application posts
+ * sends, a responder's receives; the polls serve both sides of every endpoint.
  */
 #include "layer.h"
 
@@ -144,7 +147,7 @@ COLD_PATH static int post_direct_rest(ep_s *e, struct shift_send_wr *wr, int err
         notes += (uint64_t)two_sided(w->opcode);
     e->notes_posted += notes;
     e->st.sends_posted += notes;
-    if (!app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+    if (!app_error(err) && failover(e) && e->send_mode == SHIFT_STATE_DEFAULT) {
         /* the path failed under the post: what it took is replayed, the rest was never
          * posted and goes as a post in the new state */
         trigger(e, SHIFT_WC_WR_FLUSH_ERR);
@@ -183,7 +186,7 @@ COLD_PATH static int post_direct_each(ep_s *e, struct shift_send_wr *wr,
         e->notes_posted += (uint64_t)two_sided(w->opcode);
         e->st.sends_posted += (uint64_t)two_sided(w->opcode);
     }
-    if (err && !app_error(err) && failover(e) && e->state == SHIFT_STATE_DEFAULT) {
+    if (err && !app_error(err) && failover(e) && e->send_mode == SHIFT_STATE_DEFAULT) {
         trigger(e, SHIFT_WC_WR_FLUSH_ERR);
         return post_slow(e, w, bad);
     }
@@ -218,6 +221,7 @@ static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr *
     return 0;
 }
 
+/* spec: PostSend(h). One-way for now: only a requester's application posts sends. */
 int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     ep_s *e = ep_get(h);
@@ -227,7 +231,7 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
         *bad = wr;
     if (!e || !wr || !is_req(e))
         return EINVAL;
-    if (e->state == SHIFT_STATE_DEFAULT) {
+    if (e->send_mode == SHIFT_STATE_DEFAULT) {
         if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail) {
             e->direct = 1;
             return post_direct(e, wr, bad);
@@ -237,7 +241,10 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
     return post_slow(e, wr, bad);
 }
 
-/* Posting outside the failure-free path: one WR at a time, by state. */
+/* Posting outside the failure-free path: one WR at a time, routed by the send side:
+ * the default QP; held until the replay, then the backup QP; the backup QP, the first
+ * signaled WR being the fence; held on the default QP without its doorbell; or, in
+ * Error, flushed at once. */
 COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     for (; wr; wr = wr->next) {
@@ -254,7 +261,7 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
         pend_t *p = &e->pq[seq & e->pmask];
         pend_fill(p, wr, seq);
         int path = 0, nodb = 0, fence = 0;
-        switch (e->state) {
+        switch (e->send_mode) {
         case SHIFT_STATE_DEFAULT:
             path = 1;
             break;
@@ -270,22 +277,20 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
             fence = (wr->send_flags & SHIFT_SEND_SIGNALED) != 0;
             break;
         default:
-            /* Error: the WR goes to the dead QP, which flushes it after the older ones,
-             * as verbs does for a QP in ERR */
-            path = e->err_path;
+            /* Error: flushed at once, behind every completion still to be polled, as a
+             * QP in ERR flushes it (spec: PostSend in Error). The layer flushes it itself
+             * (poll_step): the dead default QP of a refusal may be live again by now,
+             * re-established by the peer's fail-back. */
+            p->where = W_FLUSHED;
             break;
         }
-        p->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
+        if (e->send_mode != SHIFT_STATE_ERROR)
+            p->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
         if (path) {
             err = post_pend(e, p, path, nodb);
-            if (err && e->state == SHIFT_STATE_ERROR && !app_error(err)) {
-                buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
-                p->flags |= PF_DONE;
-                err = 0;
-            } else if (err && (app_error(err) || !failover(e) || path != 1 ||
-                               e->state != SHIFT_STATE_DEFAULT)) {
+            if (err && (app_error(err) || !failover(e) || path != 1 ||
+                        e->send_mode != SHIFT_STATE_DEFAULT))
                 return err;
-            }
         }
         /* accepted */
         e->ptail++;
@@ -296,10 +301,11 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
         p->cum = e->notes_posted;
         if (fence) {
             e->fence_seq = seq;
+            e->fence_id = wr->wr_id;
             e->has_fence = 1;
-            e->state = SHIFT_STATE_WAIT_DRAINED;
+            e->send_mode = SHIFT_STATE_WAIT_DRAINED;
         }
-        if (err && e->state == SHIFT_STATE_DEFAULT) {
+        if (err && e->send_mode == SHIFT_STATE_DEFAULT) {
             /* a failed post on the default QP: the path is gone */
             p->where = W_HELD;
             trigger(e, SHIFT_WC_WR_FLUSH_ERR);
@@ -310,6 +316,10 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
     return 0;
 }
 
+/* spec: PostRecv(h), routed by the receive side: the default QP, the backup QP, or held
+ * while the layer moves the receive WRs (the Handshake reposts it with them); on a dead
+ * endpoint, its dead QP, which flushes it. One-way for now: only a responder's
+ * application posts receives. */
 int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
 {
     ep_s *e = ep_get(h);
@@ -333,13 +343,13 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
         r->wr.wr_id = seq;
         r->app_id = wr->wr_id;
         r->flags = 0;
-        int path = e->state == SHIFT_STATE_DEFAULT ? 1
-                   : e->state == SHIFT_STATE_ERROR ? e->err_path
-                   : e->sent_ctr ? 2 : 0;
+        int path = e->dead ? e->err_path
+                   : e->recv_mode == SHIFT_RECV_DEFAULT ? 1
+                   : e->recv_mode == SHIFT_RECV_FALLBACK ? 2 : 0;
         r->where = (uint8_t)(path == 1 ? W_DEFAULT : path == 2 ? W_BACKUP : W_HELD);
         if (path) {
             int err = post_rpend(e, r, path);
-            if (err && e->state == SHIFT_STATE_ERROR && !app_error(err)) {
+            if (err && e->dead && !app_error(err)) {
                 buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
                 r->flags |= PF_DONE;
             } else if (err) {
@@ -358,20 +368,124 @@ int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr *
 
 /* Direct mode: a completion of the default QP that is not a success. A path error
  * triggers the failover (1: the completion is the layer's); any other error is the
- * application's and ends in Error, as on plain RC (0: it goes to the application). */
+ * application's and the connection dies, as on plain RC (0: it goes to the application). */
 COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
 {
-    if (!failover(e) || e->state != SHIFT_STATE_DEFAULT)
+    if (!failover(e) || e->dead || e->send_mode != SHIFT_STATE_DEFAULT)
         return 0;
     if (path_error(wc->status)) {
         trigger(e, wc->status);
         return 1;
     }
-    e->err_path = 1;
-    e->state = SHIFT_STATE_ERROR;
+    go_dead(e, 1);
     return 0;
 }
 
+/* A send completion polled from path's CQ (spec: PollCq, a send CQE): 1 and *out for
+ * the application, 2 if it started a failover instead, 0 if it is stale (from before a
+ * reset or a drain, or the layer's own probe). */
+static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *out)
+{
+    if (wc->wr_id == PROBE_ID) {
+        if (path == 1 && e->probing && e->probe_status < 0)
+            e->probe_status = wc->status; /* for probe_check (failover.c) */
+        return 0;
+    }
+    pend_t *p = pend_at(e, wc->wr_id);
+    if (!p || (p->flags & PF_DONE))
+        return 0;
+    int failed = wc->status != SHIFT_WC_SUCCESS;
+    /* an error on the default QP starts a failover (spec: Trigger), except the flushes
+     * of the WRs a send side in Error posts to its dead QP, which are the application's */
+    if (failed && path == 1 && failover(e) && !e->dead && e->send_mode != SHIFT_STATE_ERROR &&
+        path_error(wc->status)) {
+        trigger(e, wc->status);
+        return 2;
+    }
+    if (failed && p->wr.wr_id < e->known_exec && p->where == W_BACKUP &&
+        path_error(wc->status)) {
+        /* A replayed WR that precedes a notification the peer received had executed
+         * before the failure: its replay failing changes nothing. It completes as the
+         * success it was (silently if unsignaled), so the application never sees an
+         * error after a later WR's success. */
+        wc->status = SHIFT_WC_SUCCESS;
+        wc->wr_id = p->app_id;
+        return settle_report(e, p, wc, (p->wr.send_flags & SHIFT_SEND_SIGNALED) != 0, out);
+    }
+    wc->wr_id = p->app_id;
+    if (!failed && e->send_mode == SHIFT_STATE_DEFAULT && !e->ndeferred) {
+        /* failure-free: every WR up to this one completed, in order */
+        e->st.sends_completed += p->cum - e->cum_done;
+        e->cum_done = p->cum;
+        e->phead = p->wr.wr_id + 1;
+        pend_gc(e);
+    } else if (!failed) {
+        return settle_report(e, p, wc, 1, out);
+    } else {
+        p->flags |= PF_DONE;
+        pend_gc(e);
+        /* spec: an error that reaches the application puts the send side in Error (the
+         * backup path failed: there is no third path); an application's error kills the
+         * connection (not in the spec) */
+        if (failover(e) && !e->dead) {
+            if (path_error(wc->status)) {
+                e->send_mode = SHIFT_STATE_ERROR;
+                e->err_path = path;
+            } else {
+                go_dead(e, path);
+            }
+        }
+        /* the notifications it held back executed at the peer: they follow */
+        release_skipped(e);
+    }
+    *out = *wc;
+    return 1;
+}
+
+/* A receive completion polled from path's CQ (spec: PollCq, a receive CQE): as
+ * take_send. A success counts in the receive counter (recvDone). */
+static int take_recv(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *out)
+{
+    rpend_t *r = rpend_at(e, wc->wr_id);
+    if (!r || (r->flags & PF_DONE) || r->where != (path == 1 ? W_DEFAULT : W_BACKUP))
+        return 0;
+    int failed = wc->status != SHIFT_WC_SUCCESS;
+    if (failed && path == 1 && failover(e) && !e->dead && path_error(wc->status)) {
+        trigger(e, wc->status);
+        return 2;
+    }
+    wc->wr_id = r->app_id;
+    r->flags |= PF_DONE;
+    rpend_gc(e);
+    if (!failed)
+        e->recv_done++;
+    else if (failover(e) && !e->dead && !path_error(wc->status))
+        go_dead(e, path); /* an application's error (a too short buffer, a bad key) */
+    *out = *wc;
+    return 1;
+}
+
+/* The oldest WR a send side in Error flushed at its post, as its completion: 1 and *out,
+ * or 0 if there is none. */
+static int take_flushed(ep_s *e, struct shift_wc *out)
+{
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if ((p->flags & PF_DONE) || p->where != W_FLUSHED)
+            continue;
+        buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
+        p->flags |= PF_DONE;
+        pend_gc(e);
+        *out = e->buf[e->bhead & e->bmask];
+        e->bhead++;
+        return 1;
+    }
+    return 0;
+}
+
+/* spec: PollCq(h). The completions the layer holds first; then the backup QP's CQ while
+ * a side is off the default path, then the default QP's while a side completes there
+ * (Polls2, Polls1: backup first); then the WRs a send side in Error flushed. */
 COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
 {
     if (e->bhead < e->btail) {
@@ -379,83 +493,35 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
         e->bhead++;
         return 1;
     }
-    if (e->direct) {
-        int n = poll_backend(e, 1, 1, out);
-        if (n == 1 && out->status != SHIFT_WC_SUCCESS && direct_error(e, out))
-            return 2;
-        return n;
-    }
-    int path = e->state == SHIFT_STATE_DEFAULT ? 1
-               : e->state == SHIFT_STATE_ERROR && e->err_path ? e->err_path : 2;
-    struct shift_wc wc;
     for (;;) {
-        int n = poll_backend(e, path, 1, &wc);
-        if (n <= 0)
-            return n;
-        if (wc.wr_id == PROBE_ID)
-            continue;
-        if (is_req(e)) {
-            pend_t *p = pend_at(e, wc.wr_id);
-            if (!p || (p->flags & PF_DONE) || (wc.opcode & SHIFT_WC_RECV))
-                continue; /* stale: from before a reset */
-            if (wc.status != SHIFT_WC_SUCCESS && failover(e) &&
-                e->state == SHIFT_STATE_DEFAULT && path_error(wc.status)) {
-                trigger(e, wc.status);
-                return 2;
-            }
-            if (wc.status != SHIFT_WC_SUCCESS && p->wr.wr_id < e->known_exec &&
-                p->where == W_BACKUP && path_error(wc.status)) {
-                /* A replayed WR that precedes a notification the peer received had
-                 * executed before the failure: its replay failing changes nothing. It
-                 * completes as the success it was (silently if unsignaled), so the
-                 * application never sees an error after a later WR's success. */
-                wc.status = SHIFT_WC_SUCCESS;
-                wc.wr_id = p->app_id;
-                if (settle_report(e, p, &wc, (p->wr.send_flags & SHIFT_SEND_SIGNALED) != 0, out))
-                    return 1;
-                continue;
-            }
-            wc.wr_id = p->app_id;
-            if (wc.status == SHIFT_WC_SUCCESS && e->state == SHIFT_STATE_DEFAULT &&
-                !e->ndeferred) {
-                /* failure-free: every WR up to this one completed, in order */
-                e->st.sends_completed += p->cum - e->cum_done;
-                e->cum_done = p->cum;
-                e->phead = p->wr.wr_id + 1;
-                pend_gc(e);
-            } else if (wc.status == SHIFT_WC_SUCCESS) {
-                return settle_report(e, p, &wc, 1, out);
-            } else {
-                p->flags |= PF_DONE;
-                pend_gc(e);
-                if (failover(e) && e->state != SHIFT_STATE_ERROR) {
-                    e->err_path = path;
-                    e->state = SHIFT_STATE_ERROR;
-                }
-                /* the notifications it held back executed at the peer: they follow */
-                release_skipped(e);
-            }
-        } else {
-            rpend_t *r = rpend_at(e, wc.wr_id);
-            if (!r || (r->flags & PF_DONE))
-                continue;
-            if (wc.status != SHIFT_WC_SUCCESS && failover(e) &&
-                e->state == SHIFT_STATE_DEFAULT && path_error(wc.status)) {
-                trigger(e, wc.status);
-                return 2;
-            }
-            wc.wr_id = r->app_id;
-            r->flags |= PF_DONE;
-            rpend_gc(e);
-            if (wc.status == SHIFT_WC_SUCCESS)
-                e->recv_done++;
-            else if (failover(e) && e->state == SHIFT_STATE_DEFAULT) {
-                e->err_path = path;
-                e->state = SHIFT_STATE_ERROR;
-            }
+        struct shift_wc wc;
+        int path = 0, n;
+        if (polls2(e)) {
+            n = poll_backend(e, 2, 1, &wc);
+            if (n < 0)
+                return n;
+            path = n == 1 ? 2 : 0;
         }
-        *out = wc;
-        return 1;
+        if (!path && polls1(e)) {
+            n = poll_backend(e, 1, 1, &wc);
+            if (n < 0)
+                return n;
+            path = n == 1 ? 1 : 0;
+        }
+        if (!path)
+            return e->send_mode == SHIFT_STATE_ERROR ? take_flushed(e, out) : 0;
+        int r;
+        if (wc.opcode & SHIFT_WC_RECV) {
+            r = take_recv(e, path, &wc, out);
+        } else if (e->direct && path == 1) {
+            /* direct mode: the application's own wr_id, settled by the send queue */
+            *out = wc;
+            r = wc.status != SHIFT_WC_SUCCESS && direct_error(e, &wc) ? 2 : 1;
+        } else {
+            r = take_send(e, path, &wc, out);
+        }
+        if (r)
+            return r;
     }
 }
 
@@ -487,7 +553,7 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
     ep_s *e = ep_get(h);
     if (!e || n < 0 || (n > 0 && !wc))
         return -EINVAL;
-    if (!e->direct || e->bhead != e->btail || n == 0)
+    if (!e->direct || e->bhead != e->btail || n == 0 || polls2(e))
         return poll_steps(e, 0, n, wc);
     /* failure-free: the default QP's completions go to the application as they are */
     int r = poll_backend(e, 1, n, wc);

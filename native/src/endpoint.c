@@ -1,7 +1,8 @@
 /*
  * endpoint.c - an endpoint's life: creating it over a backend table with its two QPs,
  * destroying it, registering memory on both NICs and translating keys to the backup
- * NIC's, querying its state and statistics, and the names of states and designs.
+ * NIC's, querying both sides' states and its statistics, and the names of states and
+ * designs.
  */
 #include "layer.h"
 
@@ -89,7 +90,10 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->pq = calloc(e->pmask + 1, sizeof *e->pq);
     e->rpend = calloc(e->rmask + 1, sizeof *e->rpend);
     e->buf = calloc(e->bmask + 1, sizeof *e->buf);
+    e->send_mode = SHIFT_STATE_DEFAULT;
+    e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
+    e->probe_status = -1;
     int err = ENOMEM;
     if (!e->pq || !e->rpend || !e->buf)
         goto fail;
@@ -127,6 +131,12 @@ void shift__ep_own(shift_ep h, int owned)
     ep_s *e = ep_get(h);
     if (e)
         e->owned = owned;
+}
+
+int shift__ep_holds_default(shift_ep h)
+{
+    ep_s *e = ep_get(h);
+    return e && holds1(e);
 }
 
 int shift_ep_destroy(shift_ep h)
@@ -206,13 +216,24 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     *info = e->st;
     info->role = e->attr.role;
     info->design = e->attr.design;
-    info->state = e->state;
+    /* `state` keeps its one-way meaning: the side of the endpoint's role */
+    if (is_req(e))
+        info->state = e->send_mode;
+    else if (e->dead)
+        info->state = SHIFT_STATE_ERROR;
+    else
+        info->state = e->recv_mode == SHIFT_RECV_DEFAULT ? SHIFT_STATE_DEFAULT
+                                                         : SHIFT_STATE_FALLBACK;
+    info->send_state = e->send_mode;
+    info->recv_state = e->recv_mode;
     info->sent_ctr = e->sent_ctr;
     info->peer_ctr = e->peer_ctr;
+    info->fresh = e->fresh;
+    info->asked = e->asked;
     info->replayed = e->replayed;
     info->probing = e->probing;
-    info->has_fence = e->has_fence && e->state == SHIFT_STATE_WAIT_DRAINED;
-    info->fence = info->has_fence ? e->pq[e->fence_seq & e->pmask].app_id : 0;
+    info->has_fence = e->has_fence;
+    info->fence = e->has_fence ? e->fence_id : 0;
     info->epoch = e->epoch;
     uint64_t out = 0, held = 0;
     if (e->direct) {
@@ -246,6 +267,14 @@ const char *shift_state_name(int s)
     static const char *const n[] = {"Default", "Fallback", "WaitSignaled", "WaitDrained",
                                     "Error"};
     if (s < 0 || s > SHIFT_STATE_ERROR)
+        return NULL;
+    return n[s];
+}
+
+const char *shift_recv_state_name(int s)
+{
+    static const char *const n[] = {"Default", "Moving", "Fallback"};
+    if (s < 0 || s > SHIFT_RECV_FALLBACK)
         return NULL;
     return n[s];
 }

@@ -1,9 +1,15 @@
 /*
- * failover.c - the failover state machine of spec/Failover.tla: the trigger, the
- * counter handshake, the filtered replay, the refusal, giving up, the probe, the fence
- * and fail-back, and the control messages that drive them (shift_progress, shift_timer,
- * shift_ctl_input). The comments name the specification's actions; where it abstracts,
- * they say what this file does instead.
+ * failover.c - the failover layer of spec/Failover.tla on one host: Trigger, the steps
+ * of Progress (woken by the peer's counter, Handshake, Replay, Reconnect, Release) and
+ * DeliverControl (the peer's counter, the fail-back notice), for both sides of an
+ * endpoint - its send side (sendMode) and its receive side (recvMode) - and the one
+ * counter exchange that serves them both (sentCtr, peerCtr, fresh, asked). Each function
+ * names the spec action it implements. What the C core adds, the spec does not have and
+ * the differential runner never drives, each saying why: the control timer and giving up
+ * (shift_timer: the spec's control messages are never lost while their path lives),
+ * sequence numbers that keep a retransmitted counter from passing for a new failover,
+ * the wire probe, an endpoint that dies of an application error, and the verbs
+ * operations that move receive WRs between QPs.
  */
 #include "layer.h"
 
@@ -15,43 +21,43 @@ static int atomic_op(int op)
     return op == SHIFT_WR_ATOMIC_CMP_AND_SWP || op == SHIFT_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-/* the receive counter (the requester's is 0) to the peer over the backup path */
+/* spec: D.failBack /\ Recover - Shift and ShiftPrefix return to the default path, unless
+ * the connection was opened without fail-back */
+static int fails_back(const ep_s *e)
+{
+    return is_shift(e) && !(e->attr.flags & SHIFT_EP_NO_FAIL_BACK);
+}
+
+/* The counter taken at the last Handshake, to the peer over the backup path. A dead NIC
+ * or a QP in ERR sends nothing (ctl_send fails): the counter is lost, as the spec's
+ * Handshake puts nothing on the wire then; the control timer may send it again. */
 static void send_counter(ep_s *e, int want_reply)
 {
-    ctl_msg m = {CTL_MAGIC, CTL_COUNTER, (uint8_t)want_reply, 0, e->epoch, 0,
-                 is_req(e) ? 0 : (int64_t)e->recv_done};
+    ctl_msg m = {CTL_MAGIC, CTL_COUNTER, (uint8_t)want_reply, 0, e->ctr_seq, 0, e->ctr_sent};
     if (e->ops->ctl_send(e->ctx, e->qp[2], &m, sizeof m) == 0)
         e->st.ctl_sent++;
 }
 
 /* --------------------------------------------------------- Trigger ---------- */
 
-/* Take the good completions at the head of path's CQ for the application, discard
- * what follows the first error. */
+/* spec: GoodPrefix(cq[h][p]) - take the good completions at the head of path's CQ for
+ * the application, both sides' in CQ order: a receive completion counts in the receive
+ * counter (recvDone) and leaves rpend; a send completion settles every WR up to it (RC
+ * order). What follows the first error is discarded: the QP is in ERR, the rest of its
+ * WRs were flushed, and the layer owns them now. */
 static void drain(ep_s *e, int path)
 {
     struct shift_wc wc;
     int good = 1;
     while (poll_backend(e, path, 1, &wc) == 1) {
-        if (wc.wr_id == PROBE_ID && !e->direct)
+        int recv = (wc.opcode & SHIFT_WC_RECV) != 0;
+        if (!recv && wc.wr_id == PROBE_ID && !e->direct)
             continue;
         if (wc.status != SHIFT_WC_SUCCESS)
             good = 0;
         if (!good)
             continue;
-        if (e->direct) {
-            if (!(wc.opcode & SHIFT_WC_RECV))
-                buf_push(e, &wc); /* the application's own wr_id */
-        } else if (is_req(e)) {
-            pend_t *p = pend_at(e, wc.wr_id);
-            if (!p || (p->flags & PF_DONE))
-                continue;
-            if (wc.opcode & SHIFT_WC_RECV)
-                continue;
-            wc.wr_id = p->app_id;
-            complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
-            buf_push(e, &wc);
-        } else {
+        if (recv) {
             rpend_t *r = rpend_at(e, wc.wr_id);
             if (!r || (r->flags & PF_DONE))
                 continue;
@@ -59,70 +65,59 @@ static void drain(ep_s *e, int path)
             buf_push(e, &wc);
             r->flags |= PF_DONE;
             e->recv_done++;
+        } else if (e->direct) {
+            buf_push(e, &wc); /* the application's own wr_id */
+        } else {
+            pend_t *p = pend_at(e, wc.wr_id);
+            if (!p || (p->flags & PF_DONE))
+                continue;
+            wc.wr_id = p->app_id;
+            complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
+            buf_push(e, &wc);
         }
     }
-    if (is_req(e))
-        pend_gc(e);
-    else
-        rpend_gc(e);
+    pend_gc(e);
+    rpend_gc(e);
 }
 
-/* Trigger: move the default QP to ERR (stale packets on the dead path can no longer
- * execute), drain its CQ, and either refuse (atomic or ineligible WR outstanding) or
- * enter Fallback with every outstanding WR held for replay. */
-void trigger(ep_s *e, int status)
+/* Post WR p on the backup QP (a replay, or a WR held behind an abandoned fence). If the
+ * backup QP refuses it, the path is unusable: it goes to ERR and the WR is posted to it
+ * again, so that it flushes after the ones before it (post order), as posts in Error do;
+ * if not even the dead QP takes it, it is reported flushed now. 1 if it went to the QP. */
+static int post_backup(ep_s *e, pend_t *p)
 {
-    e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0);
-    drain(e, 1);
-    if (e->direct)
-        materialize(e);
-    e->epoch++;
-    e->sent_ctr = 0;
-    e->replayed = 0;
-    e->probing = 0;
-    e->ctl_left = e->attr.ctl_retries;
-    if (is_req(e)) {
-        int refuse = 0;
-        if (is_shift(e))
-            for (uint64_t s = e->phead; s < e->ptail; s++) {
-                pend_t *p = &e->pq[s & e->pmask];
-                if (!(p->flags & PF_DONE) &&
-                    (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
-                    refuse = 1;
-            }
-        if (refuse) {
-            int first = 1;
-            for (uint64_t s = e->phead; s < e->ptail; s++) {
-                pend_t *p = &e->pq[s & e->pmask];
-                if (p->flags & PF_DONE)
-                    continue;
-                buf_send(e, p, first ? status : SHIFT_WC_WR_FLUSH_ERR);
-                p->flags |= PF_DONE;
-                first = 0;
-                e->st.refused_wrs++;
-            }
-            pend_gc(e);
-            e->state = SHIFT_STATE_ERROR;
-            e->err_path = 1;
-            return;
-        }
-        for (uint64_t s = e->phead; s < e->ptail; s++)
-            e->pq[s & e->pmask].where = W_HELD;
-    } else {
-        for (uint64_t s = e->rhead; s < e->rtail; s++)
-            e->rpend[s & e->rmask].where = W_HELD;
+    int err = post_pend(e, p, 2, 0);
+    if (err && e->send_mode != SHIFT_STATE_ERROR) {
+        /* (if even the move to ERR fails, the post below fails too: reported below) */
+        if (e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0) == 0)
+            err = post_pend(e, p, 2, 0);
+        e->send_mode = SHIFT_STATE_ERROR;
+        e->err_path = 2;
     }
-    e->st.failovers++;
-    e->state = SHIFT_STATE_FALLBACK;
+    if (err) {
+        buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
+        p->flags |= PF_DONE;
+        return 0;
+    }
+    p->where = W_BACKUP;
+    return 1;
 }
 
-/* Both paths are gone (the handshake got no answer): surface the error. */
-static void give_up(ep_s *e, int status)
+/* Trigger's send side in Default: refuse (an atomic or an ineligible WR is outstanding:
+ * re-executing it is not safe; the WRs fail, the first with the trigger's status) or
+ * enter Fallback with every outstanding WR held for the replay. */
+static void trigger_default(ep_s *e, int status)
 {
-    e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0);
-    drain(e, 2);
-    int first = 1;
-    if (is_req(e)) {
+    int refuse = 0;
+    if (is_shift(e))
+        for (uint64_t s = e->phead; s < e->ptail; s++) {
+            pend_t *p = &e->pq[s & e->pmask];
+            if (!(p->flags & PF_DONE) &&
+                (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
+                refuse = 1;
+        }
+    if (refuse) {
+        int first = 1;
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)
@@ -130,50 +125,149 @@ static void give_up(ep_s *e, int status)
             buf_send(e, p, first ? status : SHIFT_WC_WR_FLUSH_ERR);
             p->flags |= PF_DONE;
             first = 0;
+            e->st.refused_wrs++;
         }
-        e->ndeferred = 0;
         pend_gc(e);
-    } else {
-        for (uint64_t s = e->rhead; s < e->rtail; s++) {
-            rpend_t *r = &e->rpend[s & e->rmask];
-            if (r->flags & PF_DONE)
-                continue;
-            buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
-            r->flags |= PF_DONE;
-        }
-        rpend_gc(e);
+        e->send_mode = SHIFT_STATE_ERROR;
+        e->err_path = 1;
+        return;
     }
-    e->state = SHIFT_STATE_ERROR;
-    e->err_path = 2;
+    for (uint64_t s = e->phead; s < e->ptail; s++)
+        e->pq[s & e->pmask].where = W_HELD;
+    e->send_mode = SHIFT_STATE_FALLBACK;
+    e->replayed = 0;
+}
+
+/* Trigger's send side in fail-back: abandon it. The WRs held behind the fence on the
+ * default QP were never transmitted (its doorbell was not rung); the QP's move to ERR
+ * flushed them and the drain discarded the flushes: they go to the backup QP, after the
+ * fence (spec: sq[h][2] \o held, flushed if the backup QP is in ERR). The replay is
+ * done, so later posts go to the backup QP until the next reconnect. */
+static void abandon(ep_s *e)
+{
+    e->send_mode = SHIFT_STATE_FALLBACK;
+    e->has_fence = 0;
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if (!(p->flags & PF_DONE) && p->where == W_DEFAULT)
+            post_backup(e, p);
+    }
+    pend_gc(e);
+}
+
+/* spec: Trigger(h, D, status). Take every side of this endpoint off the default path:
+ * move the default QP to ERR (stale packets on the dead path can no longer execute),
+ * drain its CQ; the send side enters Fallback (or refuses, or abandons a fail-back), the
+ * receive side, if its receive WRs were on the default QP, starts moving them
+ * (Moving: the Handshake reposts them); the counter is to be sent (again). */
+void trigger(ep_s *e, int status)
+{
+    /* A failed move to ERR leaves a QP the backend already lost (the failure is why we
+     * are here): the failover goes on, as it must; the drain takes what the CQ holds. */
+    backend_error(e, e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0));
+    drain(e, 1);
+    if (e->direct)
+        materialize(e);
+    e->epoch++;
+    e->st.failovers++;
+    e->probing = 0;
+    if (e->send_mode == SHIFT_STATE_DEFAULT)
+        trigger_default(e, status);
+    else if (e->send_mode == SHIFT_STATE_WAIT_SIGNALED || e->send_mode == SHIFT_STATE_WAIT_DRAINED)
+        abandon(e);
+    if (e->recv_mode == SHIFT_RECV_DEFAULT) {
+        for (uint64_t s = e->rhead; s < e->rtail; s++)
+            e->rpend[s & e->rmask].where = W_HELD;
+        e->recv_mode = SHIFT_RECV_MOVING;
+    }
+    e->sent_ctr = 0;
+}
+
+/* Not in the spec: the connection dies of an application error (protection, access,
+ * length...), as a plain RC QP does: re-executing the WR elsewhere would fail the same
+ * way. Both sides stop: posts complete flushed, no failover, no control message taken. */
+void go_dead(ep_s *e, int path)
+{
+    e->send_mode = SHIFT_STATE_ERROR;
+    e->err_path = path;
+    e->dead = 1;
+    e->asked = 0;
+}
+
+/* Not in the spec: both paths are gone (the handshake got no answer within the control
+ * timer's retries): surface the error. The send side's outstanding WRs fail (the first
+ * with status), the receive side's receive WRs come back flushed; the endpoint is dead. */
+static void give_up(ep_s *e, int status)
+{
+    /* (a failed move to ERR: the drain below takes what the CQ holds all the same) */
+    backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0));
+    drain(e, 2);
+    int first = 1;
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if (p->flags & PF_DONE)
+            continue;
+        first = first && p->where != W_FLUSHED; /* (those are flushes already) */
+        buf_send(e, p, first ? status : SHIFT_WC_WR_FLUSH_ERR);
+        p->flags |= PF_DONE;
+        first = 0;
+    }
+    e->ndeferred = 0;
+    pend_gc(e);
+    for (uint64_t s = e->rhead; s < e->rtail; s++) {
+        rpend_t *r = &e->rpend[s & e->rmask];
+        if (r->flags & PF_DONE)
+            continue;
+        buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
+        r->flags |= PF_DONE;
+    }
+    rpend_gc(e);
+    go_dead(e, 2);
 }
 
 /* ------------------------------------------------------- the steps --------- */
 
-/* Handshake: repost the outstanding receive WRs on the backup QP, then send the
- * receive counter over the backup path. */
+/* spec: Handshake(h). A moving receive side reposts its outstanding receive WRs on the
+ * backup QP (a QP in ERR flushes them) and is on the backup path; then the receive
+ * counter goes to the peer over the backup path: first (the endpoint then awaits the
+ * peer's: asked), or as the answer to the peer's. A counter no replay needs is used up
+ * (fresh stays only for a send side that is to replay). */
 static void handshake(ep_s *e)
 {
-    if (!is_req(e))
+    if (e->recv_mode == SHIFT_RECV_MOVING) {
         for (uint64_t s = e->rhead; s < e->rtail; s++) {
             rpend_t *r = &e->rpend[s & e->rmask];
             if ((r->flags & PF_DONE) || r->where != W_HELD)
                 continue;
-            post_rpend(e, r, 2);
+            if (post_rpend(e, r, 2) != 0) {
+                /* the backup QP refused it (not even flushed): it completes flushed */
+                buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
+                r->flags |= PF_DONE;
+                continue;
+            }
             r->where = W_BACKUP;
         }
-    send_counter(e, e->peer_ctr < 0);
+        rpend_gc(e);
+        e->recv_mode = SHIFT_RECV_FALLBACK;
+    }
+    e->ctr_seq++;
+    e->ctr_sent = (int64_t)e->recv_done;
+    e->ctl_left = e->attr.ctl_retries;
     e->sent_ctr = 1;
+    e->asked = !e->fresh;
+    e->fresh = e->fresh && e->send_mode == SHIFT_STATE_FALLBACK && !e->replayed;
+    send_counter(e, e->asked);
 }
 
-/* The peer's receive counter shows notification p as received. */
+/* The peer's receive counter shows notification p as received (spec: Skip, "counter"). */
 static int counted(const ep_s *e, const pend_t *p)
 {
     return NOTE(p) && (int64_t)NOTE(p) <= e->peer_ctr;
 }
 
-/* Replay: re-post the outstanding sends on the backup QP in post order, skipping the
- * notifications the peer's receive counter shows as received (SHIFT) and, for
- * ShiftPrefix, every WR before the last of them too. */
+/* spec: Replay(h, D). Re-post the outstanding sends on the backup QP in post order,
+ * skipping the notifications the peer's receive counter shows as received (SHIFT) and,
+ * for ShiftPrefix, every WR before the last of them too; the counter is used up. */
 static void replay(ep_s *e)
 {
     /* RC executes in post order: every WR up to the last notification the peer counted
@@ -207,39 +301,53 @@ static void replay(ep_s *e)
             }
             continue;
         }
-        int err = post_pend(e, p, 2, 0);
-        if (err && e->state != SHIFT_STATE_ERROR) {
-            /* the backup QP refused the WR: the path is unusable. It goes to ERR and
-             * this WR and the rest are posted to it, so that each flushes after the
-             * ones before it (post order), as posts in Error do */
-            e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0);
-            e->state = SHIFT_STATE_ERROR;
-            e->err_path = 2;
-            err = post_pend(e, p, 2, 0);
-        }
-        if (err) { /* not even the dead QP takes it: report it now */
-            buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
-            p->flags |= PF_DONE;
+        if (!post_backup(e, p))
             continue;
-        }
-        p->where = W_BACKUP;
         e->st.replayed_wrs++;
         if (p->wr.send_flags & SHIFT_SEND_SIGNALED)
             blocked = 1;
     }
     pend_gc(e);
     e->replayed = 1;
+    e->fresh = 0;
 }
 
-/* Reconnect: the connection manager re-establishes the default QP pair (fails unless
- * the path is healthy); then the probe, or straight to WaitSignaled. */
-static int reconnect(ep_s *e)
+/* Empty the default QP's CQ after this endpoint re-established the pair: what it holds
+ * is from the QP's previous life (nothing of this endpoint's was on it: its send side
+ * is in Fallback and its receive WRs are elsewhere, which a reset requires). */
+static void discard_cq1(ep_s *e)
 {
-    if (e->ops->reset_qp(e->ctx, e->qp[1]) != 0)
-        return SHIFT_STEP_NONE;
     struct shift_wc wc;
     while (poll_backend(e, 1, 1, &wc) == 1)
         ;
+}
+
+/* spec: Reconnect(h, D). The default path is healthy again: the connection manager
+ * re-establishes its QP pair (both ends start afresh) unless it is ready at both ends
+ * (the peer did it), which it may only while neither side uses it (spec: ~Holds1(Peer(h))
+ * and this endpoint's receive WRs off it); then the probe, or straight to WaitSignaled.
+ * The connection manager's view of the pair is the backend's query_pair; a backend
+ * without it has only this end: it resets whenever it fails back. The wire probe
+ * (SHIFT_EP_WIRE_PROBE, not in the spec: its reconnect is the probe) follows only this
+ * endpoint's own reset: a pair the peer re-established is the peer's to probe. */
+static int reconnect(ep_s *e)
+{
+    unsigned pair = 0;
+    if (e->ops->query_pair) {
+        if (e->ops->query_pair(e->ctx, e->qp[1], &pair) != 0 || !(pair & SHIFT_PAIR_HEALTHY))
+            return SHIFT_STEP_NONE;
+        if (pair & SHIFT_PAIR_READY) {
+            e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+            return SHIFT_STEP_RECONNECT;
+        }
+        if (pair & SHIFT_PAIR_PEER_BUSY)
+            return SHIFT_STEP_NONE;
+    }
+    if (e->recv_mode == SHIFT_RECV_DEFAULT)
+        return SHIFT_STEP_NONE;
+    if (e->ops->reset_qp(e->ctx, e->qp[1]) != 0)
+        return SHIFT_STEP_NONE;
+    discard_cq1(e);
     if (e->attr.flags & SHIFT_EP_WIRE_PROBE) {
         struct shift_send_wr probe = {0};
         probe.wr_id = PROBE_ID;
@@ -248,26 +356,31 @@ static int reconnect(ep_s *e)
         if (e->ops->post_send(e->ctx, e->qp[1], &probe, NULL) != 0)
             return SHIFT_STEP_NONE;
         e->probing = 1;
+        e->probe_status = -1;
     } else {
-        e->state = SHIFT_STATE_WAIT_SIGNALED;
+        e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
     }
     return SHIFT_STEP_RECONNECT;
 }
 
+/* The wire probe's answer. While this endpoint's receive WRs are off the default QP,
+ * nothing but the probe completes there and this step reads the CQ itself; otherwise
+ * the application's poll reads it and notes the probe's status (poll_step). */
 static int probe_check(ep_s *e)
 {
     struct shift_wc wc;
-    while (poll_backend(e, 1, 1, &wc) == 1) {
-        if (wc.wr_id != PROBE_ID)
-            continue;
-        e->probing = 0;
-        if (wc.status == SHIFT_WC_SUCCESS) {
-            e->state = SHIFT_STATE_WAIT_SIGNALED;
-            return SHIFT_STEP_PROBE_DONE;
-        }
-        return SHIFT_STEP_PROBE_FAILED;
+    while (e->probe_status < 0 && e->recv_mode != SHIFT_RECV_DEFAULT &&
+           poll_backend(e, 1, 1, &wc) == 1)
+        if (wc.wr_id == PROBE_ID && !(wc.opcode & SHIFT_WC_RECV))
+            e->probe_status = wc.status;
+    if (e->probe_status < 0)
+        return SHIFT_STEP_NONE;
+    e->probing = 0;
+    if (e->probe_status == SHIFT_WC_SUCCESS) {
+        e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+        return SHIFT_STEP_PROBE_DONE;
     }
-    return SHIFT_STEP_NONE;
+    return SHIFT_STEP_PROBE_FAILED;
 }
 
 static int fence_done(ep_s *e)
@@ -276,83 +389,127 @@ static int fence_done(ep_s *e)
     return !p || (p->flags & PF_DONE);
 }
 
-/* Release: the fence completed on the backup path, so every WR before it did:
- * notify the peer on the default path alone, then ring the default doorbell. */
+/* spec: Release(h). The fence completed on the backup path, so every WR before it did:
+ * notify the peer on the default path alone (a dead path loses the notice, as the
+ * spec's), then ring the default doorbell for the WRs held behind the fence. The
+ * counter exchange is kept: only a fresh counter of the peer starts the next failover. */
 static void release(ep_s *e)
 {
-    ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, e->epoch, 0, 0};
+    ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, 0, 0, 0};
     if (e->ops->ctl_send(e->ctx, e->qp[1], &m, sizeof m) == 0)
         e->st.ctl_sent++;
-    e->ops->ring(e->ctx, e->qp[1]);
-    e->state = SHIFT_STATE_DEFAULT;
+    e->send_mode = SHIFT_STATE_DEFAULT;
     e->has_fence = 0;
-    e->sent_ctr = 0;
-    e->peer_ctr = -1;
     e->replayed = 0;
     e->st.failbacks++;
+    /* a doorbell the backend refuses is a failed post on the default QP (datapath.c):
+     * the held WRs never left, and a failover takes them off it */
+    if (backend_error(e, e->ops->ring(e->ctx, e->qp[1])))
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
 }
 
-/* The responder, on the fail-back notice: move the outstanding receive WRs back to
- * the default QP. Verbs cannot unpost a receive, so the backup QP goes to ERR (its
- * receives come back flushed), its good completions are kept for the application,
- * the receives are posted on the default QP in order, and the backup QP is brought
- * back to RTS with the PSNs it had, ready for the next failover. */
-static void move_receives_back(ep_s *e)
+/* Bring the backup QP back from ERR to RTS with the PSNs it had (RESET, INIT, RTR, RTS),
+ * ready for the next failover. A step the backend refuses leaves it in ERR: the next
+ * failover finds the backup path dead, as if it had failed. */
+static void backup_qp_back(ep_s *e, uint32_t rq_psn, uint32_t sq_psn)
 {
-    int st = 0;
+    static const int steps[] = {SHIFT_QPS_RESET, SHIFT_QPS_INIT, SHIFT_QPS_RTR, SHIFT_QPS_RTS};
+    for (int i = 0; i < 4; i++) {
+        uint32_t rq = steps[i] == SHIFT_QPS_RTR ? rq_psn : 0;
+        uint32_t sq = steps[i] == SHIFT_QPS_RTS ? sq_psn : 0;
+        if (backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], steps[i], rq, sq)))
+            return;
+    }
+}
+
+/* spec: DeliverControl, the fail-back notice: the receive side moves its receive WRs
+ * back to the default QP. Verbs cannot unpost a receive, so the backup QP goes to ERR
+ * (its receives come back flushed), its good receive completions are kept for the
+ * application (and counted), the receives the application is still owed are posted on
+ * the default QP in order, and the backup QP is brought back to RTS with the PSNs it
+ * had, ready for the next failover. (One-way: this endpoint has no sends of its own on
+ * the backup QP here; with two-way traffic the move to ERR would flush them, and the
+ * spec keeps their completions in the CQ: that step needs its own design.) */
+static void take_failback(ep_s *e)
+{
+    int st = -1;
     uint32_t rq_psn = 0, sq_psn = 0;
-    e->ops->query_qp(e->ctx, e->qp[2], &st, &rq_psn, &sq_psn);
-    e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0);
+    if (backend_error(e, e->ops->query_qp(e->ctx, e->qp[2], &st, &rq_psn, &sq_psn)))
+        st = -1; /* unknown: not brought back below */
+    if (backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0)))
+        return; /* the receives cannot be taken off the backup QP: they stay there */
     drain(e, 2);
     for (uint64_t s = e->rhead; s < e->rtail; s++) {
         rpend_t *r = &e->rpend[s & e->rmask];
         if (r->flags & PF_DONE)
             continue;
-        post_rpend(e, r, 1);
+        if (post_rpend(e, r, 1) != 0) {
+            buf_recv(e, r->app_id, SHIFT_WC_WR_FLUSH_ERR);
+            r->flags |= PF_DONE;
+            continue;
+        }
         r->where = W_DEFAULT;
     }
-    if (st == SHIFT_QPS_RTS) {
-        e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_RESET, 0, 0);
-        e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_INIT, 0, 0);
-        e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_RTR, rq_psn, 0);
-        e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_RTS, 0, sq_psn);
-    }
-    e->state = SHIFT_STATE_DEFAULT;
-    e->sent_ctr = 0;
-    e->peer_ctr = -1;
+    rpend_gc(e);
+    e->recv_mode = SHIFT_RECV_DEFAULT;
+    if (st == SHIFT_QPS_RTS)
+        backup_qp_back(e, rq_psn, sq_psn);
 }
 
+/* spec: DeliverControl, a counter: the answer this endpoint awaited (asked; used up at
+ * once unless its send side is to replay), or the peer starting a failover, which it
+ * must answer (fresh, and its counter is to be sent again: the Handshake, after the
+ * Trigger if a side is still on the default path). Not in the spec: a counter whose
+ * sequence number was taken already is a retransmission (the peer's control timer);
+ * if the peer still awaits an answer and this endpoint sent one, it sends it again. */
+static void take_counter(ep_s *e, const ctl_msg *m)
+{
+    if (m->seq <= e->peer_seq) {
+        if (m->want_reply && e->sent_ctr)
+            send_counter(e, e->asked);
+        return;
+    }
+    e->peer_seq = m->seq;
+    e->peer_ctr = m->count;
+    e->fresh = !e->asked || (e->send_mode == SHIFT_STATE_FALLBACK && !e->replayed);
+    if (!e->asked)
+        e->sent_ctr = 0;
+    e->asked = 0;
+}
+
+/* spec: Progress(h, D) - one step of the layer's background work; at most one of the
+ * spec's steps is enabled at a time, so the order of the tests is immaterial there. */
 int shift_progress(shift_ep h)
 {
     ep_s *e = ep_get(h);
     if (!e)
         return -EINVAL;
-    if (!failover(e) || e->state == SHIFT_STATE_ERROR)
+    if (!failover(e) || e->dead)
         return SHIFT_STEP_NONE;
-    if (e->state == SHIFT_STATE_DEFAULT && e->peer_ctr >= 0) {
-        trigger(e, SHIFT_WC_WR_FLUSH_ERR);
+    if (on_path1(e) && e->fresh && !e->sent_ctr) {
+        trigger(e, SHIFT_WC_WR_FLUSH_ERR); /* woken by the peer's counter */
         return SHIFT_STEP_TRIGGER;
     }
-    if (e->state == SHIFT_STATE_FALLBACK && !e->sent_ctr) {
+    if (!e->sent_ctr && !on_path1(e)) {
         handshake(e);
         return SHIFT_STEP_HANDSHAKE;
     }
-    if (!is_req(e))
-        return SHIFT_STEP_NONE;
-    if (e->state == SHIFT_STATE_FALLBACK && e->peer_ctr >= 0 && !e->replayed) {
+    if (e->send_mode == SHIFT_STATE_FALLBACK && e->sent_ctr && e->fresh && !e->replayed) {
         replay(e);
         return SHIFT_STEP_REPLAY;
     }
-    if (is_shift(e) && e->state == SHIFT_STATE_FALLBACK && e->replayed &&
-        !(e->attr.flags & SHIFT_EP_NO_FAIL_BACK))
+    if (fails_back(e) && e->send_mode == SHIFT_STATE_FALLBACK && e->replayed && e->sent_ctr &&
+        !e->fresh)
         return e->probing ? probe_check(e) : reconnect(e);
-    if (e->state == SHIFT_STATE_WAIT_DRAINED && fence_done(e)) {
+    if (e->send_mode == SHIFT_STATE_WAIT_DRAINED && fence_done(e) && !e->fresh) {
         release(e);
         return SHIFT_STEP_RELEASE;
     }
     return SHIFT_STEP_NONE;
 }
 
+/* Not in the spec: the layer's control timer for path fired. An endpoint that awaits
+ * the peer's answer resends its counter (ctl_retries times), then gives up. */
 int shift_timer(shift_ep h, int path)
 {
     ep_s *e = ep_get(h);
@@ -360,7 +517,7 @@ int shift_timer(shift_ep h, int path)
         return -EINVAL;
     if (path != 1 && path != 2)
         return -EINVAL;
-    if (path != 2 || e->state != SHIFT_STATE_FALLBACK || !e->sent_ctr || e->peer_ctr >= 0)
+    if (path != 2 || !failover(e) || e->dead || !e->asked || !e->sent_ctr)
         return 0;
     if (e->ctl_left > 0) {
         e->ctl_left--;
@@ -371,6 +528,8 @@ int shift_timer(shift_ep h, int path)
     return 1;
 }
 
+/* spec: DeliverControl(p, d) - the backend hands over a control message that arrived
+ * on path (simnic: only at a live NIC whose QP is ready, the spec's `alive`). */
 int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
 {
     ep_s *e = ep_get(h);
@@ -384,33 +543,13 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
         m.count < 0)
         return -EINVAL; /* (a receive counter is never negative) */
     e->st.ctl_received++;
-    if (!failover(e) || e->state == SHIFT_STATE_ERROR)
+    if (!failover(e) || e->dead)
         return 0;
     if (m.kind == CTL_FAILBACK) {
-        if (!is_req(e) && e->state == SHIFT_STATE_FALLBACK)
-            move_receives_back(e);
+        if (e->recv_mode == SHIFT_RECV_FALLBACK)
+            take_failback(e);
         return 0;
     }
-    if (m.epoch > e->peer_epoch) {
-        e->peer_epoch = m.epoch;
-        if (e->state != SHIFT_STATE_DEFAULT && e->sent_ctr && e->peer_ctr >= 0) {
-            /* The peer started another failover while this side still sits on the
-             * backup path from the last one (it missed the fail-back notice): count
-             * what arrived on the backup QP and answer again. */
-            if (!is_req(e))
-                drain(e, 2);
-            e->epoch++;
-            e->peer_ctr = m.count;
-            send_counter(e, 0);
-            return 0;
-        }
-        e->peer_ctr = m.count;
-    } else if (m.epoch == e->peer_epoch) {
-        /* a retransmission: the peer may have lost our counter */
-        if (e->state != SHIFT_STATE_DEFAULT && e->peer_ctr < 0)
-            e->peer_ctr = m.count;
-        if (m.want_reply && e->sent_ctr && e->state != SHIFT_STATE_DEFAULT)
-            send_counter(e, e->peer_ctr < 0);
-    }
+    take_counter(e, &m);
     return 0;
 }

@@ -32,5 +32,8 @@ INTERNAL void h_free(uint64_t handle);
 
 /* ownership: an object a connection owns is destroyed only by it (EBUSY otherwise) */
 INTERNAL void shift__ep_own(shift_ep ep, int owned);
+/* the connection manager's question to the peer's layer before it resets the default
+ * QP pair: does a side of the endpoint hold WRs on the default QP (spec: Holds1)? */
+INTERNAL int shift__ep_holds_default(shift_ep ep);
 
 #endif

@@ -7,7 +7,9 @@
 
 #include "internal.h"
 
-enum { W_HELD = 0, W_DEFAULT = 1, W_BACKUP = 2 };
+/* where a WR is: held by the layer, posted on the default or the backup QP, or flushed
+ * by the layer (a post in Error: its completion is due) */
+enum { W_HELD = 0, W_DEFAULT = 1, W_BACKUP = 2, W_FLUSHED = 3 };
 enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4 };
 enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2 };
 #define PROBE_ID UINT64_MAX
@@ -35,12 +37,15 @@ typedef struct {
     uint8_t where, flags;
 } rpend_t;
 
+/* A control message of the layer. seq numbers the sender's counters (one per Handshake;
+ * a retransmission by the control timer repeats it), so that a duplicate is not taken
+ * for a new failover of the peer: the spec's control messages are never duplicated. */
 typedef struct {
     uint32_t magic;
     uint8_t kind;
-    uint8_t want_reply;
+    uint8_t want_reply;        /* a retransmission: the sender still awaits the answer */
     uint16_t pad;
-    uint32_t epoch;
+    uint32_t seq;
     uint32_t pad2;
     int64_t count;
 } ctl_msg;
@@ -55,21 +60,30 @@ typedef struct ep_s {
     void *ctx;
     struct shift_ep_attr attr;
     void *qp[3];
-    int state;
-    int err_path;              /* in Error: the QP whose CQ the application drains */
+    /* The two sides of spec/Failover.tla's host: the send side (its outstanding WRs,
+     * pq) and the receive side (its receive WRs, rpend). One-way for now: only a
+     * requester's application posts sends and only a responder's posts receives, but
+     * both sides of every endpoint run the failover. */
+    int send_mode;             /* enum shift_state (spec: sendMode) */
+    int recv_mode;             /* enum shift_recv_state (spec: recvMode) */
+    int dead;                  /* the connection is unusable, as a plain RC QP in ERR (an
+                                * application error, or both paths gone): terminal for
+                                * both sides; the spec has no such state */
+    int err_path;              /* in Error: the path whose failure ended the send side (a
+                                * dead endpoint's application drains that QP's CQ) */
     int direct;                /* the default QP's send queue holds the outstanding WRs
                                 * (as posted by the application); the ring is empty */
     int can_direct;            /* the backend has sq_pending and copies are not asked */
-    /* requester */
+    /* send side */
     pend_t *pq;
     uint32_t pcap;             /* WRs the layer accepts outstanding */
     uint64_t pmask;            /* ring size - 1 (a power of two >= pcap) */
     uint64_t phead, ptail;
     uint64_t cum_done;
     uint64_t notes_posted, sends_completed;
-    uint64_t fence_seq;
-    int has_fence;
-    /* responder */
+    uint64_t fence_seq, fence_id; /* the fence WR's sequence and the application's id */
+    int has_fence;             /* spec: fence # 0 */
+    /* receive side */
     rpend_t *rpend;            /* the outstanding receive WRs (the spec's rpend) */
     uint32_t rcap;
     uint64_t rmask;
@@ -82,10 +96,15 @@ typedef struct ep_s {
     uint64_t bhead, btail;
     uint64_t ndeferred;        /* skipped notifications whose success waits (replay) */
     uint64_t known_exec;       /* WRs before this sequence were executed (replay) */
-    /* failover */
-    int sent_ctr, replayed, probing;
+    /* the counter exchange, one per endpoint for both sides (spec: sentCtr, peerCtr,
+     * fresh, asked), and the send side's replayed */
+    int sent_ctr, fresh, asked, replayed, probing;
+    int probe_status;          /* the wire probe's completion status, -1 before it */
     int64_t peer_ctr;
-    uint32_t epoch, peer_epoch, ctl_left;
+    int64_t ctr_sent;          /* the counter it sent last (a retransmission repeats it) */
+    uint32_t epoch;            /* failovers entered (Triggers) */
+    uint32_t ctr_seq, peer_seq;/* its counters sent; the last of the peer's it took */
+    uint32_t ctl_left;         /* retransmissions left to the control timer */
     int owned;                 /* a connection holds it: shift_ep_destroy says EBUSY */
     keypair *lk, *rk;
     int nlk, caplk, nrk, caprk;
@@ -95,6 +114,7 @@ typedef struct ep_s {
 } ep_s;
 
 static inline ep_s *ep_get(shift_ep h) { return h_get(h, H_EP); }
+/* the role says only whose application posts what (one-way traffic) */
 static inline int is_req(const ep_s *e) { return e->attr.role == SHIFT_ROLE_REQUESTER; }
 static inline int failover(const ep_s *e) { return e->attr.design != SHIFT_DESIGN_NO_FAILOVER; }
 /* SHIFT's machinery (counter filter, refusal, fail-back): Shift and ShiftPrefix */
@@ -115,12 +135,50 @@ static const uint8_t notifies[8] = {
 
 static inline int two_sided(int op) { return op >= 0 && op < 8 && notifies[op]; }
 
+/* spec: OnPath1(h) - a side is on the default path: the send side sends there or holds
+ * WRs there behind a fence (or is about to), or the receive WRs are there */
+static inline int on_path1(const ep_s *e)
+{
+    return e->send_mode == SHIFT_STATE_DEFAULT || e->send_mode == SHIFT_STATE_WAIT_SIGNALED ||
+           e->send_mode == SHIFT_STATE_WAIT_DRAINED || e->recv_mode == SHIFT_RECV_DEFAULT;
+}
+
+/* spec: Holds1(h) - ... and uses the default QP so that a reset of it would lose WRs */
+static inline int holds1(const ep_s *e)
+{
+    return e->send_mode == SHIFT_STATE_DEFAULT || e->send_mode == SHIFT_STATE_WAIT_DRAINED ||
+           e->recv_mode == SHIFT_RECV_DEFAULT;
+}
+
+/* spec: Polls1(h), Polls2(h) - which CQs the application's poll reads: the backup QP's
+ * first while a side is off the default path, the default QP's while a side completes
+ * there. (Not in the spec: a connection dead of an application error on the default
+ * QP still gives the application that QP's flushes.) */
+static inline int polls1(const ep_s *e)
+{
+    return e->send_mode == SHIFT_STATE_DEFAULT || e->recv_mode == SHIFT_RECV_DEFAULT ||
+           (e->dead && e->err_path == 1);
+}
+static inline int polls2(const ep_s *e)
+{
+    return e->send_mode != SHIFT_STATE_DEFAULT || e->recv_mode != SHIFT_RECV_DEFAULT;
+}
+
 /* The backend's poll: up to n completions, or -errno. A count beyond n is not
  * believed (the layer reads no further than it asked). */
 static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     int r = e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
     return r > n ? n : r;
+}
+
+/* A backend call failed where the layer can only go on (the error is counted, and the
+ * caller says what it does instead): the error, as a truth value. */
+static inline int backend_error(ep_s *e, int err)
+{
+    if (err)
+        e->st.backend_errors++;
+    return err != 0;
 }
 
 static inline pend_t *pend_at(ep_s *e, uint64_t seq)
@@ -167,6 +225,8 @@ INTERNAL void direct_sync(ep_s *e, uint64_t nnotes);
 INTERNAL void materialize(ep_s *e);
 /* failover.c: the failover starts (from a failed post or an error completion) */
 INTERNAL void trigger(ep_s *e, int status);
+/* the connection dies (application error): both sides stop, as a plain RC QP in ERR */
+INTERNAL void go_dead(ep_s *e, int path);
 /* endpoint.c: the backup NIC's key of a default NIC's key */
 INTERNAL uint32_t xlate(const keypair *t, int n, uint32_t key);
 

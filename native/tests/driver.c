@@ -627,9 +627,51 @@ static void test_layer_atomic_refused(void)
     struct shift_ep_info ia;
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_ERROR);
     CHECK(ia.refused_wrs == 2);
+    /* the refusing send side's host still fails its receive side over and sends its
+     * counter (spec: Trigger, Handshake); B, woken by it, fails over and answers */
+    CHECK(ia.send_state == SHIFT_STATE_ERROR && ia.recv_state == SHIFT_RECV_FALLBACK);
+    CHECK(ia.sent_ctr && ia.peer_ctr == 0 && !ia.asked);
+    struct shift_ep_info ib;
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.recv_state == SHIFT_RECV_FALLBACK &&
+          ib.send_state == SHIFT_STATE_FALLBACK && ib.peer_ctr == 0 && ib.sent_ctr);
     lay_round(&L, 2, 0); /* later posts are flushed, as on a QP in ERR */
     settle(&L, sa, &na, sb, &nb, NULL, 1);
     CHECK(na == 4 && sa[2].status == SHIFT_WC_WR_FLUSH_ERR && sa[3].wr_id == 4);
+    lay_close(&L);
+}
+
+/* Both sides of both endpoints through a failover and a fail-back (B's NIC fails, so
+ * B's receive side detects it): the fail-back keeps the counter exchange. */
+static void test_layer_both_sides(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_wc sa[16], sb[16];
+    int na = 0, nb = 0;
+    lay_round(&L, 1, 0);
+    CHECK(sn_nic_fail(L.f, 1, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && shift_ep_query(L.ep[1], &ib) == 0);
+    CHECK(ia.send_state == SHIFT_STATE_FALLBACK && ia.recv_state == SHIFT_RECV_FALLBACK);
+    CHECK(ib.send_state == SHIFT_STATE_FALLBACK && ib.recv_state == SHIFT_RECV_FALLBACK);
+    CHECK(ib.state == SHIFT_STATE_FALLBACK && ia.replayed && ib.replayed);
+    CHECK(ia.epoch == 1 && ib.epoch == 1 && ia.sent_ctr && ib.sent_ctr);
+    CHECK(nb == 1 && na == 1 && sb[0].status == SHIFT_WC_SUCCESS);
+    CHECK(sn_nic_recover(L.f, 1, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.send_state == SHIFT_STATE_WAIT_SIGNALED);
+    lay_round(&L, 2, 0); /* the WRITE_WITH_IMM is the fence */
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(nb == 2 && na == 2 && sb[1].wr_id == 2 && sa[1].wr_id == 4);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && shift_ep_query(L.ep[1], &ib) == 0);
+    CHECK(ia.send_state == SHIFT_STATE_DEFAULT && ia.failbacks == 1 && !ia.has_fence);
+    CHECK(ia.sent_ctr && ia.peer_ctr == 0 && !ia.fresh); /* kept: nothing wakes it */
+    CHECK(ib.recv_state == SHIFT_RECV_DEFAULT && ib.state == SHIFT_STATE_DEFAULT);
+    CHECK(ib.send_state == SHIFT_STATE_WAIT_SIGNALED); /* B posts nothing: no fence */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE && shift_progress(L.ep[1]) == 0);
+    CHECK(strcmp(shift_recv_state_name(SHIFT_RECV_MOVING), "Moving") == 0 &&
+          shift_recv_state_name(SHIFT_RECV_FALLBACK + 1) == NULL);
     lay_close(&L);
 }
 
@@ -762,8 +804,8 @@ static void test_fake_backend_failed_post(void)
     /* the peer's counter arrives: replay both WRs on the backup QP */
     unsigned char msg[24];
     memcpy(msg, x.last_ctl, sizeof msg);
-    uint32_t epoch = 1;
-    memcpy(msg + 8, &epoch, 4);
+    uint32_t seq = 1; /* the peer's first counter */
+    memcpy(msg + 8, &seq, 4);
     CHECK(shift_ctl_input(ep, 2, msg, sizeof msg) == 0);
     CHECK(shift_progress(ep) == SHIFT_STEP_REPLAY && x.posted[2] == 2);
     CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: path still down */
@@ -1537,6 +1579,7 @@ int main(void)
         for (int step = 0; step < 12; step++)
             test_layer_nccl(host, step);
     test_layer_atomic_refused();
+    test_layer_both_sides();
     test_layer_no_fail_back();
     test_layer_bad_inputs();
     test_fake_backend_failed_post();

@@ -1,7 +1,7 @@
 """Where the two sides differ on purpose or by an abstraction, each case named here and in
 docs/differential.md (with a trace of tests/corpus/ that shows it):
 
-- `normalise`: what the comparison leaves out (failover bookkeeping of a host in Error);
+- `normalise`: what the comparison would leave out of the projection (nothing now);
 - `gap`: the events after which no step-by-step comparison is possible, where a run stops
   (reported, not a pass of the rest) and which the generator never picks;
 - `IMPL_FIXES`: findings the C core fixes on purpose, where the implementation must keep
@@ -31,32 +31,18 @@ OBSERVABLE_INVARIANTS = tuple(OBSERVABLE)
 
 def normalise(obs: dict[str, Any]) -> dict[str, Any]:
     """The projection as compared: equal to `obs` except where the two sides differ by
-    an abstraction.
-
-    - Error is terminal on both sides and nothing reads the failover bookkeeping there:
-      the spec's DeliverControl stores a counter arriving at a host in Error, the
-      implementation discards every control message in Error; the spec keeps A's fence
-      when the backup path fails in WaitDrained, the implementation reports a fence
-      only in WaitDrained. A host's `peerCtr`, and A's `fence`, are not compared while
-      that host is in Error.
-    """
-    out = dict(obs)
-    error = obs["sendMode"]["A"] == "Error"
-    out["peerCtr"] = {**obs["peerCtr"], "A": None if error else obs["peerCtr"]["A"]}
-    if error:
-        out["fence"] = {**obs["fence"], "A": None}
-    # B's receive side moving to the backup QP (the spec's Trigger, then its Handshake)
-    # is one state of the core's B, Fallback.
-    out["recvMode"] = {h: "Fallback" if m == "Moving" else m
-                       for h, m in obs["recvMode"].items()}
-    return out
+    an abstraction. There is none left in the failover layer's variables: the C core has
+    both sides of every host and the spec's counter exchange (a host in Error keeps
+    taking the peer's counters and its fence, as the spec's does)."""
+    return dict(obs)
 
 
 def gap(s: State, ev: Event) -> str | None:
     """Why event ev from model state s leaves the fragment where the two sides can be
-    compared step by step, or None. A WR held behind a fence that failed (below), A's
-    counter of a second failover reaching B still in the first (below), or a cumulative
-    ACK that covers a READ or an atomic whose own response was lost. The spec completes
+    compared step by step, or None. A WR held behind a fence that failed (below), a
+    skipped notification's success ahead of a replayed signaled WR (F5, below), or a
+    cumulative ACK that covers a READ or an atomic whose own response was lost. The spec
+    completes
     it (with the value 0); an RC NIC, simnic included, takes the ACK as an implicit NAK
     and retransmits the READ or atomic to get its response, which takes a Timeout the
     spec does not enable then."""
@@ -67,14 +53,6 @@ def gap(s: State, ev: Event) -> str | None:
         # the default path only in WaitDrained, so when the backup path fails under the
         # fence the held WRs go out; the C core keeps them held (its doorbell is never rung).
         return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
-    if ev.name == "Deliver" and ev.args[1] == "AtoB":
-        ch = s.wire[ev.args[0] - 1][0]
-        if ch and ch[0].kind == "ctl" and ch[0].what == "counter" \
-                and s.recvMode[1] == "Fallback" and s.sentCtr[1] and s.peerCtr[1] >= 0:
-            # docs/findings.md: A's second failover while B still sits in the first one
-            # (the fail-back notice was lost): the spec's B stores the counter and never
-            # answers; the C core sees a newer epoch, recounts and answers (native/README.md).
-            return "A's counter of a second failover reaches B still in the first one"
     if ev.name == "PollCq" and ev.args[0] == "A" and s.buffered[0]:
         first = s.buffered[0][0]
         if first.status == "SUCCESS" and any(

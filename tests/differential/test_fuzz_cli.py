@@ -134,11 +134,12 @@ def test_shift_replay_impl_shows_where_the_sides_part(capsys, monkeypatch) -> No
 
     def wrong(self: D.Bridge) -> dict:
         obs = real(self)
-        return {**obs, "recvDone": 7} if obs["recvDone"] == 1 else obs
+        done = obs["recvDone"]
+        return {**obs, "recvDone": {**done, "B": 7}} if done["B"] == 1 else obs
     monkeypatch.setattr(D.Bridge, "observation", wrong)
     assert main(args) == 1
     out = capsys.readouterr().out
-    assert "step 24: PollCq(B)" in out and "recvDone: model 1" in out and "impl  7" in out
+    assert "step 24: PollCq(B)" in out and "recvDone.B: model 1" in out and "impl  7" in out
 
 
 def test_shift_replay_impl_refuses_what_it_cannot_run(tmp_path: Path, capsys) -> None:

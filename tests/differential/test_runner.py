@@ -63,31 +63,63 @@ def test_random_runs_agree_and_reach_every_failover_state() -> None:
     model = Model.load("Shift", "default")
     runs = random_runs(model, 150, 2)
     assert all(r.ok for r in runs), next(D.report(model, r) for r in runs if not r.ok)
-    layers = {h for r in runs for s in r.states for h in s.layer}
-    assert layers == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
+    sends = {m for r in runs for s in r.states for m in s.sendMode}
+    assert sends == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
+    recvs = {m for r in runs for s in r.states for m in s.recvMode}
+    assert recvs == {"Default", "Moving", "Fallback"}
 
 
-def test_the_error_state_peer_counter_difference_is_real_and_narrow() -> None:
-    """A in Error: the spec stores B's counter, the implementation discards it."""
-    model = Model.load("Shift", "small")
-    events = load_trace(CORPUS / "Shift/small/error-discards-peer-counter.jsonl")
-    states = model.run(events)
-    bridge = D.Bridge("Shift", 0, states[0].program)
-    try:
-        for ev in events[1:]:
-            bridge.apply(ev)
-        io = bridge.observation()
-    finally:
-        bridge.close()
-    assert states[-1].layer[0] == "Error" and io["layer"]["A"] == "Error"
-    assert states[-1].peerCtr[0] == 0 and io["peerCtr"]["A"] == -1
-    # the same values outside Error are a divergence
-    base = {k: None for k in D.COMPARED}
-    m = {**base, "layer": {"A": "Fallback", "B": "Fallback"}, "peerCtr": {"A": 0, "B": 0}}
-    i = {**m, "peerCtr": {"A": -1, "B": 0}}
-    assert set(D.compare(m, i)) == {"peerCtr"}
-    assert D.compare({**m, "layer": {"A": "Error", "B": "Fallback"}},
-                     {**i, "layer": {"A": "Error", "B": "Fallback"}}) == {}
+@pytest.mark.parametrize(("bound", "name", "peer_ctr", "fence"), [
+    ("small", "error-discards-peer-counter", 0, 0),
+    ("large", "error-keeps-no-fence", 0, 4)])
+def test_a_send_side_in_error_keeps_the_counter_exchange_and_its_fence_on_both_sides(
+        bound: str, name: str, peer_ctr: int, fence: int) -> None:
+    """A's send side in Error (a refusal; the backup path failing under the fence): its
+    host still takes B's counter (its receive side fails over too) and keeps its fence,
+    in the spec and in the core alike; the comparison leaves nothing out there."""
+    model = Model.load("Shift", bound)
+    events = load_trace(CORPUS / f"Shift/{bound}/{name}.jsonl")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is None and len(run.events) == len(events), D.report(model, run)
+    s = run.states[-1]
+    assert s.sendMode[0] == "Error" and s.peerCtr[0] == peer_ctr and s.fence[0] == fence
+    # in Error as elsewhere, a difference of a counter or a fence is a divergence
+    obs = observe(s).as_dict()
+    other = {**obs, "peerCtr": {**obs["peerCtr"], "A": -1}, "fence": {**obs["fence"], "A": 9}}
+    assert set(D.compare(obs, other)) == {"peerCtr.A", "fence.A"}
+
+
+def test_fail_back_keeps_the_counter_exchange_on_both_sides() -> None:
+    """Release keeps sentCtr and peerCtr (a fresh counter alone wakes the next failover):
+    B's NIC 1 fails and recovers, both fail over, A fails back behind its fence and B's
+    receive side moves back on the notice; A is in Default with B's counter kept and
+    nothing fresh, in the model and the core alike (the one-way core reset both at its
+    release), and A takes no step of its own afterwards (enabledness)."""
+    events = load_trace(CORPUS / "Shift/default/failback-keeps-the-counter-exchange.jsonl")
+    model = Model.load("Shift", "default")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is None and len(run.events) == len(events), D.report(model, run)
+    s = run.states[-1]
+    assert s.sendMode[0] == "Default" and s.recvMode[1] == "Default"
+    assert s.sentCtr == (True, True) and s.peerCtr == (0, 0) and not s.fresh[0]
+    assert s.fresh[1] and not s.replayed[1]  # B's (empty) replay is still due
+    assert [(e.wr, e.recv) for e in s.rcvSeen[1]] == [(2, 1)]
+
+
+def test_a_refused_send_side_still_answers_with_its_hosts_counter() -> None:
+    """An atomic outstanding at the trigger: A's send side refuses (Error), but its
+    receive side fails over, so A sends its counter; B, woken by it, fails over and
+    answers; A takes the answer. Both sides agree on every step (the one-way core sent
+    nothing from Error)."""
+    events = load_trace(CORPUS / "Shift/default/refused-send-side-still-answers.jsonl")
+    model = Model.load("Shift", "default")
+    run = D.run_trace(model, events)
+    assert run.ok and run.gap is None and len(run.events) == len(events), D.report(model, run)
+    s = run.states[-1]
+    assert s.sendMode == ("Error", "Fallback") and s.recvMode == ("Fallback", "Fallback")
+    assert s.peerCtr == (0, 0) and s.sentCtr == (True, True)
+    assert [(e.wr, e.status) for e in s.sndSeen[0]] == [(1, "RETRY_EXC_ERR"),
+                                                        (2, "WR_FLUSH_ERR")]
 
 
 def test_the_implicit_nak_is_real() -> None:
@@ -98,13 +130,13 @@ def test_the_implicit_nak_is_real() -> None:
     run = D.run_trace(model, events)
     assert run.ok and run.gap is not None and "implicit NAK" in run.gap
     states = model.run(events + [make("PollCq", "A")])
-    assert [e.wr for e in states[-1].sndSeen] == [1]
-    bridge = D.Bridge("NoFailover", 0, states[0].program)
+    assert [e.wr for e in states[-1].sndSeen[0]] == [1]
+    bridge = D.Bridge("NoFailover", 0, states[0].program[0])
     try:
         for ev in events[1:]:
             bridge.apply(ev)
         assert bridge.apply(make("PollCq", "A")) is None
-        assert bridge.observation()["sndSeen"] == []
+        assert bridge.observation()["sndSeen"]["A"] == []
     finally:
         bridge.close()
     # the generator never picks such an event
@@ -125,13 +157,14 @@ def test_f4_stops_the_comparison_only_where_the_model_breaks_the_property() -> N
 
 
 @pytest.mark.parametrize(("prop", "seen"), [
-    ("NotificationIntegrity", {"rcvSeen": [
+    ("NotificationIntegrity", {"rcvSeen": {"A": [], "B": [
         {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 1, 2: 0}, "data": 0},
-        {"wr": 2, "recv": 2, "status": "SUCCESS", "mem": {1: 1, 2: 0}, "data": 0}]}),
-    ("DataAtNotification", {"rcvSeen": [
-        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 0, 2: 0}, "data": 0}]}),
-    ("CompletionIntegrity", {"sndSeen": [{"wr": 2, "status": "SUCCESS", "val": 0},
-                                         {"wr": 1, "status": "WR_FLUSH_ERR", "val": 0}]}),
+        {"wr": 2, "recv": 2, "status": "SUCCESS", "mem": {1: 1, 2: 0}, "data": 0}]}}),
+    ("DataAtNotification", {"rcvSeen": {"A": [], "B": [
+        {"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 0, 2: 0}, "data": 0}]}}),
+    ("CompletionIntegrity", {"sndSeen": {"A": [{"wr": 2, "status": "SUCCESS", "val": 0},
+                                               {"wr": 1, "status": "WR_FLUSH_ERR", "val": 0}],
+                                         "B": []}}),
 ])
 def test_each_observable_invariant_is_checked_on_the_implementations_observation(
         prop: str, seen: dict) -> None:
@@ -140,12 +173,12 @@ def test_each_observable_invariant_is_checked_on_the_implementations_observation
     one."""
     model = Model.load("NoFailover", "small")
     s = model.init(make("Init", 1))
-    s = s._replace(posted=2, sndSeen=(), rcvSeen=())
+    s = s._replace(posted=(2, 0), sndSeen=((), ()), rcvSeen=((), ()))
     obs = {**observe(s).as_dict(), **seen}
     assert Observation.from_dict(obs).as_dict() == obs
-    j = D.judge("NoFailover", s, obs, s.mem, D.OBSERVABLE_INVARIANTS)
+    j = D.judge("NoFailover", s, obs, s.mem[1], D.OBSERVABLE_INVARIANTS)
     assert j.violated == [prop] and not j.fixed
-    assert D.judge("NoFailover", s, obs, s.mem, ()).violated == []
+    assert D.judge("NoFailover", s, obs, s.mem[1], ()).violated == []
 
 
 def test_the_dict_form_reads_back_and_completion_integrity_implies_its_observable_half(
@@ -159,7 +192,8 @@ def test_the_dict_form_reads_back_and_completion_integrity_implies_its_observabl
         for s in r.states:
             view = observe(s)
             assert Observation.from_dict(view.as_dict()) == view
-            assert completion_order(view) or not INVARIANTS["CompletionIntegrity"](s)
+            assert completion_order(view.direction(0)) or \
+                not INVARIANTS["CompletionIntegrity"](s)
 
 
 def test_faults_are_biased_towards_wrs_in_flight() -> None:
@@ -190,7 +224,8 @@ def test_random_runs_skip_a_one_sided_wr_before_a_received_notification() -> Non
 
     def skips_one_sided(r: D.Run) -> bool:
         return any(t.replayed[0] and not s.replayed[0]
-                   and any(s.program[w - 1].note == 0 for w in set(s.pending) - set(t.pending))
+                   and any(s.program[0][w - 1].note == 0
+                           for w in set(s.pending[0]) - set(t.pending[0]))
                    for s, t in itertools.pairwise(r.states))
 
     runs = random_runs(model, 200, 4)
@@ -210,12 +245,12 @@ def test_f3_shift_prefix_skips_the_write_shift_replays_on_both_sides() -> None:
     run = D.run_trace(model, events)
     assert run.ok and run.gap is None and len(run.events) == len(events)
     assert make("Transmit", "A", 2) not in sum(D.options(model, run.states[replay]), [])
-    assert [c.mem[0] for c in run.states[-1].rcvSeen] == [1, 2]
+    assert [c.mem[0] for c in run.states[-1].rcvSeen[1]] == [1, 2]
     shift = [*events[:replay], make("Transmit", "A", 2), make("Deliver", 2, "AtoB"),
              make("PollCq", "B")]
     run = D.run_trace(Model.load("Shift", "small"), shift)
     assert run.ok and run.gap is None and len(run.events) == len(shift)
-    assert [c.mem[0] for c in run.states[-1].rcvSeen] == [1, 1]
+    assert [c.mem[0] for c in run.states[-1].rcvSeen[1]] == [1, 1]
     assert not INVARIANTS["DataAtNotification"](run.states[-1])
 
 
@@ -228,8 +263,8 @@ def test_f4_shift_prefix_needs_no_fix_of_the_core() -> None:
     assert events == load_trace(CORPUS / "Shift/large/f4-completion-order.jsonl")[:-1]
     run = D.run_trace(Model.load("ShiftPrefix", "large"), events)
     assert run.ok and run.gap is None and len(run.events) == len(events)
-    assert [(c.wr, c.status) for c in run.states[-1].sndSeen] == [(2, "SUCCESS")]
-    assert run.states[-1].pending == () and "ShiftPrefix" not in D.IMPL_FIXES
+    assert [(c.wr, c.status) for c in run.states[-1].sndSeen[0]] == [(2, "SUCCESS")]
+    assert run.states[-1].pending[0] == () and "ShiftPrefix" not in D.IMPL_FIXES
 
 
 def test_f5_shift_prefix_completes_the_skipped_prefix_in_post_order() -> None:
@@ -239,8 +274,8 @@ def test_f5_shift_prefix_completes_the_skipped_prefix_in_post_order() -> None:
     events = load_trace(CORPUS / "ShiftPrefix/small/f5-skipped-prefix-in-post-order.jsonl")
     run = D.run_trace(Model.load("ShiftPrefix", "small"), events)
     assert run.ok and run.gap is None and len(run.events) == len(events)
-    assert [(c.wr, c.status) for c in run.states[-1].sndSeen] == [(1, "SUCCESS"),
-                                                                  (2, "SUCCESS")]
+    assert [(c.wr, c.status) for c in run.states[-1].sndSeen[0]] == [(1, "SUCCESS"),
+                                                                     (2, "SUCCESS")]
 
 
 def test_shift_prefix_replays_the_writes_after_the_last_received_notification() -> None:
@@ -252,9 +287,9 @@ def test_shift_prefix_replays_the_writes_after_the_last_received_notification() 
     run = D.run_trace(model, events)
     assert run.ok and run.gap is None and len(run.events) == len(events)
     k = next(i for i, s in enumerate(run.states) if s.replayed[0])
-    assert run.states[k - 1].pending == (1, 2, 3, 4) and run.states[k].pending == (3, 4)
-    assert run.states[k].sq[1] == (3, 4)
-    assert [(c.wr, c.mem[0]) for c in run.states[-1].rcvSeen] == [(2, 1), (4, 2)]
+    assert run.states[k - 1].pending[0] == (1, 2, 3, 4) and run.states[k].pending[0] == (3, 4)
+    assert run.states[k].sq[0][1] == (3, 4)
+    assert [(c.wr, c.mem[0]) for c in run.states[-1].rcvSeen[1]] == [(2, 1), (4, 2)]
 
 
 def test_kept_invariants_follow_the_declarations() -> None:
@@ -284,7 +319,7 @@ def test_at_a_bound_without_recovery_the_core_does_not_fail_back(monkeypatch) ->
     assert not model.bound.recover
     run = D.run_trace(model, NO_FAULT_FAILOVER)
     assert run.ok, D.report(model, run)
-    assert run.states[-1].layer[0] == "Fallback"
+    assert run.states[-1].sendMode[0] == "Fallback"
     init = D.Bridge.__init__
 
     def failing_back(self, design, retries, program, copy_posts=False, recover=True):  # type: ignore[no-untyped-def]

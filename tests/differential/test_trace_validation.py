@@ -25,18 +25,19 @@ BOUNDS = ("default", "large")
 def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> None:
     model = Model.load(design, bound)
     seen: Counter[str] = Counter()
-    layers: set[str] = set()
+    modes: set[str] = set()
     for seed in range(RUNS):
         rec = record(model, model.bound.workloads[seed % len(model.bound.workloads)], seed)
         result = validate(model, rec)
         assert result.ok, f"seed {seed}\n{describe(rec)}\n{result.failure}"
         seen.update(s.event.name for s in rec.steps[:result.checked])
-        layers |= {v for s in rec.steps for v in s.observation["layer"].values()}
+        modes |= {v for s in rec.steps for f in ("sendMode", "recvMode")
+                  for v in s.observation[f].values()}
     # The scheduler reaches what matters: faults with traffic, timeouts, failovers.
     assert seen["NicFail"] > 0 and seen["LinkDown"] > 0 and seen["Drop"] > 0, seen
     assert seen["Timeout"] > 0 and seen["Deliver"] > 100, seen
     if design != "NoFailover":
-        assert "Fallback" in layers, layers
+        assert {"Fallback", "Moving"} <= modes, modes
 
 
 @pytest.fixture(scope="module")
@@ -44,21 +45,21 @@ def shift_run() -> tuple[Model, Recording]:
     model = Model.load("Shift", "default")
     for seed in range(RUNS):
         rec = record(model, 1, seed)
-        if any(s.observation["layer"]["A"] == "Fallback" for s in rec.steps):
+        if any(s.observation["sendMode"]["A"] == "Fallback" for s in rec.steps):
             return model, rec
     raise AssertionError("no recorded run of SHIFT failed over")
 
 
 def test_a_wrong_observation_is_named_with_its_step(shift_run: tuple[Model, Recording]) -> None:
     model, rec = shift_run
-    k = next(i for i, s in enumerate(rec.steps) if s.observation["layer"]["A"] == "Fallback")
+    k = next(i for i, s in enumerate(rec.steps) if s.observation["sendMode"]["A"] == "Fallback")
     steps = list(rec.steps)
-    obs = {**steps[k].observation, "layer": {"A": "Default", "B": "Default"}}
+    obs = {**steps[k].observation, "sendMode": {"A": "Default", "B": "Default"}}
     steps[k] = Step(steps[k].event, obs, steps[k].memory)
     result = validate(model, dataclasses.replace(rec, steps=steps))
     assert not result.ok and result.checked == k + 1
     assert result.failure.startswith(f"step {k + 1}, {steps[k].event}: the observations differ")
-    assert "layer: model {'A': 'Fallback'" in result.failure
+    assert "sendMode.A: model 'Fallback', impl 'Default'" in result.failure
 
 
 def test_a_step_the_model_does_not_allow_is_named(shift_run: tuple[Model, Recording]) -> None:
@@ -87,7 +88,7 @@ def test_where_the_core_fixes_a_finding_the_recording_must_keep_it() -> None:
     model = Model.load("Shift", "large")
     events = load_trace(CORPUS / "Shift/large/f4-completion-order.jsonl")
     states = model.run(events)
-    steps = [Step(ev, observe(s).as_dict(), s.mem)
+    steps = [Step(ev, observe(s).as_dict(), s.mem[1])
              for ev, s in zip(events[1:], states[1:], strict=True)]
     rec = Recording("Shift", "large", events[0].args[0], steps)
     result = validate(model, rec)
@@ -95,7 +96,8 @@ def test_where_the_core_fixes_a_finding_the_recording_must_keep_it() -> None:
         f"step {len(steps)}, {events[-1]}: the implementation's observation breaks "
         "CompletionIntegrity")
     last = steps[-1].observation
-    kept = {**last, "sndSeen": sorted(last["sndSeen"], key=lambda e: e["wr"])}
+    kept = {**last, "sndSeen": {**last["sndSeen"],
+                                "A": sorted(last["sndSeen"]["A"], key=lambda e: e["wr"])}}
     result = validate(model, dataclasses.replace(
         rec, steps=[*steps[:-1], Step(events[-1], kept, steps[-1].memory)]))
     assert result.ok and "keeps on purpose" in result.gap

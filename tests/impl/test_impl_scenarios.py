@@ -371,10 +371,11 @@ def test_events_by_name_and_projection(fabric):
     out = conn.run(trace)
     assert out[9].wr == 1 and out[9].imm == 2 and out[10].wr == 2
     d = conn.observe().as_dict()
-    assert d["sndSeen"] == [{"wr": 2, "status": "SUCCESS", "val": 0}]
-    assert d["rcvSeen"] == [{"wr": 2, "recv": 1, "status": "SUCCESS", "mem": {1: 7, 2: 0},
-                             "data": 0}]
-    assert d["layer"] == {"A": "Default", "B": "Default"} and d["recvDone"] == 1
+    assert d["sndSeen"] == {"A": [{"wr": 2, "status": "SUCCESS", "val": 0}], "B": []}
+    assert d["rcvSeen"] == {"A": [], "B": [{"wr": 2, "recv": 1, "status": "SUCCESS",
+                                            "mem": {1: 7, 2: 0}, "data": 0}]}
+    assert d["sendMode"] == d["recvMode"] == {"A": "Default", "B": "Default"}
+    assert d["recvDone"] == {"A": 0, "B": 1}
     assert conn.host_state("B").recvs_completed == 1
 
 

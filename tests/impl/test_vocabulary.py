@@ -105,6 +105,7 @@ def test_the_binding_dispatches_exactly_the_events() -> None:
 @pytest.mark.parametrize(("names", "ctype", "prefix"), [
     (vocab.STATUSES, "enum shift_wc_status", "SHIFT_WC_"),
     (vocab.LAYER_STATES, "enum shift_state", "SHIFT_STATE_"),
+    (vocab.RECV_MODES, "enum shift_recv_state", "SHIFT_RECV_"),
     (vocab.PROGRESS_STEPS, "enum shift_step", "SHIFT_STEP_"),
     (vocab.HOSTS, "enum sn_host", "SN_HOST_"),
 ])
@@ -123,6 +124,8 @@ def test_the_python_enums_have_the_c_values() -> None:
     assert {upper_snake(d): verbs.DESIGN_CODES[d] for d in DesignCode} == designs
     states = c_enum("enum shift_state", "SHIFT_STATE_")
     assert {upper_snake(n): i for i, n in enumerate(verbs.STATE_NAMES)} == states
+    recv_states = c_enum("enum shift_recv_state", "SHIFT_RECV_")
+    assert {upper_snake(n): i for i, n in enumerate(verbs.RECV_STATE_NAMES)} == recv_states
     steps = c_enum("enum shift_step", "SHIFT_STEP_")
     assert {upper_snake(n): i for i, n in enumerate(verbs.STEP_NAMES)} == steps
     assert {h: c_enum("enum sn_host", "SN_HOST_")[h] for h in vocab.HOSTS} == verbs.HOSTS
@@ -157,7 +160,7 @@ def test_the_copies_other_layers_keep_agree_with_the_vocabulary() -> None:
     assert set(vocab.OPS) == state.ONE_SIDED | state.TWO_SIDED
     assert COMPARED == vocab.OBSERVATION_FIELDS
     impl = ImplObservation((), (), {"A": "Default", "B": "Default"})
-    model = observe(state.initial(Model.load("Shift").bound.program(1), 0))
+    model = observe(state.initial(Model.load("Shift").bound.programs_of(1), 0))
     assert tuple(impl.as_dict()) == tuple(model.as_dict()) == vocab.OBSERVATION_FIELDS
 
 
