@@ -155,8 +155,8 @@ Holds1(h) == sendMode[h] \in {"Default", "WaitDrained"} \/ recvMode[h] = "Defaul
 \* The CQ the layer polls for the application: the backup QP's while a side is
 \* off the default path and it has entries, else the default QP's while a side
 \* completes there. Model: apps.polls1, apps.poll_path (OnPath1, Holds1:
-\* layer.on_path1, layer.holds1). C: shift_poll_step, which still polls one
-\* CQ per host state (the default QP's in Default, else the backup QP's).
+\* layer.on_path1, layer.holds1). C: shift_poll_step, backup CQ first as
+\* here (on_path1, holds1, polls1 in layer.h).
 Polls1(h) == "Default" \in {sendMode[h], recvMode[h]}
 Polls2(h) == sendMode[h] # "Default" \/ recvMode[h] # "Default"
 PollPath(h) == IF Polls2(h) /\ cq[h][2] # << >> THEN 2 ELSE 1
