@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from shift.model.events import load_trace
-from shift.model.next import Model
-from shift.model.properties import INVARIANTS
+from shift.model.next import Model, NotEnabled
+from shift.model.properties import INVARIANTS, done
 from shift.vocabulary import Event
 
 from shift.differential import report, run_trace
@@ -33,12 +33,29 @@ VERDICTS: dict[str, tuple[str, str, frozenset[str]]] = {
 }
 
 
+# trace -> (designs, bound): two-way traffic that survives a NIC failure. No invariant
+# breaks at any step, both applications finish (Properties.tla's Done), and each took
+# the peer's one notification once, with its payload in the buffer.
+SURVIVES: dict[str, tuple[tuple[str, ...], str]] = {
+    # ping-pong: A's SEND executed at B, its ACK still on the wire; B's reply on the wire
+    # to A when A's NIC 1 dies. Both send sides fail over (B's on A's counter) and B's
+    # reply is replayed on the backup path.
+    "pingpong_survives_nic_failure_on_a": (("Shift", "ShiftPrefix"), "twoway"),
+    # the same moment, B's NIC 1 dies: the mirror image, B's layer leads.
+    "pingpong_survives_nic_failure_on_b": (("Shift", "ShiftPrefix"), "twoway"),
+    # A's NIC 1 dies with A's SEND executed at B; B's application replies while A's
+    # layer fails over (A in Fallback, B still on the default path): B's SEND sits on
+    # the dead path until A's counter moves B's send side over too.
+    "b_sends_to_a_while_a_fails_over": (("Shift", "ShiftPrefix"), "twoway"),
+}
+
+
 def broken(states: list) -> list[frozenset[str]]:
     return [frozenset(p for p, ok in INVARIANTS.items() if not ok(s)) for s in states]
 
 
 def test_every_trace_has_a_verdict() -> None:
-    assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted(VERDICTS)
+    assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted({**VERDICTS, **SURVIVES})
 
 
 @pytest.mark.parametrize("name", sorted(VERDICTS))
@@ -93,3 +110,42 @@ def test_aba_shift_refuses_before_the_cas_can_run_again() -> None:
     t = model.step(s, Event("Progress", ("A",)))
     assert t is not None and t.sentCtr[0] and t.sq[0][1] == () and t.sendMode[0] == "Error"
     assert model.step(t, Event("Progress", ("A",))) is None
+
+
+@pytest.mark.parametrize("name,design", [(n, d) for n, (ds, _) in sorted(SURVIVES.items())
+                                         for d in ds])
+def test_two_way_traffic_survives_the_failure(name: str, design: str) -> None:
+    _, bound = SURVIVES[name]
+    events = load_trace(TRACES / f"{name}.jsonl")
+    states = Model.load(design, bound).run(events)
+    assert not any(broken(states))
+    last = states[-1]
+    assert done(last)
+    for h, peer in ((0, 1), (1, 0)):
+        (seen,) = last.rcvSeen[h]  # one notification, once
+        assert seen.status == "SUCCESS" and seen.data == last.program[peer][seen.wr - 1].value
+        assert [e.status for e in last.sndSeen[h]] == ["SUCCESS"]
+    # the failure happened with both directions in flight, and both send sides failed over
+    fail = next(k for k, ev in enumerate(events) if ev.name == "NicFail")
+    if name.startswith("pingpong"):
+        before = states[fail - 1]
+        assert before.posted == (1, 1) and not before.sndSeen[0]
+    assert any(s.sendMode[0] != "Default" for s in states)
+    assert any(s.sendMode[1] != "Default" for s in states)
+
+
+def test_b_posts_its_reply_while_a_is_failing_over() -> None:
+    events = load_trace(TRACES / "b_sends_to_a_while_a_fails_over.jsonl")
+    states = Model.load("Shift", "twoway").run(events)
+    post = events.index(Event("PostSend", ("B", 1)))
+    before = states[post - 1]
+    assert before.sendMode == ("Fallback", "Default") and not before.nic[0][0]
+
+
+def test_a_two_way_trace_without_failover_does_not_survive() -> None:
+    """NoFailover cannot run the surviving traces: after the NIC failure nothing moves
+    the connection to the backup path (the model says why at the first layer step)."""
+    for name in SURVIVES:
+        events = load_trace(TRACES / f"{name}.jsonl")
+        with pytest.raises(NotEnabled, match="no failover layer"):
+            Model.load("NoFailover", "twoway").run(events)
