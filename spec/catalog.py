@@ -221,6 +221,18 @@ def _violations(path: Path, key: str, raw: Any, props: list[str]) -> dict[str, s
     return dict(violates)
 
 
+def _per_bound(path: Path, key: str, raw: Any, bounds: list[str],
+               props: list[str]) -> dict[str, dict[str, str]]:
+    """A table of property tables by bound (`violates_at`, `holds_at`): each bound known,
+    each property one of props with its reason."""
+    out = {}
+    for bound, table in _table(path, key, raw).items():
+        if bound not in bounds:
+            raise SpecError(f"{path}: {key}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
+        out[bound] = _violations(path, f"{key}.{bound}", table, props)
+    return out
+
+
 def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
             bounds: list[str], defined: set[str]) -> Design:
     table = _table(path, f"designs.{name}", raw)
@@ -267,18 +279,11 @@ def _design(path: Path, name: str, raw: Any, spec_dir: Path, props: list[str],
     if not isinstance(model, bool):
         raise SpecError(f"{path}: designs.{name}.model must be true or false, not {model!r}")
     violates = _violations(path, f"designs.{name}.violates", table.get("violates", {}), props)
-    key = f"designs.{name}.violates_at"
-    violates_at = {}
-    for bound, more in _table(path, key, table.get("violates_at", {})).items():
-        if bound not in bounds:
-            raise SpecError(f"{path}: {key}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
-        violates_at[bound] = _violations(path, f"{key}.{bound}", more, props)
+    violates_at = _per_bound(path, f"designs.{name}.violates_at", table.get("violates_at", {}),
+                             bounds, props)
     hkey = f"designs.{name}.holds_at"
-    holds_at = {}
-    for bound, held in _table(path, hkey, table.get("holds_at", {})).items():
-        if bound not in bounds:
-            raise SpecError(f"{path}: {hkey}.{bound}: unknown bound (bounds: {', '.join(bounds)})")
-        holds_at[bound] = _violations(path, f"{hkey}.{bound}", held, props)
+    holds_at = _per_bound(path, hkey, table.get("holds_at", {}), bounds, props)
+    for bound in holds_at:
         for prop in holds_at[bound]:
             if prop not in violates:
                 raise SpecError(f"{path}: {hkey}.{bound}.{prop}: the design does not declare "
