@@ -162,9 +162,12 @@ def runs() -> list[tuple[list, int]]:
     m = Model.load("Shift", "small")
     ex = explore(m, [])
     rng = random.Random(2026)
-    # The deepest states first (they have the longest runs), then a random sample.
-    by_depth = sorted(range(len(ex.graph.states)), key=lambda v: -ex.graph.depth[v])
-    picked = by_depth[:20] + rng.sample(range(len(ex.graph.states)), 100)
+    # The encoding's workloads only (one-way: B posts no WR; the ping-pong of `small` is
+    # the model's and the C core's alone). The deepest states first (they have the
+    # longest runs), then a random sample.
+    ours = [v for v, st in enumerate(ex.graph.states) if not st.program[B]]
+    by_depth = sorted(ours, key=lambda v: -ex.graph.depth[v])
+    picked = by_depth[:20] + rng.sample(ours, 100)
     out = []
     for v in picked:
         events = ex.graph.events_to(v)
@@ -279,8 +282,9 @@ def test_what_the_relation_adds_to_the_model_is_named_looseness() -> None:
     rng = random.Random(2026)
     seen: dict[str, int] = {}
     checked = 0
+    one_way = [(e, s) for e, s in relaxed.initial_states() if not s.program[B]]
     for _ in range(24):
-        event, state = rng.choice(relaxed.initial_states())
+        event, state = rng.choice(one_way)
         rel = RELATIONS.setdefault(event.args[0], Relation(event.args[0]))
 
         def view(x: State, rel: Relation = rel) -> dict[str, Any]:
