@@ -243,13 +243,18 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->has_fence = e->has_fence;
     info->fence = e->has_fence ? e->fence_id : 0;
     info->epoch = e->epoch;
+    /* `outstanding` and `held` are the role's side too: a requester's sends, a
+     * responder's receives (both post either: two-way traffic) */
     uint64_t out = 0, held = 0;
     if (e->direct) {
-        uint64_t notes;
-        direct_count(e, &out, &notes);
+        uint64_t notes, sq_out;
+        direct_count(e, &sq_out, &notes);
         direct_sync(e, notes); /* the query brings the count up to date */
         info->sends_completed = e->st.sends_completed;
-    } else if (is_req(e))
+        if (is_req(e))
+            out = sq_out;
+    }
+    if (is_req(e) && !e->direct)
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)
@@ -257,7 +262,7 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
             out++;
             held += p->where == W_HELD;
         }
-    else
+    else if (!is_req(e))
         for (uint64_t s = e->rhead; s < e->rtail; s++)
             out += !(e->rpend[s & e->rmask].flags & PF_DONE);
     info->outstanding = out;
