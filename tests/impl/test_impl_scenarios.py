@@ -482,3 +482,27 @@ def test_every_event_of_the_vocabulary_by_name(conn):
     assert results[8].wr == 1 and results[9].imm == 1
     assert conn.read("B", 2) == 9
     assert results[-2] == "none" and results[-1] is None
+
+
+def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
+    """A send side in Error flushes a new post at once, at the tail of the backup CQ as
+    the spec's PostSend has it: ahead of a receive completion that arrives after it (the
+    host's receive side still works on the backup path), behind what was there."""
+    conn = fabric.connect("Shift", regions=2)
+    conn.post_recv("A", 1)
+    conn.post_send("A", Wr(1, "FADD", region=1, value=1))  # an atomic: A refuses
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert conn.host_state("A").send_state == "Error"
+    assert conn.host_state("A").recv_state == "Fallback"
+    conn.post_send("A", Wr(2, "WRITE", region=1, value=5))  # flushed at once
+    conn.post_send("B", Wr(1, "SEND", value=9))  # lands in A's receive WR 1 afterwards
+    conn.pump()
+    assert conn.received(1, "A") == 9
+    first, second = conn.poll_cq("A"), conn.poll_cq("A")
+    assert (first.wr, first.status) == (2, Status.WR_FLUSH_ERR)
+    assert (second.wr, second.status, second.imm) == (1, Status.SUCCESS, 1)
+    obs = conn.observe()
+    assert [(s.wr, s.status) for s in obs.snd_seen] == [
+        (1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
+    assert [(r.wr, r.recv, r.data) for r in obs.rcv_seen_a] == [(1, 1, 9)]
