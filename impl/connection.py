@@ -1,5 +1,6 @@
-"""A resilient connection from A to B: posting, polling, the events of the vocabulary
-(one method each, and `apply` by the event's name), and what can be observed."""
+"""A resilient connection between A and B: posting, polling, the events of the vocabulary
+(one method each, and `apply` by the event's name), and what can be observed. Both hosts
+post sends and receives on the same QPs (two-way traffic)."""
 
 from __future__ import annotations
 
@@ -76,12 +77,15 @@ def _wr_arg(wr: Any) -> Any:
 
 
 class Connection:
-    """A resilient connection from A (requester) to B (responder) over paths 1 and 2.
+    """A resilient connection between A (requester) and B (responder) over paths 1 and 2;
+    both hosts post sends and receives (the roles only name the hosts).
 
-    Regions 1..regions are 8-byte slots registered on both hosts (A: the WRs' sources,
-    then one landing slot per WR id for what a READ or atomic returns; B: the targets,
-    then one buffer per receive WR id for a SEND's payload; ids map onto max_wr slots).
-    Every event of the vocabulary is a method, and :meth:`apply` takes one by name.
+    Each host registers one memory region of 8-byte slots: its regions 1..regions (what
+    the peer's WRITEs and atomics target and its application reads; also the source of
+    its own WRITEs that are not inline), then one buffer per receive WR id for a SEND's
+    payload, then one landing slot per WR id for what its READ or atomic returns (ids
+    map onto max_wr slots). Every event of the vocabulary is a method, and
+    :meth:`apply` takes one by name.
     """
 
     def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
@@ -112,14 +116,15 @@ class Connection:
             ep = ffi.new("shift_ep *")
             check_errno(lib.shift_sim_ep(self._h, h, ep), "shift_sim_ep")
             self._ep.append(ep[0])
-        nbytes = (self.regions + self.max_wr) * SLOT
-        self._src = self.register("A", nbytes, ALL_ACCESS)
-        self._dst = self.register("B", nbytes, ALL_ACCESS)
+        nbytes = (self.regions + 2 * self.max_wr) * SLOT
+        self._mr = (self.register("A", nbytes, ALL_ACCESS), self.register("B", nbytes, ALL_ACCESS))
+        self._src, self._dst = self._mr  # A's and B's (one-way names: A sends to B)
         self._wc = ffi.new("struct shift_wc *")
         self._wcs = ffi.new("struct shift_wc[]", 256)
         self._inline = ffi.new("uint64_t *")
-        self._snd_seen: list[SenderSeen] = []
-        self._rcv_seen: list[ReceiverSeen] = []
+        # per host: the send and the receive completions its application polled
+        self._snd_seen: tuple[list[SenderSeen], list[SenderSeen]] = ([], [])
+        self._rcv_seen: tuple[list[ReceiverSeen], list[ReceiverSeen]] = ([], [])
         self.completions: list[Completion] = []
         self.record = True
 
@@ -157,38 +162,46 @@ class Connection:
         return int_arg("region", r, 1, self.regions)
 
     def read(self, host: str, region: int) -> int:
-        """The value of a region: B's target slot, or A's source slot."""
-        mr = self._dst if host_arg(host) == 1 else self._src
+        """The value of one of host's regions."""
+        mr = self._mr[host_arg(host)]
         off = (self._region(region) - 1) * SLOT
         return int.from_bytes(mr.read(off, SLOT), "little")
 
     def _slot(self, wr_id: int) -> int:
-        """The offset of WR id's own slot past the regions: A's landing slot of a READ or
-        atomic, B's buffer of a receive WR."""
+        """The offset of receive WR id's buffer, past the regions."""
         return (self.regions + (int_arg("id", wr_id) - 1) % self.max_wr) * SLOT
 
-    def returned(self, wr_id: int) -> int:
-        """What the READ or atomic with this id returned into A's landing slot for it."""
-        return int.from_bytes(self._src.read(self._slot(wr_id), SLOT), "little")
+    def _landing(self, wr_id: int) -> int:
+        """The offset of WR id's landing slot (a READ's or atomic's result), past the
+        receive buffers."""
+        return (self.regions + self.max_wr + (int_arg("id", wr_id) - 1) % self.max_wr) * SLOT
 
-    def received(self, recv_id: int) -> int:
-        """The buffer of B's receive WR recv_id: the payload of the SEND it took, or 0."""
-        return int.from_bytes(self._dst.read(self._slot(recv_id), SLOT), "little")
+    def returned(self, wr_id: int, host: str = "A") -> int:
+        """What host's READ or atomic with this id returned into its landing slot."""
+        mr = self._mr[host_arg(host)]
+        return int.from_bytes(mr.read(self._landing(wr_id), SLOT), "little")
 
-    def memory(self) -> tuple[int, ...]:
-        """B's regions, in order (what the receiving application reads)."""
-        raw = self._dst.read(0, self.regions * SLOT)
+    def received(self, recv_id: int, host: str = "B") -> int:
+        """The buffer of host's receive WR recv_id: the payload of the SEND it took, or 0."""
+        mr = self._mr[host_arg(host)]
+        return int.from_bytes(mr.read(self._slot(recv_id), SLOT), "little")
+
+    def memory(self, host: str = "B") -> tuple[int, ...]:
+        """host's regions, in order (what its application reads)."""
+        raw = self._mr[host_arg(host)].read(0, self.regions * SLOT)
         return tuple(int.from_bytes(raw[i:i + SLOT], "little") for i in range(0, len(raw), SLOT))
 
     def app_write(self, host: str, region: int, value: int) -> bool:
-        """AppWrite: the application rewrites its buffer for a region."""
-        mr = self._dst if host_arg(host) == 1 else self._src
+        """AppWrite: host's application rewrites its buffer for a region."""
+        mr = self._mr[host_arg(host)]
         off = (self._region(region) - 1) * SLOT
         mr.write(off, int_arg("value", value).to_bytes(SLOT, "little"))
         return True
 
     # -- posting
-    def _fill(self, c: Any, wr: Wr | RawSendWr) -> None:
+    def _fill(self, c: Any, wr: Wr | RawSendWr, h: int = 0) -> None:
+        """Encode wr as host h posts it: its own region as the source, the peer's as the
+        target."""
         if isinstance(wr, RawSendWr):
             for name in ("wr_id", "addr", "remote_addr", "compare_add", "swap"):
                 int_arg(name, getattr(wr, name))
@@ -211,6 +224,7 @@ class Connection:
             return
         if not isinstance(wr, Wr):
             raise TypeError(f"wr must be a Wr or RawSendWr, not {type(wr).__name__}")
+        local, remote = self._mr[h], self._mr[1 - h]
         op = op_arg(wr.op)
         c.wr_id = int_arg("id", wr.id)
         region = int_arg("region", wr.region, 0, self.regions)
@@ -227,8 +241,8 @@ class Connection:
         c.sg.addr = c.sg.length = c.sg.lkey = 0
         c.remote_addr = c.rkey = c.compare_add = c.swap = 0
         if region:
-            c.remote_addr = self._dst.addr + (region - 1) * SLOT
-            c.rkey = self._dst.rkey
+            c.remote_addr = remote.addr + (region - 1) * SLOT
+            c.rkey = remote.rkey
         if op in (Op.WRITE, Op.WRITE_IMM) and region:
             c.num_sge = 1
             c.sg.length = SLOT
@@ -237,9 +251,9 @@ class Connection:
                 c.sg.addr = int(ffi.cast("uintptr_t", self._inline))
                 flags |= lib.SHIFT_SEND_INLINE
             else:
-                self.app_write("A", region, value)
-                c.sg.addr = self._src.addr + (region - 1) * SLOT
-                c.sg.lkey = self._src.lkey
+                self.app_write(HOST_NAMES[h], region, value)
+                c.sg.addr = local.addr + (region - 1) * SLOT
+                c.sg.lkey = local.lkey
         elif op == Op.SEND:  # the payload: inline, placed in the receive WR's buffer
             c.num_sge = 1
             c.sg.length = SLOT
@@ -251,8 +265,8 @@ class Connection:
                 raise ValueError(f"{op.value} needs a region")
             c.num_sge = 1
             c.sg.length = SLOT
-            c.sg.addr = self._src.addr + self._slot(wr.id)
-            c.sg.lkey = self._src.lkey
+            c.sg.addr = local.addr + self._landing(wr.id)
+            c.sg.lkey = local.lkey
             if op == Op.FADD:
                 c.compare_add = value
             elif op == Op.CAS:
@@ -261,14 +275,13 @@ class Connection:
         c.send_flags = flags
 
     def post_send(self, *args: Any) -> bool:
-        """PostSend(host, wr) — or post_send(wr): A posts a WR through the layer."""
+        """PostSend(host, wr) — or post_send(wr), A's: host posts a WR through the layer
+        (its target is the peer's memory)."""
         host, wr = ("A", args[0]) if len(args) == 1 else args
         h = host_arg(host)
-        if h != 0:
-            raise ValueError("host B is the responder of this connection: it posts receives")
         c = ffi.new("struct shift_send_wr *")
-        self._fill(c, wr)
-        check_errno(lib.shift_post_send(self._eph("A"), c, ffi.NULL), "post_send")
+        self._fill(c, wr, h)
+        check_errno(lib.shift_post_send(self._eph(host), c, ffi.NULL), "post_send")
         return True
 
     def post_send_many(self, wrs: Sequence[Wr | RawSendWr]) -> int:
@@ -307,10 +320,10 @@ class Connection:
         return chain.n
 
     def post_recv(self, *args: Any) -> bool:
-        """PostRecv(host, id) — or post_recv(id): B posts a receive WR."""
+        """PostRecv(host, id) — or post_recv(id), B's: host posts a receive WR (into its
+        buffer for that id)."""
         host, wr = ("B", args[0]) if len(args) == 1 else args
-        if host_arg(host) != 1:
-            raise ValueError("host A is the requester of this connection: it posts sends")
+        mr = self._mr[host_arg(host)]
         c = ffi.new("struct shift_recv_wr *")
         if isinstance(wr, RawRecvWr):
             c.wr_id = int_arg("wr_id", wr.wr_id)
@@ -321,10 +334,10 @@ class Connection:
         else:
             c.wr_id = int_arg("id", wr)
             c.num_sge = 1
-            c.sg.addr = self._dst.addr + self._slot(wr)
+            c.sg.addr = mr.addr + self._slot(wr)
             c.sg.length = SLOT
-            c.sg.lkey = self._dst.lkey
-        check_errno(lib.shift_post_recv(self._eph("B"), c, ffi.NULL), "post_recv")
+            c.sg.lkey = mr.lkey
+        check_errno(lib.shift_post_recv(self._eph(host), c, ffi.NULL), "post_recv")
         return True
 
     # -- polling
@@ -336,12 +349,14 @@ class Connection:
         if not self.record:
             return
         self.completions.append(c)
-        if c.host == "A":
-            val = self.returned(c.wr) if c.ok and c.opcode in RETURNING else 0
-            self._snd_seen.append(SenderSeen(c.wr, c.status.name, val))
+        h = host_arg(c.host)
+        if c.opcode & lib.SHIFT_WC_RECV:
+            self._rcv_seen[h].append(ReceiverSeen(c.imm or 0, c.wr, c.status.name,
+                                                  self.memory(c.host),
+                                                  self.received(c.wr, c.host)))
         else:
-            self._rcv_seen.append(ReceiverSeen(c.imm or 0, c.wr, c.status.name, self.memory(),
-                                               self.received(c.wr)))
+            val = self.returned(c.wr, c.host) if c.ok and c.opcode in RETURNING else 0
+            self._snd_seen[h].append(SenderSeen(c.wr, c.status.name, val))
 
     def poll_cq(self, host: str, *, check: bool = False) -> Completion | None:
         """PollCq(host): the application takes one completion (None if there is none, or
@@ -467,8 +482,8 @@ class Connection:
     def observe(self) -> ImplObservation:
         a, b = self.host_state("A"), self.host_state("B")
         return ImplObservation(
-            snd_seen=tuple(self._snd_seen),
-            rcv_seen=tuple(self._rcv_seen),
+            snd_seen=tuple(self._snd_seen[0]),
+            rcv_seen=tuple(self._rcv_seen[1]),
             layer={"A": a.state, "B": b.state},
             recv_done=b.recvs_completed,
             peer_ctr={"A": a.peer_ctr, "B": b.peer_ctr},
@@ -476,6 +491,8 @@ class Connection:
             replayed=a.replayed,
             fence=a.fence,
             hosts={"A": a, "B": b},
+            snd_seen_b=tuple(self._snd_seen[1]),
+            rcv_seen_a=tuple(self._rcv_seen[0]),
         )
 
     def stats(self, host: str | None = None) -> Stats:

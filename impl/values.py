@@ -153,8 +153,10 @@ class ImplObservation:
     the spec's state, with per-host pairs as tuples; both `as_dict()` give
     `shift.vocabulary.OBSERVATION_FIELDS` as keys, and are compared that way.
 
-    The traffic is one-way: A's application sends (``snd_seen``), B's receives
-    (``rcv_seen``). ``layer`` is each host's state as its role has it (`HostState.state`),
+    Both hosts send and receive. ``snd_seen`` and ``rcv_seen`` are the direction from A
+    to B (A's send completions, B's receive completions), ``snd_seen_b`` and
+    ``rcv_seen_a`` the direction from B to A (empty in one-way traffic); `direction`
+    gives either. ``layer`` is each host's state as its role has it (`HostState.state`),
     ``recv_done`` B's receive counter, ``replayed`` and ``fence`` A's; ``hosts`` has both
     sides of each host (`HostState`), from which `as_dict` reads the spec's per-host
     variables."""
@@ -168,6 +170,16 @@ class ImplObservation:
     replayed: bool = False
     fence: int | None = None
     hosts: dict[str, HostState] = field(default_factory=dict, hash=False)
+    snd_seen_b: tuple[SenderSeen, ...] = ()
+    rcv_seen_a: tuple[ReceiverSeen, ...] = ()
+
+    def direction(self, h: int) -> ImplObservation:
+        """Host h's WRs to its peer as an observation whose ``snd_seen`` is h's send
+        completions and ``rcv_seen`` the peer's receive completions (what
+        `shift.model.observable` reads)."""
+        if h == 0:
+            return self
+        return ImplObservation(self.snd_seen_b, self.rcv_seen_a, self.layer)
 
     def _per_host(self, name: str, one_way: dict[str, Any]) -> dict[str, Any]:
         """A HostState field per host; without `hosts` (an observation made by hand), the
@@ -178,16 +190,19 @@ class ImplObservation:
 
     def as_dict(self) -> dict[str, Any]:
         """The projection with the specification's variable names (spec/State.tla), each a
-        record over the hosts. A polls no receive completion and B no send completion
-        (empty lists): the traffic is one-way."""
+        record over the hosts."""
         layer = self.layer
+
+        def snd(seen: tuple[SenderSeen, ...]) -> list[dict[str, Any]]:
+            return [{"wr": s.wr, "status": s.status, "val": s.val} for s in seen]
+
+        def rcv(seen: tuple[ReceiverSeen, ...]) -> list[dict[str, Any]]:
+            return [{"wr": r.wr, "recv": r.recv, "status": r.status,
+                     "mem": {i + 1: v for i, v in enumerate(r.mem)}, "data": r.data}
+                    for r in seen]
         return {
-            "sndSeen": {"A": [{"wr": s.wr, "status": s.status, "val": s.val}
-                              for s in self.snd_seen], "B": []},
-            "rcvSeen": {"A": [], "B": [
-                {"wr": r.wr, "recv": r.recv, "status": r.status,
-                 "mem": {i + 1: v for i, v in enumerate(r.mem)}, "data": r.data}
-                for r in self.rcv_seen]},
+            "sndSeen": {"A": snd(self.snd_seen), "B": snd(self.snd_seen_b)},
+            "rcvSeen": {"A": rcv(self.rcv_seen_a), "B": rcv(self.rcv_seen)},
             "sendMode": self._per_host("send_state", {"A": layer["A"], "B": None}),
             "recvMode": self._per_host("recv_state", {"A": None, "B": layer["B"]}),
             "recvDone": self._per_host("recvs_completed", {"A": None, "B": self.recv_done}),

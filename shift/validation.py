@@ -7,7 +7,7 @@ the fault injector can make (posts, polls, `progress`, transmit, deliver, timeou
 link and NIC faults and recoveries), applies them to a `shift.impl.Connection`, and
 records each call that did something, with the observation after it. The recording is
 then checked against the model: every recorded step must be a step the model allows
-from where it is, and leave the same observation (and B's memory); the design's kept
+from where it is, and leave the same observation (and memories); the design's kept
 invariants (`shift.model.observable`) must hold on the implementation's observation, as
 in a differential run.
 
@@ -38,7 +38,7 @@ FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is pos
 class Step:
     event: Event
     observation: dict[str, Any]
-    memory: tuple[int, ...]
+    memory: tuple[tuple[int, ...], tuple[int, ...]]  # A's regions, B's
 
 
 @dataclass
@@ -159,7 +159,7 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
                 idle += 1
                 continue
             idle = 0
-            steps.append(Step(ev, bridge.observation(), tuple(bridge.conn.memory())))
+            steps.append(Step(ev, bridge.observation(), bridge.memory()))
     finally:
         bridge.close()
     return Recording(model.design.name, model.bound.name, workload, steps)

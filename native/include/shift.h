@@ -2,10 +2,10 @@
  * shift.h - the SHIFT cross-NIC failover core, after "SHIFT: Exploring the Boundary
  * of RDMA Network Fault Tolerance" (arXiv 2512.11094).
  *
- * A connection carries application traffic from a requester endpoint to a responder
- * endpoint over two QP pairs: path 1 (default) and path 2 (backup, pre-built on the
- * other NIC of each host). Traffic in the other direction is a second connection:
- * both directions fail over independently, as in the paper.
+ * A connection carries application traffic between two endpoints (the requester, A,
+ * and the responder, B: the role only names the host) over two QP pairs: path 1
+ * (default) and path 2 (backup, pre-built on the other NIC of each host). Both
+ * endpoints post sends and receives on the same QPs (two-way traffic).
  *
  * The core is written against shift_backend_ops, a table of verbs operations, and
  * knows nothing of simnic; shift_sim.h binds it to simnic. A libibverbs backend is a
@@ -18,9 +18,8 @@
  *                 (Error: refused, or the backup path failed too: terminal)
  *   receive side  Default -> Moving -> Fallback -> Default
  * and one counter exchange for both sides (sent, peer's, fresh, asked). Every endpoint
- * runs both machines; for now the traffic is one-way: a requester's application posts
- * the sends (its receive side has no receive WRs), a responder's the receives (its send
- * side has no WRs), and both sides of both endpoints take part in every failover.
+ * runs both machines over the WRs its application posts - sends and receives - and
+ * both sides of both endpoints take part in every failover.
  *
  * Return values, for every entry point of shift_verbs.h, simnic.h, shift.h and
  * shift_sim.h (the one statement of the convention):
@@ -59,6 +58,8 @@ enum shift_design {
                                     * they executed; docs/findings.md, F3) */
 };
 
+/* Which host an endpoint is (A or B); both post sends and receives. The role decides
+ * only which side shift_ep_info's state, outstanding and held report. */
 enum shift_role { SHIFT_ROLE_REQUESTER = 0, SHIFT_ROLE_RESPONDER = 1 };
 
 /* A send side's state (the spec's sendMode). */
@@ -192,8 +193,9 @@ struct shift_ep_info {
     int has_fence;          /* a fail-back waits for (or waited for) the fence; kept in
                              * Error as the spec keeps it */
     uint32_t epoch;         /* failovers this endpoint entered */
-    uint64_t outstanding;   /* requester: WRs posted and not known complete */
-    uint64_t held;          /* requester: WRs waiting for replay */
+    uint64_t outstanding;   /* the role's side: a requester's send WRs posted and not
+                             * known complete, a responder's receive WRs */
+    uint64_t held;          /* requester: send WRs waiting for replay */
     uint64_t buffered;      /* completions held for the application */
     uint64_t sends_posted;  /* two-sided sends posted */
     uint64_t sends_completed; /* two-sided sends known complete */

@@ -3,8 +3,9 @@
  * copied, or by the send side's state outside Default) and receives (by the receive
  * side's state), and polling completions of both sides (spec: PostSend, PostRecv,
  * PollCq). A failed post or a path error completion on the default QP starts the
- * failover (failover.c's trigger). One-way for now: a requester's application posts
- * sends, a responder's receives; the polls serve both sides of every endpoint.
+ * failover (failover.c's trigger). Every endpoint is requester and responder on the
+ * same QPs: its application posts sends and receives, and its polls return both kinds
+ * of completions, as the spec's host does.
  */
 #include "layer.h"
 
@@ -221,15 +222,18 @@ static int post_direct(ep_s *e, struct shift_send_wr *wr, struct shift_send_wr *
     return 0;
 }
 
-/* spec: PostSend(h). One-way for now: only a requester's application posts sends. */
+/* spec: PostSend(h), on either endpoint. Direct mode stays correct with receives on
+ * the same QP: the default QP's send queue holds only sends, the receive WRs are the
+ * layer's (rpend) either way, and a failure drains both kinds before it reads the send
+ * queue back (trigger). */
 int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     ep_s *e = ep_get(h);
     if (e && wr && e->direct)
-        return post_direct(e, wr, bad); /* (only a requester enters direct mode) */
+        return post_direct(e, wr, bad);
     if (bad)
         *bad = wr;
-    if (!e || !wr || !is_req(e))
+    if (!e || !wr)
         return EINVAL;
     if (e->send_mode == SHIFT_STATE_DEFAULT) {
         if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail) {
@@ -277,11 +281,19 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
             fence = (wr->send_flags & SHIFT_SEND_SIGNALED) != 0;
             break;
         default:
-            /* Error: flushed at once, behind every completion still to be polled, as a
-             * QP in ERR flushes it (spec: PostSend in Error). The layer flushes it itself
-             * (poll_step): the dead default QP of a refusal may be live again by now,
-             * re-established by the peer's fail-back. */
+            /* Error: flushed at once (spec: PostSend in Error), by the layer itself: the
+             * dead default QP of a refusal may be live again by now, re-established by
+             * the peer's fail-back. The spec appends the flush to the backup CQ, behind
+             * what it holds and ahead of what comes later (the receive side's
+             * completions included): so does q2. A dead endpoint (not in the spec)
+             * flushes it behind every completion still to be polled (take_flushed). */
             p->where = W_FLUSHED;
+            if (!e->dead) {
+                struct shift_wc wc;
+                send_wc(p, seq, SHIFT_WC_WR_FLUSH_ERR, &wc);
+                q2_absorb(e);
+                q2_push(e, &wc);
+            }
             break;
         }
         if (e->send_mode != SHIFT_STATE_ERROR)
@@ -316,18 +328,15 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
     return 0;
 }
 
-/* spec: PostRecv(h), routed by the receive side: the default QP, the backup QP, or held
- * while the layer moves the receive WRs (the Handshake reposts it with them); on a dead
- * endpoint, its dead QP, which flushes it. One-way for now: only a responder's
- * application posts receives. */
+/* spec: PostRecv(h), on either endpoint, routed by the receive side: the default QP,
+ * the backup QP, or held while the layer moves the receive WRs (the Handshake reposts
+ * it with them); on a dead endpoint, its dead QP, which flushes it. */
 int shift_post_recv(shift_ep h, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
 {
     ep_s *e = ep_get(h);
     if (bad)
         *bad = wr;
     if (!e || !wr)
-        return EINVAL;
-    if (is_req(e))
         return EINVAL;
     for (; wr; wr = wr->next) {
         if (bad)
@@ -465,10 +474,12 @@ static int take_recv(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
     return 1;
 }
 
-/* The oldest WR a send side in Error flushed at its post, as its completion: 1 and *out,
- * or 0 if there is none. */
+/* The oldest WR a dead endpoint's send side flushed at its post, as its completion: 1
+ * and *out, or 0 if there is none. (A live one's flushes are in q2.) */
 static int take_flushed(ep_s *e, struct shift_wc *out)
 {
+    if (!e->dead)
+        return 0;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         pend_t *p = &e->pq[s & e->pmask];
         if ((p->flags & PF_DONE) || p->where != W_FLUSHED)
@@ -483,9 +494,10 @@ static int take_flushed(ep_s *e, struct shift_wc *out)
     return 0;
 }
 
-/* spec: PollCq(h). The completions the layer holds first; then the backup QP's CQ while
- * a side is off the default path, then the default QP's while a side completes there
- * (Polls2, Polls1: backup first); then the WRs a send side in Error flushed. */
+/* spec: PollCq(h). The completions the layer holds first; then the backup QP's CQ (the
+ * layer's head of it, q2, first) while a side is off the default path, then the default
+ * QP's while a side completes there (Polls2, Polls1: backup first); then the WRs a dead
+ * endpoint's send side flushed. */
 COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
 {
     if (e->bhead < e->btail) {
@@ -497,7 +509,7 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
         struct shift_wc wc;
         int path = 0, n;
         if (polls2(e)) {
-            n = poll_backend(e, 2, 1, &wc);
+            n = poll_one(e, 2, &wc);
             if (n < 0)
                 return n;
             path = n == 1 ? 2 : 0;
@@ -519,6 +531,8 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
             r = wc.status != SHIFT_WC_SUCCESS && direct_error(e, &wc) ? 2 : 1;
         } else {
             r = take_send(e, path, &wc, out);
+            if (path == 2)
+                stale_rq2_check(e); /* the last of its sends there may have completed */
         }
         if (r)
             return r;
@@ -553,9 +567,11 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
     ep_s *e = ep_get(h);
     if (!e || n < 0 || (n > 0 && !wc))
         return -EINVAL;
-    if (!e->direct || e->bhead != e->btail || n == 0 || polls2(e))
+    if (!e->direct || e->bhead != e->btail || n == 0 || polls2(e) || e->rhead != e->rtail)
         return poll_steps(e, 0, n, wc);
-    /* failure-free: the default QP's completions go to the application as they are */
+    /* failure-free, no receive WR outstanding: the default QP's completions are the
+     * sends', and go to the application as they are (a receive completion's wr_id is
+     * the layer's: take_recv translates it) */
     int r = poll_backend(e, 1, n, wc);
     for (int k = 0; k < r; k++)
         if (wc[k].status != SHIFT_WC_SUCCESS && direct_error(e, &wc[k]))

@@ -52,9 +52,10 @@ static uint64_t pow2(uint64_t n)
 
 uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr)
 {
-    uint32_t bcap = (max_send_wr > max_recv_wr ? max_send_wr : max_recv_wr) + 1;
+    uint64_t bcap = (uint64_t)max_send_wr + max_recv_wr + 1;
+    uint64_t q2cap = 2 * (uint64_t)max_send_wr + max_recv_wr + 2;
     return sizeof(ep_s) + pow2(max_send_wr) * sizeof(pend_t) +
-           pow2(max_recv_wr) * sizeof(rpend_t) + pow2(bcap) * sizeof(struct shift_wc);
+           pow2(max_recv_wr) * sizeof(rpend_t) + (pow2(bcap) + pow2(q2cap)) * sizeof(struct shift_wc);
 }
 
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
@@ -83,19 +84,24 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS);
     e->pcap = attr->max_send_wr;
     e->rcap = attr->max_recv_wr;
-    e->bcap = (e->pcap > e->rcap ? e->pcap : e->rcap) + 1;
+    /* held completions: both sides' (a drain buffers good sends and receives) */
+    e->bcap = e->pcap + e->rcap + 1;
     e->pmask = pow2(e->pcap) - 1;
     e->rmask = pow2(e->rcap) - 1;
     e->bmask = pow2(e->bcap) - 1;
+    /* the backup CQ's head: what the backup CQ can hold (its send queue's and receive
+     * queue's completions) and the flushes of posts in Error */
+    e->q2mask = pow2(2 * (uint64_t)e->pcap + e->rcap + 2) - 1;
     e->pq = calloc(e->pmask + 1, sizeof *e->pq);
     e->rpend = calloc(e->rmask + 1, sizeof *e->rpend);
     e->buf = calloc(e->bmask + 1, sizeof *e->buf);
+    e->q2 = calloc(e->q2mask + 1, sizeof *e->q2);
     e->send_mode = SHIFT_STATE_DEFAULT;
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
     e->probe_status = -1;
     int err = ENOMEM;
-    if (!e->pq || !e->rpend || !e->buf)
+    if (!e->pq || !e->rpend || !e->buf || !e->q2)
         goto fail;
     /* the default QP has the layer's capacity (in direct mode its send queue is the
      * layer's); the backup QP keeps a spare slot */
@@ -122,6 +128,7 @@ fail:
     free(e->pq);
     free(e->rpend);
     free(e->buf);
+    free(e->q2);
     free(e);
     return err;
 }
@@ -157,6 +164,7 @@ int shift_ep_destroy(shift_ep h)
     free(e->pq);
     free(e->rpend);
     free(e->buf);
+    free(e->q2);
     free(e);
     return 0;
 }
@@ -235,13 +243,18 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->has_fence = e->has_fence;
     info->fence = e->has_fence ? e->fence_id : 0;
     info->epoch = e->epoch;
+    /* `outstanding` and `held` are the role's side too: a requester's sends, a
+     * responder's receives (both post either: two-way traffic) */
     uint64_t out = 0, held = 0;
     if (e->direct) {
-        uint64_t notes;
-        direct_count(e, &out, &notes);
+        uint64_t notes, sq_out;
+        direct_count(e, &sq_out, &notes);
         direct_sync(e, notes); /* the query brings the count up to date */
         info->sends_completed = e->st.sends_completed;
-    } else if (is_req(e))
+        if (is_req(e))
+            out = sq_out;
+    }
+    if (is_req(e) && !e->direct)
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)
@@ -249,7 +262,7 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
             out++;
             held += p->where == W_HELD;
         }
-    else
+    else if (!is_req(e))
         for (uint64_t s = e->rhead; s < e->rtail; s++)
             out += !(e->rpend[s & e->rmask].flags & PF_DONE);
     info->outstanding = out;

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <string.h>
 
+static int clear_rq2(ep_s *e);
+
 static int atomic_op(int op)
 {
     return op == SHIFT_WR_ATOMIC_CMP_AND_SWP || op == SHIFT_WR_ATOMIC_FETCH_AND_ADD;
@@ -49,7 +51,7 @@ static void drain(ep_s *e, int path)
 {
     struct shift_wc wc;
     int good = 1;
-    while (poll_backend(e, path, 1, &wc) == 1) {
+    while (poll_one(e, path, &wc) == 1) {
         int recv = (wc.opcode & SHIFT_WC_RECV) != 0;
         if (!recv && wc.wr_id == PROBE_ID && !e->direct)
             continue;
@@ -162,6 +164,7 @@ static void abandon(ep_s *e)
  * (Moving: the Handshake reposts them); the counter is to be sent (again). */
 void trigger(ep_s *e, int status)
 {
+    stale_rq2_check(e);
     /* A failed move to ERR leaves a QP the backend already lost (the failure is why we
      * are here): the failover goes on, as it must; the drain takes what the CQ holds. */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0));
@@ -234,6 +237,11 @@ static void give_up(ep_s *e, int status)
  * (fresh stays only for a send side that is to replay). */
 static void handshake(ep_s *e)
 {
+    /* the last fail-back's stale receives must leave the backup QP before these go
+     * there: the peer's next SEND is to take one of these (flushing this endpoint's
+     * sends still there, if any: not in the spec, whose rq[h][2] is empty already) */
+    if (e->recv_mode == SHIFT_RECV_MOVING && e->stale_rq2)
+        clear_rq2(e);
     if (e->recv_mode == SHIFT_RECV_MOVING) {
         for (uint64_t s = e->rhead; s < e->rtail; s++) {
             rpend_t *r = &e->rpend[s & e->rmask];
@@ -422,23 +430,102 @@ static void backup_qp_back(ep_s *e, uint32_t rq_psn, uint32_t sq_psn)
     }
 }
 
-/* spec: DeliverControl, the fail-back notice: the receive side moves its receive WRs
- * back to the default QP. Verbs cannot unpost a receive, so the backup QP goes to ERR
- * (its receives come back flushed), its good receive completions are kept for the
- * application (and counted), the receives the application is still owed are posted on
- * the default QP in order, and the backup QP is brought back to RTS with the PSNs it
- * had, ready for the next failover. (One-way: this endpoint has no sends of its own on
- * the backup QP here; with two-way traffic the move to ERR would flush them, and the
- * spec keeps their completions in the CQ: that step needs its own design.) */
-static void take_failback(ep_s *e)
+/* Does the send side have WRs on the backup QP that no polled completion covers? A
+ * move of the backup QP to ERR would flush them. */
+static int sends_on_backup(const ep_s *e)
+{
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        const pend_t *p = &e->pq[s & e->pmask];
+        if (!(p->flags & PF_DONE) && p->where == W_BACKUP)
+            return 1;
+    }
+    return 0;
+}
+
+/* Take the receive WRs a fail-back notice moved to the default QP off the backup QP's
+ * receive queue (spec: rq[h][2] = << >>). Verbs cannot unpost a receive: the backup QP
+ * goes to ERR, the stale receives' flushes are dropped (their WRs are on the default QP
+ * now, or done), and the QP is brought back to RTS with the PSNs it had. Anything else
+ * the backup CQ holds stays, in order, at its head (q2) for the application. A send of
+ * this endpoint still on the backup QP is flushed with them: the callers wait until
+ * there is none, but the next Handshake cannot (its receives must go there). 0, or 1
+ * if the backend refused the move to ERR (the receives stay: stale_rq2 is kept). */
+static int clear_rq2(ep_s *e)
 {
     int st = -1;
     uint32_t rq_psn = 0, sq_psn = 0;
     if (backend_error(e, e->ops->query_qp(e->ctx, e->qp[2], &st, &rq_psn, &sq_psn)))
         st = -1; /* unknown: not brought back below */
+    q2_absorb(e);
     if (backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0)))
+        return 1;
+    struct shift_wc wc;
+    while (poll_backend(e, 2, 1, &wc) == 1) {
+        rpend_t *r = (wc.opcode & SHIFT_WC_RECV) ? rpend_at(e, wc.wr_id) : NULL;
+        if ((wc.opcode & SHIFT_WC_RECV) &&
+            (!r || (r->flags & PF_DONE) || r->where != W_BACKUP))
+            continue; /* a stale receive's flush */
+        q2_push(e, &wc);
+    }
+    e->stale_rq2 = 0;
+    if (st == SHIFT_QPS_RTS)
+        backup_qp_back(e, rq_psn, sq_psn);
+    return 0;
+}
+
+/* The fail-back's stale receives go once the send side has nothing left on the backup
+ * QP (after a poll of its completions there, or at a Trigger). */
+void stale_rq2_check(ep_s *e)
+{
+    if (e->stale_rq2 && !sends_on_backup(e))
+        clear_rq2(e);
+}
+
+/* spec: DeliverControl, the fail-back notice, part 1: the backup CQ's receive
+ * completions leave it - its good prefix of them (in receive order) for the
+ * application, counted in recvDone, the rest dropped - while its send completions stay
+ * there, in order (q2: the layer cannot take one kind of completion off a CQ alone). */
+static void split_backup_cq(ep_s *e)
+{
+    q2_absorb(e);
+    uint64_t n = e->q2tail - e->q2head, k = 0;
+    int good = 1;
+    for (uint64_t i = 0; i < n; i++) {
+        struct shift_wc wc = e->q2[(e->q2head + i) & e->q2mask];
+        if (!(wc.opcode & SHIFT_WC_RECV)) {
+            e->q2[(e->q2head + k++) & e->q2mask] = wc;
+            continue;
+        }
+        rpend_t *r = rpend_at(e, wc.wr_id);
+        if (!r || (r->flags & PF_DONE) || r->where != W_BACKUP)
+            continue; /* stale: from before a move */
+        good = good && wc.status == SHIFT_WC_SUCCESS;
+        if (!good)
+            continue; /* dropped: the WR is reposted below */
+        wc.wr_id = r->app_id;
+        buf_push(e, &wc);
+        r->flags |= PF_DONE;
+        e->recv_done++;
+    }
+    e->q2tail = e->q2head + k;
+    rpend_gc(e);
+}
+
+/* spec: DeliverControl, the fail-back notice: the receive side moves its receive WRs
+ * back to the default QP. The backup CQ's good receive completions go to the
+ * application (split_backup_cq), the receive WRs it is still owed are posted on the
+ * default QP in order, and the backup QP's receive queue is emptied (clear_rq2). The
+ * spec leaves the host's own sends on the backup QP alone (two-way traffic: they may be
+ * in flight there), so the move to ERR that empties the receive queue waits until none
+ * is left (stale_rq2): until then the stale receives stay posted, harmlessly - the peer
+ * sends on the backup path again only after a new failover's Handshake of this host,
+ * which takes them off first. */
+static void take_failback(ep_s *e)
+{
+    split_backup_cq(e);
+    int later = sends_on_backup(e);
+    if (!later && clear_rq2(e))
         return; /* the receives cannot be taken off the backup QP: they stay there */
-    drain(e, 2);
     for (uint64_t s = e->rhead; s < e->rtail; s++) {
         rpend_t *r = &e->rpend[s & e->rmask];
         if (r->flags & PF_DONE)
@@ -451,9 +538,8 @@ static void take_failback(ep_s *e)
         r->where = W_DEFAULT;
     }
     rpend_gc(e);
+    e->stale_rq2 = later;
     e->recv_mode = SHIFT_RECV_DEFAULT;
-    if (st == SHIFT_QPS_RTS)
-        backup_qp_back(e, rq_psn, sq_psn);
 }
 
 /* spec: DeliverControl, a counter: the answer this endpoint awaited (asked; used up at

@@ -61,9 +61,8 @@ typedef struct ep_s {
     struct shift_ep_attr attr;
     void *qp[3];
     /* The two sides of spec/Failover.tla's host: the send side (its outstanding WRs,
-     * pq) and the receive side (its receive WRs, rpend). One-way for now: only a
-     * requester's application posts sends and only a responder's posts receives, but
-     * both sides of every endpoint run the failover. */
+     * pq) and the receive side (its receive WRs, rpend). Both on the same QPs: every
+     * endpoint's application posts sends and receives, and its polls return both. */
     int send_mode;             /* enum shift_state (spec: sendMode) */
     int recv_mode;             /* enum shift_recv_state (spec: recvMode) */
     int dead;                  /* the connection is unusable, as a plain RC QP in ERR (an
@@ -89,6 +88,16 @@ typedef struct ep_s {
     uint64_t rmask;
     uint64_t rhead, rtail;
     uint64_t recvs_posted, recv_done;
+    /* the head of the backup QP's CQ as the spec has it (cq[h][2]), kept by the layer:
+     * the send completions a fail-back notice took off the backup CQ with the receive
+     * completions, and the flushes of posts in Error, each behind what the backup CQ
+     * held before it. The application's poll reads it before the backend's CQ. */
+    struct shift_wc *q2;
+    uint64_t q2mask, q2head, q2tail;
+    /* the backup QP's receive queue still holds the receive WRs a fail-back notice
+     * moved to the default QP (its own sends were in flight there): they are flushed
+     * once those sends completed, at the latest before the next Handshake */
+    int stale_rq2;
     /* completions held for the application */
     struct shift_wc *buf;
     uint32_t bcap;
@@ -114,7 +123,8 @@ typedef struct ep_s {
 } ep_s;
 
 static inline ep_s *ep_get(shift_ep h) { return h_get(h, H_EP); }
-/* the role says only whose application posts what (one-way traffic) */
+/* the role names the host (requester: A, responder: B); both post sends and receives.
+ * It decides only what shift_ep_query reports as `state` and `outstanding`. */
 static inline int is_req(const ep_s *e) { return e->attr.role == SHIFT_ROLE_REQUESTER; }
 static inline int failover(const ep_s *e) { return e->attr.design != SHIFT_DESIGN_NO_FAILOVER; }
 /* SHIFT's machinery (counter filter, refusal, fail-back): Shift and ShiftPrefix */
@@ -172,6 +182,18 @@ static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
     return r > n ? n : r;
 }
 
+/* One completion of path's CQ as the spec has it: for the backup path, what the layer
+ * keeps at its head (q2) first. 1 and *wc, 0 if none, or -errno. */
+static inline int poll_one(ep_s *e, int path, struct shift_wc *wc)
+{
+    if (path == 2 && e->q2head < e->q2tail) {
+        *wc = e->q2[e->q2head & e->q2mask];
+        e->q2head++;
+        return 1;
+    }
+    return poll_backend(e, path, 1, wc);
+}
+
 /* A backend call failed where the layer can only go on (the error is counted, and the
  * caller says what it does instead): the error, as a truth value. */
 static inline int backend_error(ep_s *e, int err)
@@ -212,6 +234,9 @@ static inline void rpend_gc(ep_s *e)
 INTERNAL void buf_push(ep_s *e, const struct shift_wc *wc);
 INTERNAL void buf_send(ep_s *e, const pend_t *p, int status);
 INTERNAL void buf_recv(ep_s *e, uint64_t app_id, int status);
+INTERNAL void q2_push(ep_s *e, const struct shift_wc *wc);
+INTERNAL void q2_absorb(ep_s *e);
+INTERNAL void send_wc(const pend_t *p, uint64_t wr_id, int status, struct shift_wc *wc);
 INTERNAL void pend_done(ep_s *e, pend_t *p);
 INTERNAL void release_skipped(ep_s *e);
 INTERNAL void complete_upto(ep_s *e, uint64_t seq);
@@ -227,6 +252,8 @@ INTERNAL void materialize(ep_s *e);
 INTERNAL void trigger(ep_s *e, int status);
 /* the connection dies (application error): both sides stop, as a plain RC QP in ERR */
 INTERNAL void go_dead(ep_s *e, int path);
+/* a fail-back's stale receives leave the backup QP once no send of this side is there */
+INTERNAL void stale_rq2_check(ep_s *e);
 /* endpoint.c: the backup NIC's key of a default NIC's key */
 INTERNAL uint32_t xlate(const keypair *t, int n, uint32_t key);
 

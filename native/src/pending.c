@@ -36,14 +36,41 @@ void buf_push(ep_s *e, const struct shift_wc *wc)
     e->btail++;
 }
 
+/* The completion of send WR p with status, naming it wr_id (the application's id, or
+ * the layer's sequence for a completion that take_send is to settle). */
+void send_wc(const pend_t *p, uint64_t wr_id, int status, struct shift_wc *wc)
+{
+    memset(wc, 0, sizeof *wc);
+    wc->wr_id = wr_id;
+    wc->status = status;
+    wc->opcode = wc_op(p->wr.opcode);
+    wc->byte_len = p->wr.num_sge ? p->wr.sg.length : 0;
+}
+
 void buf_send(ep_s *e, const pend_t *p, int status)
 {
-    struct shift_wc wc = {0};
-    wc.wr_id = p->app_id;
-    wc.status = status;
-    wc.opcode = wc_op(p->wr.opcode);
-    wc.byte_len = p->wr.num_sge ? p->wr.sg.length : 0;
+    struct shift_wc wc;
+    send_wc(p, p->app_id, status, &wc);
     buf_push(e, &wc);
+}
+
+/* Append a completion to the layer's head of the backup CQ (q2). Its capacity is what
+ * the backup CQ and the posts in Error can hold, so this always fits. */
+void q2_push(ep_s *e, const struct shift_wc *wc)
+{
+    if (e->q2tail - e->q2head > e->q2mask)
+        return;
+    e->q2[e->q2tail & e->q2mask] = *wc;
+    e->q2tail++;
+}
+
+/* Move what the backend's backup CQ holds now behind q2, in order, so that a completion
+ * the layer appends next comes after it (spec: Append to cq[h][2]). */
+void q2_absorb(ep_s *e)
+{
+    struct shift_wc wc;
+    while (e->q2tail - e->q2head <= e->q2mask && poll_backend(e, 2, 1, &wc) == 1)
+        q2_push(e, &wc);
 }
 
 void buf_recv(ep_s *e, uint64_t app_id, int status)

@@ -675,6 +675,97 @@ static void test_layer_both_sides(void)
     lay_close(&L);
 }
 
+/* Host h posts a SEND of value v (inline) and a receive WR id into its buffer k. */
+static void tw_send(lay_t *L, int h, uint64_t id, uint64_t v)
+{
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    w.wr_id = id;
+    w.opcode = SHIFT_WR_SEND;
+    w.send_flags = SHIFT_SEND_SIGNALED | SHIFT_SEND_INLINE;
+    w.num_sge = 1;
+    w.sg.addr = (uint64_t)(uintptr_t)&v;
+    w.sg.length = 8;
+    w.imm_data = (uint32_t)id;
+    CHECK(shift_post_send(L->ep[h], &w, NULL) == 0);
+}
+
+static void tw_recv(lay_t *L, int h, uint64_t id)
+{
+    struct shift_recv_wr r;
+    memset(&r, 0, sizeof r);
+    r.wr_id = id;
+    r.num_sge = 1;
+    r.sg.addr = (uint64_t)(uintptr_t)(L->mem[h] + 1024 + 8 * id);
+    r.sg.length = 8;
+    r.sg.lkey = L->k[h].lkey;
+    CHECK(shift_post_recv(L->ep[h], &r, NULL) == 0);
+}
+
+static uint64_t tw_buf(lay_t *L, int h, uint64_t id)
+{
+    uint64_t v;
+    memcpy(&v, L->mem[h] + 1024 + 8 * id, 8);
+    return v;
+}
+
+/* Two-way traffic on one connection (ping-pong, as ibv_rc_pingpong): both endpoints
+ * post sends and receives on the same QPs, through a failover of B's default NIC and
+ * the fail-back of both directions. Each host's fail-back notice reaches the other's
+ * receive side while that host's own SENDs may still be on the backup QP: they must
+ * not be flushed (the receive queue is emptied only once they completed). */
+static void test_layer_two_way(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, flags);
+    struct shift_wc sa[32], sb[32];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 4; k++) {
+        tw_recv(&L, 0, k);
+        tw_recv(&L, 1, k);
+    }
+    tw_send(&L, 0, 1, 101);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    tw_send(&L, 1, 1, 201);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 2 && nb == 2 && tw_buf(&L, 1, 1) == 101 && tw_buf(&L, 0, 1) == 201);
+    CHECK(shift_ep_query(L.ep[0], NULL) == EINVAL);
+    /* both send while B's default NIC dies: each replays, neither loses a message */
+    tw_send(&L, 0, 2, 102);
+    tw_send(&L, 1, 2, 202);
+    CHECK(sn_nic_fail(L.f, 1, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(tw_buf(&L, 1, 2) == 102 && tw_buf(&L, 0, 2) == 202);
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && shift_ep_query(L.ep[1], &ib) == 0);
+    CHECK(ia.send_state == SHIFT_STATE_FALLBACK && ib.send_state == SHIFT_STATE_FALLBACK);
+    CHECK(ia.recv_state == SHIFT_RECV_FALLBACK && ib.recv_state == SHIFT_RECV_FALLBACK);
+    CHECK(ia.recvs_completed == 2 && ib.recvs_completed == 2);
+    /* recovery: each side's next signaled SEND is its fence; A's fail-back notice
+     * reaches B while B's fence is on the backup QP */
+    CHECK(sn_nic_recover(L.f, 1, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    tw_send(&L, 0, 3, 103);
+    tw_send(&L, 1, 3, 203);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    tw_send(&L, 0, 4, 104);
+    tw_send(&L, 1, 4, 204);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(tw_buf(&L, 1, 3) == 103 && tw_buf(&L, 0, 3) == 203);
+    CHECK(tw_buf(&L, 1, 4) == 104 && tw_buf(&L, 0, 4) == 204);
+    CHECK(na == 8 && nb == 8);
+    for (int i = 0; i < na; i++)
+        CHECK(sa[i].status == SHIFT_WC_SUCCESS);
+    for (int i = 0; i < nb; i++)
+        CHECK(sb[i].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && shift_ep_query(L.ep[1], &ib) == 0);
+    CHECK(ia.send_state == SHIFT_STATE_DEFAULT && ib.send_state == SHIFT_STATE_DEFAULT);
+    CHECK(ia.recv_state == SHIFT_RECV_DEFAULT && ib.recv_state == SHIFT_RECV_DEFAULT);
+    CHECK(ia.failbacks == 1 && ib.failbacks == 1 && ia.recvs_completed == 4 &&
+          ib.recvs_completed == 4);
+    lay_close(&L);
+}
+
 /* A fake backend (no simnic) that fails posts on the default QP on demand: the core
  * runs over any table of verbs operations, and takes a failed post as a trigger. */
 typedef struct {
@@ -826,8 +917,11 @@ static void test_layer_bad_inputs(void)
     w.send_flags = SHIFT_SEND_NO_DOORBELL;
     CHECK(shift_post_send(L.ep[0], &w, &bad) == EINVAL);
     w.send_flags = 0;
-    CHECK(shift_post_send(L.ep[1], &w, &bad) == EINVAL); /* B is the responder */
+    w.opcode = 42; /* B checks its sends as A does (both post sends: two-way) */
+    CHECK(shift_post_send(L.ep[1], &w, &bad) == EINVAL && bad == &w);
+    w.opcode = SHIFT_WR_RDMA_WRITE;
     struct shift_recv_wr r = {1, NULL, {0, 0, 0}, 0};
+    r.num_sge = -1; /* A checks its receives as B does */
     CHECK(shift_post_recv(L.ep[0], &r, NULL) == EINVAL);
     r.num_sge = 5;
     CHECK(shift_post_recv(L.ep[1], &r, NULL) == EINVAL);
@@ -1580,6 +1674,9 @@ int main(void)
             test_layer_nccl(host, step);
     test_layer_atomic_refused();
     test_layer_both_sides();
+    test_layer_two_way(0);
+    test_layer_two_way(SHIFT_EP_COPY_POSTS);
+    test_layer_two_way(SHIFT_EP_WIRE_PROBE);
     test_layer_no_fail_back();
     test_layer_bad_inputs();
     test_fake_backend_failed_post();

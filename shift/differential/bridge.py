@@ -1,12 +1,15 @@
 """The mapping: a model event as a call of the C implementation (docs/differential.md).
 
-- WR w of the model's program (Workloads.tla) is `Wr(id=w, op, region, value, signaled)`;
-  notifications carry their WR id as immediate data, so B's completion names the
-  sender's WR as `rcvSeen` does; inline payloads, so a replay carries the value posted
-  (the model's WRs are values);
-- region r is the r-th 8-byte slot of B's registered memory; receive WR r has its own
-  buffer (a SEND's payload lands there), a READ/atomic WR w its own landing slot at A;
-- `PostRecv(B, r)` posts receive WR id r; a receive completion names it (`recv`);
+- WR w of host h's program (Workloads.tla's ProgramOf(k, h): A's, and B's in the two-way
+  workloads) is `Wr(id=w, op, region, value, signaled)` posted by h; notifications carry
+  their WR id as immediate data, so the receiver's completion names the sender's WR as
+  `rcvSeen` does; inline payloads, so a replay carries the value posted (the model's WRs
+  are values);
+- region r is the r-th 8-byte slot of each host's registered memory (the model's
+  `mem[h]`: the peer's WRITEs land there, its application reads it); receive WR r has its
+  own buffer at its host (`bufs[h][r]`: a SEND's payload lands there), a READ/atomic WR w
+  its own landing slot at its poster;
+- `PostRecv(h, r)` posts h's receive WR id r; a receive completion names it (`recv`);
 - the fabric runs with the bound's `MaxRetries`, the connection with `probe="instant"`
   (the spec's reconnect is its probe), `ctl_retries=0`, and without fail-back at a bound
   without recovery (the spec's Reconnect needs `Recover`); every other event is the
@@ -28,7 +31,7 @@ DESIGNS = tuple(d.value for d in DesignCode)
 
 
 def wr_of(program: Sequence[Any], w: int) -> Wr:
-    """Program WR w (1-based) as the implementation's work request."""
+    """Program WR w (1-based) as the implementation's work request (its poster's)."""
     x = program[w - 1]
     return Wr(id=w, op=x.op, region=x.region, value=x.value, signaled=x.signaled)
 
@@ -37,8 +40,10 @@ class Bridge:
     """The implementation side of a trace: a fabric and a connection for one design."""
 
     def __init__(self, design: str, max_retries: int, program: Sequence[Any],
-                 copy_posts: bool = False, recover: bool = True):
-        self.program = tuple(program)
+                 copy_posts: bool = False, recover: bool = True,
+                 peer_program: Sequence[Any] = ()):
+        self.program = tuple(program)  # A's
+        self.programs = (self.program, tuple(peer_program))  # per host: A's, B's
         self.fabric = Fabric(retries=max_retries)
         self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
                                         probe="instant", ctl_retries=0, copy_posts=copy_posts,
@@ -50,16 +55,18 @@ class Bridge:
     def apply(self, ev: Event) -> object:
         """Apply one model event (not Init) to the implementation; what the call returned."""
         if ev.name == "PostSend":
-            return self.conn.post_send(ev.args[0], wr_of(self.program, ev.args[1]))
+            h = ev.args[0]
+            return self.conn.post_send(h, wr_of(self.programs[0 if h == "A" else 1],
+                                                ev.args[1]))
         return self.conn.apply(ev)
 
     def observation(self) -> dict[str, Any]:
         """The implementation's observable projection, in the dict form (`as_dict`)."""
         return self.conn.observe().as_dict()
 
-    def memory(self) -> tuple[int, ...]:
-        """B's regions, as its application would read them now."""
-        return tuple(self.conn.memory())
+    def memory(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Each host's regions (A's, B's), as its application would read them now."""
+        return (tuple(self.conn.memory("A")), tuple(self.conn.memory("B")))
 
     def wire_len(self, path: int, direction: str) -> int:
         return self.fabric.wire(path, direction)

@@ -18,7 +18,7 @@ from typing import Any
 
 from shift.model.observable import OBSERVABLE
 from shift.model.properties import INVARIANTS
-from shift.model.state import State
+from shift.model.state import DIR, HOST, State
 from shift.spec.catalog import load_catalog
 from shift.vocabulary import Event
 
@@ -46,31 +46,36 @@ def gap(s: State, ev: Event) -> str | None:
     it (with the value 0); an RC NIC, simnic included, takes the ACK as an implicit NAK
     and retransmits the READ or atomic to get its response, which takes a Timeout the
     spec does not enable then."""
-    nxt, sq = s.nxt[0][0], s.sq[0][0]  # A's requester on the default path
-    if ev.name == "Transmit" and ev.args[1] == 1 and s.sendMode[0] == "Error" and s.fence[0] \
-            and nxt <= len(sq) and sq[nxt - 1] > s.fence[0]:
-        # docs/findings.md, "a WR held behind a failed fence": the spec's Transmit holds
-        # the default path only in WaitDrained, so when the backup path fails under the
-        # fence the held WRs go out; the C core keeps them held (its doorbell is never rung).
-        return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
-    if ev.name == "PollCq" and ev.args[0] == "A" and s.buffered[0]:
-        first = s.buffered[0][0]
+    if ev.name == "Transmit" and ev.args[1] == 1:
+        h = HOST[ev.args[0]]
+        nxt, sq = s.nxt[h][0], s.sq[h][0]  # h's requester on the default path
+        if s.sendMode[h] == "Error" and s.fence[h] and nxt <= len(sq) \
+                and sq[nxt - 1] > s.fence[h]:
+            # docs/findings.md, "a WR held behind a failed fence": the spec's Transmit
+            # holds the default path only in WaitDrained, so when the backup path fails
+            # under the fence the held WRs go out; the C core keeps them held (its
+            # doorbell is never rung).
+            return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
+    h = HOST[ev.args[0]] if ev.name == "PollCq" else 0
+    if ev.name == "PollCq" and s.buffered[h] and s.buffered[h][0].recv == 0:  # a send CQE
+        first = s.buffered[h][0]
         if first.status == "SUCCESS" and any(
-                w < first.wr and s.program[0][w - 1].signaled for w in s.pending[0]):
+                w < first.wr and s.program[h][w - 1].signaled for w in s.pending[h]):
             # docs/findings.md, F5: the spec's SHIFT gives a skipped notification's success
             # to the application before a replayed signaled WR in front of it completes;
             # the C core holds it until then (native/README.md).
             return ("a skipped notification's success ahead of a replayed signaled WR "
                     "(F5): the spec completes it, the core holds it")
-    if ev.name != "Deliver" or ev.args[1] != "BtoA":
+    if ev.name != "Deliver":
         return None
-    i = ev.args[0] - 1
-    ch = s.wire[i][1]
-    una = s.una[0][i]
-    if not ch or ch[0].kind != "ack" or s.qp[0][i] != "RTS" or ch[0].psn < una:
+    i, d = ev.args[0] - 1, DIR[ev.args[1]]
+    r = 1 - d  # the requester an ACK on this channel goes to (AtoB: B's, BtoA: A's)
+    ch = s.wire[i][d]
+    una = s.una[r][i]
+    if not ch or ch[0].kind != "ack" or s.qp[r][i] != "RTS" or ch[0].psn < una:
         return None
-    covered = s.sq[0][i][una - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
-    if any(s.program[0][w - 1].op in ("READ", "FADD", "CAS") for w in covered):
+    covered = s.sq[r][i][una - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
+    if any(s.program[r][w - 1].op in ("READ", "FADD", "CAS") for w in covered):
         return "a cumulative ACK covers a READ/atomic whose response was lost (implicit NAK)"
     return None
 

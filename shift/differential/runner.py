@@ -2,8 +2,9 @@
 
 The model is the oracle. Each event of a trace (Init first) is applied to the model and,
 through the `Bridge`, to the implementation; after every step `judge` compares the
-observable projections field by field (`COMPARED`, after `normalise`) and B's memory,
-and checks the design's kept invariants on the implementation's observation; then
+observable projections field by field (`COMPARED`, after `normalise`) and both hosts'
+memories, and checks the design's kept invariants on the implementation's observation,
+in both directions of traffic; then
 `enabledness` compares what can happen next. A run stops at the first divergence, or
 early, without a verdict on the rest, at a documented difference (`gaps`).
 """
@@ -27,9 +28,8 @@ from .gaps import fixed_here, gap, kept_invariants, normalise
 
 # The fields of the observable projection (spec/State.tla's names) compared after every
 # step, each for both hosts: all of them. Every C endpoint has both sides of the spec's
-# host (its send side and its receive side) and its counter exchange; the traffic is
-# one-way (A sends, B receives), so B's send side and A's receive side have no WRs, but
-# their failover states and counters take part in every failover and are compared.
+# host (its send side and its receive side) and its counter exchange, and both post sends
+# and receives on the same QPs (two-way traffic: workloads where B posts WRs too).
 COMPARED: tuple[str, ...] = OBSERVATION_FIELDS
 
 
@@ -54,21 +54,33 @@ class Judgement:
         return not self.fields and not self.violated
 
 
-def judge(design: str, s: State, impl_obs: dict[str, Any], memory: tuple[int, ...],
-          kept: Iterable[str]) -> Judgement:
-    """The implementation's observation and B's memory after a step, against the model's
-    state s after it. Where the model breaks an invariant the implementation fixes on
-    purpose, that invariant must hold on the implementation's observation, which
-    replaces equality; elsewhere the projections and the memory must be equal and the
-    kept invariants hold on the implementation's observation."""
-    view = Observation.from_dict(impl_obs).direction(0)  # A's WRs to B
+def broken_both(obs: Observation, s: State, names: Iterable[str]) -> list[str]:
+    """The named observable invariants the observation breaks in either direction of
+    traffic (A's WRs to B, B's WRs to A), each named once."""
+    names = tuple(names)
+    out: list[str] = []
+    for h in range(len(HOSTS)):
+        out += [p for p in broken(obs.direction(h), s.program[h], s.posted[h], names)
+                if p not in out]
+    return out
+
+
+def judge(design: str, s: State, impl_obs: dict[str, Any],
+          memory: tuple[tuple[int, ...], tuple[int, ...]], kept: Iterable[str]) -> Judgement:
+    """The implementation's observation and both hosts' memories (A's, B's) after a step,
+    against the model's state s after it. Where the model breaks an invariant the
+    implementation fixes on purpose, that invariant must hold on the implementation's
+    observation, which replaces equality; elsewhere the projections and the memories
+    must be equal and the kept invariants hold on the implementation's observation."""
+    obs = Observation.from_dict(impl_obs)
     fixed = fixed_here(design, s)
     if fixed:
-        return Judgement({}, broken(view, s.program[0], s.posted[0], fixed), fixed)
+        return Judgement({}, broken_both(obs, s, fixed), fixed)
     diff = compare(observe(s).as_dict(), impl_obs)
-    if memory != s.mem[1]:  # B's application can read its memory at any time
-        diff["mem.B"] = (s.mem[1], memory)
-    return Judgement(diff, broken(view, s.program[0], s.posted[0], kept), [])
+    for h, host in enumerate(HOSTS):  # an application can read its memory at any time
+        if memory[h] != s.mem[h]:
+            diff[f"mem.{host}"] = (s.mem[h], memory[h])
+    return Judgement(diff, broken_both(obs, s, kept), [])
 
 
 # Events whose enabledness is compared after every step (docs/differential.md): each one
@@ -78,7 +90,7 @@ def judge(design: str, s: State, impl_obs: dict[str, Any], memory: tuple[int, ..
 # while packets are in flight; the spec's only on a quiet wire), nor the faults (the
 # bound's fault budget is the model's, not the fabric's).
 PROBED = tuple(Event(n, a) for n, a in (
-    [("Transmit", ("A", p)) for p in PATHS] + [("PollCq", (h,)) for h in HOSTS]
+    [("Transmit", (h, p)) for h in HOSTS for p in PATHS] + [("PollCq", (h,)) for h in HOSTS]
     + [("Progress", (h,)) for h in HOSTS]))
 CHANNELS = tuple((p, d) for p in PATHS for d in DIRECTIONS)
 
@@ -146,11 +158,8 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                  else kept)
     s = model.init(events[0])
     states = [s]
-    if s.program[1]:
-        raise NotEnabled(f"{events[0]}: B posts WRs in this workload; the C core is one-way "
-                         f"(A sends, B responds)")
     bridge = Bridge(design, model.bound.max_retries, s.program[0], copy_posts,
-                    model.bound.recover)
+                    model.bound.recover, s.program[1])
     try:
         for k, ev in enumerate(events[1:], 2):
             why = gap(s, ev)

@@ -33,7 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 CORPUS = ROOT / "tests" / "corpus"
-BOUNDS = ("default", "large")
+# the bounds of the campaign: twoway (workload 7, B posts WRs too) for the two-way data
+# path's mutants; the others are killed at default or large
+BOUNDS = ("default", "large", "twoway")
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,21 @@ MUTANTS = (
            "        val = old;\n        break;",
            "        val = nv;\n        break;",
            "an atomic's ACK returns the value it wrote, not the one it found"),
+    # two-way traffic (bound twoway): B's own sends, on the same QPs as its receives
+    Mutant("responder-sends-not-replayed", "failover.c",
+           "        if (!post_backup(e, p))\n            continue;",
+           "        if (!is_req(e) || !post_backup(e, p))\n            continue;",
+           "B's own sends are not replayed after a failover (only A's are)"),
+    Mutant("failback-flushes-own-sends", "failover.c",
+           "    int later = sends_on_backup(e);",
+           "    int later = 0;",
+           "the receive side's fail-back moves the backup QP to ERR at once, flushing the "
+           "host's own sends still there"),
+    Mutant("failback-drops-send-completions", "failover.c",
+           "            e->q2[(e->q2head + k++) & e->q2mask] = wc;",
+           "            (void)k;",
+           "the receive side's fail-back loses the host's own send completions on the "
+           "backup CQ (they are reported to no one)"),
 )
 
 

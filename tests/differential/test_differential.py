@@ -25,7 +25,7 @@ choices = st.lists(st.integers(0, (1 << 16) - 1), min_size=12, max_size=MAX_EVEN
 
 
 @pytest.mark.parametrize("posts", ["direct", "copy"])
-@pytest.mark.parametrize("bound", ["default", "large"])
+@pytest.mark.parametrize("bound", ["default", "large", "twoway"])
 @pytest.mark.parametrize("design", DESIGNS)
 def test_model_and_implementation_agree(design: str, bound: str, posts: str) -> None:
     model = Model.load(design, bound)

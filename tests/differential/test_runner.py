@@ -176,9 +176,9 @@ def test_each_observable_invariant_is_checked_on_the_implementations_observation
     s = s._replace(posted=(2, 0), sndSeen=((), ()), rcvSeen=((), ()))
     obs = {**observe(s).as_dict(), **seen}
     assert Observation.from_dict(obs).as_dict() == obs
-    j = D.judge("NoFailover", s, obs, s.mem[1], D.OBSERVABLE_INVARIANTS)
+    j = D.judge("NoFailover", s, obs, s.mem, D.OBSERVABLE_INVARIANTS)
     assert j.violated == [prop] and not j.fixed
-    assert D.judge("NoFailover", s, obs, s.mem[1], ()).violated == []
+    assert D.judge("NoFailover", s, obs, s.mem, ()).violated == []
 
 
 def test_the_dict_form_reads_back_and_completion_integrity_implies_its_observable_half(
@@ -322,8 +322,9 @@ def test_at_a_bound_without_recovery_the_core_does_not_fail_back(monkeypatch) ->
     assert run.states[-1].sendMode[0] == "Fallback"
     init = D.Bridge.__init__
 
-    def failing_back(self, design, retries, program, copy_posts=False, recover=True):  # type: ignore[no-untyped-def]
-        init(self, design, retries, program, copy_posts, True)
+    def failing_back(self, design, retries, program, copy_posts=False, recover=True,  # type: ignore[no-untyped-def]
+                     peer_program=()):
+        init(self, design, retries, program, copy_posts, True, peer_program)
 
     monkeypatch.setattr(D.Bridge, "__init__", failing_back)
     run = D.run_trace(model, NO_FAULT_FAILOVER)

@@ -88,7 +88,7 @@ def test_where_the_core_fixes_a_finding_the_recording_must_keep_it() -> None:
     model = Model.load("Shift", "large")
     events = load_trace(CORPUS / "Shift/large/f4-completion-order.jsonl")
     states = model.run(events)
-    steps = [Step(ev, observe(s).as_dict(), s.mem[1])
+    steps = [Step(ev, observe(s).as_dict(), s.mem)
              for ev, s in zip(events[1:], states[1:], strict=True)]
     rec = Recording("Shift", "large", events[0].args[0], steps)
     result = validate(model, rec)

@@ -26,7 +26,7 @@ def post_round(conn: Connection, k: int, value: int | None = None) -> None:
 
 def drive(conn: Connection, *, timeouts: bool = True, limit: int = 400) -> None:
     """Run until quiet: wire, layers' progress, both applications poll everything; when
-    stuck, the retransmission timers of A's NICs (and then the layers') fire."""
+    stuck, the retransmission timers of both hosts' NICs (and then the layers') fire."""
     for _ in range(limit):
         moved = conn.pump() > 0
         for h in "AB":
@@ -36,7 +36,7 @@ def drive(conn: Connection, *, timeouts: bool = True, limit: int = 400) -> None:
             while conn.progress(h) != "none":
                 moved = True
         if not moved and timeouts:
-            for h, p in (("A", 1), ("A", 2), ("B", 2)):
+            for h, p in (("A", 1), ("A", 2), ("B", 1), ("B", 2)):
                 moved |= conn.timeout(h, p)
         if not moved:
             return

@@ -52,7 +52,7 @@ def test_bad_access_gives_the_verbs_status(conn, kw, status):
     extra = {}
     if "remote_addr_delta" in kw:
         # from the end of B's memory region (a negative delta straddles it)
-        end = conn._dst.addr + (conn.regions + conn.max_wr) * 8
+        end = conn._dst.addr + (conn.regions + 2 * conn.max_wr) * 8
         extra["remote_addr"] = end + kw.pop("remote_addr_delta")
     if "addr_delta" in kw:
         extra["addr"] = conn._src.addr + kw.pop("addr_delta")
@@ -156,11 +156,12 @@ def test_malformed_recv_is_einval(conn):
     (lambda c: c.post_send("A", Wr(1, "WRITE", signaled=1)), TypeError),
     (lambda c: c.post_send("A", Wr(1, "READ")), ValueError),
     (lambda c: c.post_send("A", {"id": 1}), TypeError),
-    (lambda c: c.post_send("B", Wr(1, "WRITE")), ValueError),
+    (lambda c: c.post_send("C", Wr(1, "WRITE")), ValueError),
     (lambda c: c.post_send(1, Wr(1, "WRITE")), TypeError),
     (lambda c: c.post_recv("B", "x"), TypeError),
     (lambda c: c.post_recv("B", True), TypeError),
-    (lambda c: c.post_recv("A", 1), ValueError),
+    (lambda c: c.post_recv("C", 1), ValueError),
+    (lambda c: c.post_recv("A", -1), ValueError),
     (lambda c: c.poll_cq("C"), ValueError),
     (lambda c: c.poll("A", -1), ValueError),
     (lambda c: c.transmit("A", "1"), TypeError),

@@ -403,6 +403,45 @@ def test_a_send_payload_lands_in_the_buffer_of_the_receive_it_consumes(conn):
     assert [(r.recv, r.data) for r in conn.observe().rcv_seen] == [(1, 11), (2, 22)]
 
 
+@pytest.mark.parametrize("fault", [("NicFail", "A", 1), ("NicFail", "B", 1), ("LinkDown", 1)])
+@pytest.mark.parametrize("copy_posts", [False, True])
+def test_two_way_ping_pong_survives_a_failover_and_fails_back_both_ways(fabric, fault,
+                                                                        copy_posts):
+    """Both hosts send and receive on one connection (ibv_rc_pingpong): each SEND lands
+    once, in order, in its own receive WR's buffer at the peer, through a failover while
+    both directions are in flight and the fail-back of both directions."""
+    conn = fabric.connect("Shift", regions=2, copy_posts=copy_posts)
+    for k in range(1, 7):
+        conn.post_recv("A", k)
+        conn.post_recv("B", k)
+    conn.post_send("A", Wr(1, "SEND", value=101))
+    conn.post_send("B", Wr(1, "SEND", value=201))
+    drive(conn)
+    conn.post_send("A", Wr(2, "SEND", value=102))
+    conn.post_send("B", Wr(2, "SEND", value=202))
+    conn.post_send("A", Wr(3, "WRITE", region=1, value=7))  # B's region 1
+    conn.post_send("B", Wr(3, "WRITE", region=2, value=8))  # A's region 2
+    conn.apply(fault)
+    drive(conn)
+    assert conn.state("A") == conn.state("B") == "Fallback"
+    conn.apply(("NicRecover" if fault[0] == "NicFail" else "LinkUp", *fault[1:]))
+    drive(conn)
+    for k in range(4, 7):  # the first is each side's fence; then the default path again
+        conn.post_send("A", Wr(k, "SEND", value=100 + k))
+        conn.post_send("B", Wr(k, "SEND", value=200 + k))
+        drive(conn)
+    obs = conn.observe()
+    for h, sent, got in (("A", obs.snd_seen, obs.rcv_seen_a), ("B", obs.snd_seen_b, obs.rcv_seen)):
+        peer = 200 if h == "A" else 100
+        assert [(s.wr, s.status) for s in sent] == [(k, "SUCCESS") for k in range(1, 7)]
+        assert [(r.wr, r.recv, r.status, r.data) for r in got] == [  # WR 3 is a WRITE
+            (k, i, "SUCCESS", peer + k) for i, k in enumerate((1, 2, 4, 5, 6), 1)]
+        st = conn.host_state(h)
+        assert (st.send_state, st.recv_state, st.recvs_completed) == ("Default", "Default", 5)
+    assert conn.memory("B") == (7, 0) and conn.memory("A") == (0, 8)
+    assert conn.stats().failbacks == 2
+
+
 def test_deterministic_replay_of_a_trace():
     def run():
         with Fabric(retries=1) as fab:
@@ -443,3 +482,27 @@ def test_every_event_of_the_vocabulary_by_name(conn):
     assert results[8].wr == 1 and results[9].imm == 1
     assert conn.read("B", 2) == 9
     assert results[-2] == "none" and results[-1] is None
+
+
+def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
+    """A send side in Error flushes a new post at once, at the tail of the backup CQ as
+    the spec's PostSend has it: ahead of a receive completion that arrives after it (the
+    host's receive side still works on the backup path), behind what was there."""
+    conn = fabric.connect("Shift", regions=2)
+    conn.post_recv("A", 1)
+    conn.post_send("A", Wr(1, "FADD", region=1, value=1))  # an atomic: A refuses
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert conn.host_state("A").send_state == "Error"
+    assert conn.host_state("A").recv_state == "Fallback"
+    conn.post_send("A", Wr(2, "WRITE", region=1, value=5))  # flushed at once
+    conn.post_send("B", Wr(1, "SEND", value=9))  # lands in A's receive WR 1 afterwards
+    conn.pump()
+    assert conn.received(1, "A") == 9
+    first, second = conn.poll_cq("A"), conn.poll_cq("A")
+    assert (first.wr, first.status) == (2, Status.WR_FLUSH_ERR)
+    assert (second.wr, second.status, second.imm) == (1, Status.SUCCESS, 1)
+    obs = conn.observe()
+    assert [(s.wr, s.status) for s in obs.snd_seen] == [
+        (1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
+    assert [(r.wr, r.recv, r.data) for r in obs.rcv_seen_a] == [(1, 1, 9)]
