@@ -149,3 +149,16 @@ def test_a_two_way_trace_without_failover_does_not_survive() -> None:
         events = load_trace(TRACES / f"{name}.jsonl")
         with pytest.raises(NotEnabled, match="no failover layer"):
             Model.load("NoFailover", "twoway").run(events)
+
+
+@pytest.mark.parametrize("name,design", [(n, d) for n, (ds, _) in sorted(SURVIVES.items())
+                                         for d in ds])
+def test_the_c_core_survives_the_same_failure(name: str, design: str) -> None:
+    """The C core, both endpoints posting sends and receives, runs each surviving trace to
+    its end with the model's observation at every step (no divergence, no gap)."""
+    _, bound = SURVIVES[name]
+    model = Model.load(design, bound)
+    events = load_trace(TRACES / f"{name}.jsonl")
+    run = run_trace(model, events)
+    assert run.divergence is None and run.gap is None, report(model, run)
+    assert run.events == events
