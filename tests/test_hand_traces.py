@@ -50,6 +50,10 @@ SURVIVES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# (trace, design): every run of SURVIVES, for the model's test and the C core's
+SURVIVING_RUNS = [(n, d) for n, (ds, _) in sorted(SURVIVES.items()) for d in ds]
+
+
 def broken(states: list) -> list[frozenset[str]]:
     return [frozenset(p for p, ok in INVARIANTS.items() if not ok(s)) for s in states]
 
@@ -112,8 +116,7 @@ def test_aba_shift_refuses_before_the_cas_can_run_again() -> None:
     assert model.step(t, Event("Progress", ("A",))) is None
 
 
-@pytest.mark.parametrize("name,design", [(n, d) for n, (ds, _) in sorted(SURVIVES.items())
-                                         for d in ds])
+@pytest.mark.parametrize("name,design", SURVIVING_RUNS)
 def test_two_way_traffic_survives_the_failure(name: str, design: str) -> None:
     _, bound = SURVIVES[name]
     events = load_trace(TRACES / f"{name}.jsonl")
@@ -151,8 +154,7 @@ def test_a_two_way_trace_without_failover_does_not_survive() -> None:
             Model.load("NoFailover", "twoway").run(events)
 
 
-@pytest.mark.parametrize("name,design", [(n, d) for n, (ds, _) in sorted(SURVIVES.items())
-                                         for d in ds])
+@pytest.mark.parametrize("name,design", SURVIVING_RUNS)
 def test_the_c_core_survives_the_same_failure(name: str, design: str) -> None:
     """The C core, both endpoints posting sends and receives, runs each surviving trace to
     its end with the model's observation at every step (no divergence, no gap)."""
