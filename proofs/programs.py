@@ -115,11 +115,24 @@ def fixed(prog: list[tuple[str, int, int, bool]]) -> Program:
                    [z3.IntVal(0)] + [z3.IntVal(v) for _, _, v, _ in prog])
 
 
-# Program(k) as (op, region, value, signaled) per WR; `Program.note` numbers the notifications.
-# The proofs are one-way (A sends, B responds): the workloads where B posts no WR.
-WORKLOADS: dict[int, list[tuple[str, int, int, bool]]] = {
-    k: [(w.op, w.region, w.value, w.signaled) for w in prog]
-    for k, prog in read_workloads(packaged_spec_dir()).one_way().items()
-}
+Wrs = list[tuple[str, int, int, bool]]
+
+
+def _directions() -> dict[tuple[int, str], Wrs]:
+    spec = read_workloads(packaged_spec_dir())
+    return {(k, h): [(w.op, w.region, w.value, w.signaled) for w in spec.program_of(k, h)]
+            for k in spec.programs for h in ("A", "B") if spec.program_of(k, h)}
+
+
+# Each direction of every workload as a one-way program: host h's WRs to its peer (A's
+# Program(k), B's BProgram(k)). Both hosts run the same protocol for their own WRs, so a
+# two-way run is two runs of the relation, one per direction, each about its sender's
+# WRs and the receiver's region 1 (tests/proofs/test_agreement.py checks that on the
+# model's runs).
+DIRECTIONS: dict[tuple[int, str], Wrs] = _directions()
+
+# The workloads where B posts no WR: A's direction is the whole workload.
+WORKLOADS: dict[int, Wrs] = {k: prog for (k, h), prog in DIRECTIONS.items()
+                             if h == "A" and (k, "B") not in DIRECTIONS}
 
 _ = READ  # every op of Workloads.tla is in OPS; READ changes nothing here

@@ -313,9 +313,22 @@ class Actions:
                     {"a2": t.a2}))
         return out
 
+    # -- the host's other direction ----------------------------------------------------------
+    def host(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """A host fails over as a whole (Failover.tla's Trigger(h) moves its send and its
+        receive side): with two-way traffic, A's send side can be triggered by A's own
+        receive WRs' flush, and B's receive side by B's own sends' error, with nothing of
+        this direction to poll. Either needs that host's default QP in the error state
+        (what flushed them); the peer's counter is the other trigger, above."""
+        s = self.s
+        return [("Trigger(A) by A's receive side", z3.And(s.layerA == DEFAULT, z3.Not(s.qpA1)),
+                 self.trigger_a()),
+                ("Trigger(B) by B's send side", z3.And(s.layerB == DEFAULT, z3.Not(s.qpB1)),
+                 self.trigger_b())]
+
     def all(self) -> list[tuple[str, z3.BoolRef, Updates]]:
         return (self.post_send() + self.post_recv() + self.path1() + self.poll_a()
-                + self.poll_b() + self.progress() + self.path2())
+                + self.poll_b() + self.progress() + self.path2() + self.host())
 
 
 def transitions(p: Program, d: ReplayPolicy, s: AbstractState,

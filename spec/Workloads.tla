@@ -76,12 +76,14 @@ Program(k) ==
 (* B's program: what B's application posts to A. Two-way workloads:      *)
 (* 7: ping-pong (ibv_rc_pingpong): A's SEND, B's SEND in reply.          *)
 (* 8: NCCL's pattern: A's Simple-protocol round (WRITE, WRITE_WITH_IMM)   *)
-(*    while B's clear-to-send for the next round (the entry written into  *)
-(*    A's region 2, then a WRITE_WITH_IMM) goes the other way.            *)
+(*    while B's clear-to-send for the next round goes the other way: one  *)
+(*    RDMA WRITE of the entry into A's region 1, as net_ib's PostFifo     *)
+(*    posts it (no notification: A's proxy polls the region), signaled    *)
+(*    (PostFifo signals one post in a window so that its queue drains).   *)
 (***************************************************************************)
 BProgram(k) ==
     CASE k = 7 -> << Reply(WR("SEND", 0, 2, TRUE, 1), 1) >>
-      [] k = 8 -> << WR("WRITE", 2, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 8 -> << WR("WRITE", 1, 1, TRUE, 0) >>
       [] OTHER -> << >>
 
 ProgramOf(k, h) == IF h = "A" THEN Program(k) ELSE BProgram(k)
