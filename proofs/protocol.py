@@ -26,8 +26,10 @@ Abstraction (docs/proofs.md, "The protocol encoding", says it in full):
   packets, at any time, any number of retries), the backup path healthy, no fail-back
   (designs.toml's `small` bound, without its limits on drops and retries). One region
   (Workloads.tla has two) and no stores of B's application (StoresOf). Any program of N
-  WRs: ops, signaled flags, regions and values are symbolic. B sends no application
-  traffic (as in the spec).
+  WRs: ops, signaled flags, regions and values are symbolic. One direction: A's WRs to B.
+  A two-way run is two runs of this relation, one per direction (each host is the "A" of
+  its own WRs); what couples them is that a host fails over as a whole, which `host`
+  adds: either side may fail over when its host's default QP is in the error state.
 
 This module is the relation: the replay policies, Init, the actions and Next. The
 programs are `programs`, the abstract state and its queues `abstract_state`, the

@@ -25,10 +25,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from shift.differential import CHANNELS, Bridge, gap, judge, kept_invariants, wr_of
+from shift.differential import CHANNELS, Bridge, gap, judge, kept_invariants
 from shift.model.next import Model
 from shift.model.observable import notes
-from shift.model.state import WRITERS, State, notes_before, num_notes
+from shift.model.state import SUCCESS, WRITERS, State, notes_before, num_notes
 from shift.vocabulary import HOSTS, PATHS, Event
 
 FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is possible
@@ -69,25 +69,30 @@ class ValidationResult:
 
 
 class Scheduler:
-    """Picks the implementation's next call at random, within the bound's environment."""
+    """Picks the implementation's next call at random, within the bound's environment.
+    Both hosts post their programs (A's Program(k), B's BProgram(k)) and the receive WRs
+    their peer's notifications need."""
 
     def __init__(self, model: Model, bridge: Bridge, rng: random.Random):
         self.b, self.bridge, self.rng = model.bound, bridge, rng
-        self.program = bridge.program
-        self.posted = self.recv_posted = self.faults = self.drops = 0
+        self.programs = bridge.programs
+        self.posted, self.recv_posted = [0, 0], [0, 0]
+        self.faults = self.drops = 0
 
     def candidates(self) -> tuple[list[Event], list[Event]]:
         """(ordinary calls, faults) possible now, as events of the vocabulary."""
         fab, b = self.bridge.fabric, self.b
         calls = [Event(n, (h,)) for n in ("PollCq", "Progress") for h in HOSTS]
-        calls += [Event("Transmit", ("A", p)) for p in PATHS]
-        if self.posted < len(self.program) and self.may_post(self.posted + 1):
-            calls.append(Event("PostSend", ("A", self.posted + 1)))
-        if self.recv_posted < num_notes(self.program):
-            calls.append(Event("PostRecv", ("B", self.recv_posted + 1)))
+        calls += [Event("Transmit", (h, p)) for h in HOSTS for p in PATHS]
+        for i, h in enumerate(HOSTS):
+            w = self.posted[i] + 1
+            if w <= len(self.programs[i]) and self.may_post(i, w):
+                calls.append(Event("PostSend", (h, w)))
+            if self.recv_posted[i] < num_notes(self.programs[1 - i]):
+                calls.append(Event("PostRecv", (h, self.recv_posted[i] + 1)))
         busy = {(p, d) for p, d in CHANNELS if fab.wire(p, d) > 0}
         calls += [Event("Deliver", c) for c in sorted(busy)]
-        calls += [Event("Timeout", ("A", p)) for p in PATHS
+        calls += [Event("Timeout", (h, p)) for h in HOSTS for p in PATHS
                   if (p, "AtoB") not in busy and (p, "BtoA") not in busy]
         if b.recover:
             calls += [Event("LinkUp", (p,)) for p in PATHS]
@@ -101,16 +106,26 @@ class Scheduler:
                 faults += [Event("NicFail", (h, p)) for h in HOSTS]
         return calls, faults
 
-    def may_post(self, w: int) -> bool:
-        """The application's own flow control (NCCL's, as the spec's `CanPost`): a
-        notification only once B posted its receive WR; a WR writing a region only once
-        B's application took every notification posted before it (buffer reuse)."""
-        x = self.program[w - 1]
-        if x.note > 0 and self.recv_posted < x.note:
+    def taken(self, i: int) -> int:
+        """How many notifications host i's application took, as the implementation
+        reports them."""
+        obs = self.bridge.conn.observe()
+        return len(notes(obs) if i == 1 else [e for e in obs.rcv_seen_a
+                                              if e.status == SUCCESS])
+
+    def may_post(self, i: int, w: int) -> bool:
+        """The application's own flow control, the spec's `CanPost`: a notification only
+        once the peer posted its receive WR; a WR writing a region only once the peer's
+        application took every notification posted before it (buffer reuse); a reply
+        only once this host took the notifications it answers."""
+        prog = self.programs[i]
+        x = prog[w - 1]
+        if x.note > 0 and self.recv_posted[1 - i] < x.note:
             return False
-        if x.op not in WRITERS or x.region == 0:
-            return True
-        return len(notes(self.bridge.conn.observe())) >= notes_before(self.program, w - 1)
+        if x.op in WRITERS and x.region != 0 \
+                and self.taken(1 - i) < notes_before(prog, w - 1):
+            return False
+        return self.taken(i) >= x.after
 
     def pick(self) -> Event:
         calls, faults = self.candidates()
@@ -122,13 +137,14 @@ class Scheduler:
         """Make the call; whether the implementation did anything (posts always count:
         the application made them)."""
         c, n = self.bridge.conn, ev.name
-        if n == "PostSend":
-            self.posted += 1
-            c.post_send("A", wr_of(self.program, self.posted))
-            return True
-        if n == "PostRecv":
-            self.recv_posted += 1
-            c.post_recv("B", self.recv_posted)
+        if n in ("PostSend", "PostRecv"):
+            i = HOSTS.index(ev.args[0])
+            if n == "PostSend":
+                self.posted[i] += 1
+                self.bridge.apply(ev)
+            else:
+                self.recv_posted[i] += 1
+                c.post_recv(ev.args[0], ev.args[1])
             return True
         if n in ("PollCq", "Progress", "Transmit"):
             return self.bridge.acts(ev)
@@ -147,7 +163,7 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
     """A run of the implementation of `model`'s design at its bound: up to `length`
     recorded steps, each chosen by a scheduler seeded with `seed`."""
     bridge = Bridge(model.design.name, model.bound.max_retries, model.bound.program(workload),
-                    recover=model.bound.recover)
+                    recover=model.bound.recover, peer_program=model.bound.bprogram(workload))
     rng = random.Random(seed)
     sched = Scheduler(model, bridge, rng)
     steps: list[Step] = []

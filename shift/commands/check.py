@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from shift import report
@@ -123,6 +124,28 @@ def named_workloads_exist(catalog: Catalog, bound: Bound) -> None:
             workloads.program(k, bound.name)
 
 
+def explorer_pool(jobs: int) -> Executor:
+    """Where the explorer's designs run: a thread beside TLC, or processes of their own
+    (spawned: a fork of a process with threads is unsafe)."""
+    if jobs <= 1:
+        return ThreadPoolExecutor(max_workers=1)
+    return ProcessPoolExecutor(max_workers=jobs,
+                               mp_context=multiprocessing.get_context("spawn"))
+
+
+def print_progress(line: str) -> None:
+    print(f"[check] {line}", file=sys.stderr, flush=True)
+
+
+def explore_design(catalog: Catalog, d: Design, bound: Bound, out: Path,
+                   quiet: bool) -> tuple[list[CellVerdict], float]:
+    """One design's verdicts from the explorer, and its wall time (in a worker process:
+    its arguments and results are pickled, its progress goes straight to stderr)."""
+    t0 = time.monotonic()
+    cells = explorer.check_design(catalog, d, bound, out, None if quiet else print_progress)
+    return cells, time.monotonic() - t0
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("check", help="model-check designs and print the trilemma table",
                        description=__doc__)
@@ -139,7 +162,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "with its chart and narration (DIR/index.html)")
     p.add_argument("--spec-dir", type=Path, metavar="DIR",
                    help="check this copy of the specification instead of the packaged one")
-    p.add_argument("--jobs", type=int, default=2, help="TLC processes at once (default 2)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="designs checked at once: TLC processes, or explorer processes when "
+                        "no design runs on TLC (default 2)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="TLC workers per process (default: the cores shared among the "
                         "processes); 1 makes each counterexample a shortest one")
@@ -204,14 +229,21 @@ def run(args: argparse.Namespace) -> int:
         out = fn(catalog, d, bound, args.out, *rest)
         walls[d.name] = walls.get(d.name, 0.0) + time.monotonic() - t0
         return out
-    # The explorer runs in a thread of its own, beside the TLC processes.
+    # The explorer runs in a thread of its own beside the TLC processes; alone, in up to
+    # --jobs processes of its own (one design each: an exploration is single-threaded).
+    explorer_jobs = 1 if on_tlc else min(args.jobs, len(on_model))
     with ThreadPoolExecutor(max_workers=args.jobs) as pool, \
-            ThreadPoolExecutor(max_workers=1) as mine:
+            explorer_pool(explorer_jobs) as mine:
         futures = [pool.submit(timed, check_design, d, workers, args.heap, progress)
                    for d in on_tlc]
-        explored = [mine.submit(timed, explorer.check_design, d, progress) for d in on_model]
+        explored = [mine.submit(explore_design, catalog, d, bound, args.out, args.quiet)
+                    for d in on_model]
         tlc: list[CellVerdict] = [v for f in futures for v in f.result()]
-        model: list[CellVerdict] = [v for f in explored for v in f.result()]
+        model: list[CellVerdict] = []
+        for d, f in zip(on_model, explored, strict=True):
+            cells, wall = f.result()
+            walls[d.name] = walls.get(d.name, 0.0) + wall
+            model += cells
     verdicts = explorer.merge(tlc, model)
     verdicts.sort(key=lambda v: [d.name for d in designs].index(v.design))
     for v in verdicts:

@@ -17,7 +17,7 @@ from shift.differential import DESIGNS
 from shift.validation import Recording, Step, describe, record, validate
 
 RUNS = 200  # recorded runs per design and bound
-BOUNDS = ("default", "large")
+BOUNDS = ("default", "large", "twoway")  # default and twoway: B posts WRs too
 
 
 @pytest.mark.parametrize("bound", BOUNDS)
@@ -25,12 +25,15 @@ BOUNDS = ("default", "large")
 def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> None:
     model = Model.load(design, bound)
     seen: Counter[str] = Counter()
+    posts: Counter[tuple[str, str]] = Counter()  # (event, host) of the applications' posts
     modes: set[str] = set()
     for seed in range(RUNS):
         rec = record(model, model.bound.workloads[seed % len(model.bound.workloads)], seed)
         result = validate(model, rec)
         assert result.ok, f"seed {seed}\n{describe(rec)}\n{result.failure}"
         seen.update(s.event.name for s in rec.steps[:result.checked])
+        posts.update((s.event.name, s.event.args[0]) for s in rec.steps[:result.checked]
+                     if s.event.name.startswith("Post"))
         modes |= {v for s in rec.steps for f in ("sendMode", "recvMode")
                   for v in s.observation[f].values()}
     # The scheduler reaches what matters: faults with traffic, timeouts, failovers.
@@ -38,6 +41,9 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
     assert seen["Timeout"] > 0 and seen["Deliver"] > 100, seen
     if design != "NoFailover":
         assert {"Fallback", "Moving"} <= modes, modes
+    # Both hosts are peers where the bound has two-way workloads.
+    if any(model.bound.bprogram(k) for k in model.bound.workloads):
+        assert posts[("PostSend", "B")] > 0 and posts[("PostRecv", "A")] > 0, posts
 
 
 @pytest.fixture(scope="module")
