@@ -228,7 +228,8 @@ def test_random_runs_skip_a_one_sided_wr_before_a_received_notification() -> Non
                            for w in set(s.pending[0]) - set(t.pending[0]))
                    for s, t in itertools.pairwise(r.states))
 
-    runs = random_runs(model, 200, 4)
+    # 30 runs per workload of the bound (eight at default)
+    runs = random_runs(model, 30 * len(model.bound.workloads), 4)
     assert all(r.ok for r in runs), next(D.report(model, r) for r in runs if not r.ok)
     assert sum(map(skips_one_sided, runs)) >= 5
 
