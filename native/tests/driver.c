@@ -1925,7 +1925,8 @@ int main(void)
             runs += test_backend_faults(fl[i], EIO);    /* a path's error to a post */
             runs += test_backend_faults(fl[i], ENOMEM); /* the application's */
         }
-        printf("backend faults: %d runs (host x op x call), %d failed\n", runs, failures - f0);
+        fprintf(stderr, "backend faults: %d runs (host x op x call), %d failed\n", runs,
+                failures - f0);
     }
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
