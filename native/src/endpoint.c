@@ -248,7 +248,11 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     uint64_t out = 0, held = 0;
     if (e->direct) {
         uint64_t notes, sq_out;
-        direct_count(e, &sq_out, &notes);
+        /* a send queue the backend cannot read: the query fails, as ibv_query_qp
+         * would (nothing changed; *info is not to be used) */
+        int err = direct_count(e, &sq_out, &notes);
+        if (backend_error(e, err))
+            return err;
         direct_sync(e, notes); /* the query brings the count up to date */
         info->sends_completed = e->st.sends_completed;
         if (is_req(e))

@@ -17,6 +17,7 @@
 #include <string.h>
 
 static int clear_rq2(ep_s *e);
+static void fail_all(ep_s *e, int status, int path);
 
 static int atomic_op(int op)
 {
@@ -32,11 +33,13 @@ static int fails_back(const ep_s *e)
 
 /* The counter taken at the last Handshake, to the peer over the backup path. A dead NIC
  * or a QP in ERR sends nothing (ctl_send fails): the counter is lost, as the spec's
- * Handshake puts nothing on the wire then; the control timer may send it again. */
+ * Handshake puts nothing on the wire then; the control timer may send it again (and
+ * gives up, with the error to the application, after ctl_retries). Any other failure of
+ * ctl_send is the same loss: the layer cannot tell them apart. */
 static void send_counter(ep_s *e, int want_reply)
 {
     ctl_msg m = {CTL_MAGIC, CTL_COUNTER, (uint8_t)want_reply, 0, e->ctr_seq, 0, e->ctr_sent};
-    if (e->ops->ctl_send(e->ctx, e->qp[2], &m, sizeof m) == 0)
+    if (!backend_error(e, e->ops->ctl_send(e->ctx, e->qp[2], &m, sizeof m)))
         e->st.ctl_sent++;
 }
 
@@ -50,8 +53,10 @@ static void send_counter(ep_s *e, int want_reply)
 static void drain(ep_s *e, int path)
 {
     struct shift_wc wc;
-    int good = 1;
-    while (poll_one(e, path, &wc) == 1) {
+    int good = 1, n;
+    /* a poll that fails ends the drain (counted): what the CQ still holds is stale to
+     * the layer from now on (its WRs are replayed, or flushed, and completed once) */
+    while ((n = poll_one(e, path, &wc)) == 1) {
         int recv = (wc.opcode & SHIFT_WC_RECV) != 0;
         if (!recv && wc.wr_id == PROBE_ID && !e->direct)
             continue;
@@ -78,6 +83,7 @@ static void drain(ep_s *e, int path)
             buf_push(e, &wc);
         }
     }
+    backend_error(e, n < 0);
     pend_gc(e);
     rpend_gc(e);
 }
@@ -91,7 +97,7 @@ static int post_backup(ep_s *e, pend_t *p)
     int err = post_pend(e, p, 2, 0);
     if (err && e->send_mode != SHIFT_STATE_ERROR) {
         /* (if even the move to ERR fails, the post below fails too: reported below) */
-        if (e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0) == 0)
+        if (!backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0)))
             err = post_pend(e, p, 2, 0);
         e->send_mode = SHIFT_STATE_ERROR;
         e->err_path = 2;
@@ -169,8 +175,13 @@ void trigger(ep_s *e, int status)
      * are here): the failover goes on, as it must; the drain takes what the CQ holds. */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0));
     drain(e, 1);
-    if (e->direct)
-        materialize(e);
+    if (e->direct && backend_error(e, materialize(e))) {
+        /* the send queue cannot be read back: the WRs to replay are not all known, and
+         * no failover can be safe. The endpoint dies as after a device's fatal error:
+         * what the layer knows completes in error, the rest has no completion. */
+        fail_all(e, status, 1);
+        return;
+    }
     e->epoch++;
     e->st.failovers++;
     e->probing = 0;
@@ -205,6 +216,14 @@ static void give_up(ep_s *e, int status)
     /* (a failed move to ERR: the drain below takes what the CQ holds all the same) */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0));
     drain(e, 2);
+    fail_all(e, status, 2);
+}
+
+/* The endpoint dies with path's QP its last (give_up, or a send queue that cannot be
+ * read back): the send side's outstanding WRs fail (the first with status), the
+ * receive WRs come back flushed, from the layer's records. */
+static void fail_all(ep_s *e, int status, int path)
+{
     int first = 1;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         pend_t *p = &e->pq[s & e->pmask];
@@ -225,7 +244,7 @@ static void give_up(ep_s *e, int status)
         r->flags |= PF_DONE;
     }
     rpend_gc(e);
-    go_dead(e, 2);
+    go_dead(e, path);
 }
 
 /* ------------------------------------------------------- the steps --------- */
@@ -326,8 +345,11 @@ static void replay(ep_s *e)
 static void discard_cq1(ep_s *e)
 {
     struct shift_wc wc;
-    while (poll_backend(e, 1, 1, &wc) == 1)
+    int r;
+    while ((r = poll_backend(e, 1, 1, &wc)) == 1)
         ;
+    /* (a failed poll leaves some: stale to take_send and take_recv, which drop them) */
+    backend_error(e, r < 0);
 }
 
 /* spec: Reconnect(h, D). The default path is healthy again: the connection manager
@@ -337,12 +359,15 @@ static void discard_cq1(ep_s *e)
  * The connection manager's view of the pair is the backend's query_pair; a backend
  * without it has only this end: it resets whenever it fails back. The wire probe
  * (SHIFT_EP_WIRE_PROBE, not in the spec: its reconnect is the probe) follows only this
- * endpoint's own reset: a pair the peer re-established is the peer's to probe. */
+ * endpoint's own reset: a pair the peer re-established is the peer's to probe.
+ * A backend call that fails here (counted) leaves the send side in Fallback on the
+ * backup path, which serves the application: the next progress tries again. */
 static int reconnect(ep_s *e)
 {
     unsigned pair = 0;
     if (e->ops->query_pair) {
-        if (e->ops->query_pair(e->ctx, e->qp[1], &pair) != 0 || !(pair & SHIFT_PAIR_HEALTHY))
+        if (backend_error(e, e->ops->query_pair(e->ctx, e->qp[1], &pair)) ||
+            !(pair & SHIFT_PAIR_HEALTHY))
             return SHIFT_STEP_NONE;
         if (pair & SHIFT_PAIR_READY) {
             e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
@@ -353,7 +378,7 @@ static int reconnect(ep_s *e)
     }
     if (e->recv_mode == SHIFT_RECV_DEFAULT)
         return SHIFT_STEP_NONE;
-    if (e->ops->reset_qp(e->ctx, e->qp[1]) != 0)
+    if (backend_error(e, e->ops->reset_qp(e->ctx, e->qp[1])))
         return SHIFT_STEP_NONE;
     discard_cq1(e);
     if (e->attr.flags & SHIFT_EP_WIRE_PROBE) {
@@ -361,7 +386,7 @@ static int reconnect(ep_s *e)
         probe.wr_id = PROBE_ID;
         probe.opcode = SHIFT_WR_RDMA_WRITE;
         probe.send_flags = SHIFT_SEND_SIGNALED;
-        if (e->ops->post_send(e->ctx, e->qp[1], &probe, NULL) != 0)
+        if (backend_error(e, e->ops->post_send(e->ctx, e->qp[1], &probe, NULL)))
             return SHIFT_STEP_NONE;
         e->probing = 1;
         e->probe_status = -1;
@@ -377,10 +402,12 @@ static int reconnect(ep_s *e)
 static int probe_check(ep_s *e)
 {
     struct shift_wc wc;
+    int r = 0;
     while (e->probe_status < 0 && e->recv_mode != SHIFT_RECV_DEFAULT &&
-           poll_backend(e, 1, 1, &wc) == 1)
+           (r = poll_backend(e, 1, 1, &wc)) == 1)
         if (wc.wr_id == PROBE_ID && !(wc.opcode & SHIFT_WC_RECV))
             e->probe_status = wc.status;
+    backend_error(e, r < 0); /* (the next progress reads on) */
     if (e->probe_status < 0)
         return SHIFT_STEP_NONE;
     e->probing = 0;
@@ -404,7 +431,10 @@ static int fence_done(ep_s *e)
 static void release(ep_s *e)
 {
     ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, 0, 0, 0};
-    if (e->ops->ctl_send(e->ctx, e->qp[1], &m, sizeof m) == 0)
+    /* a notice the backend refuses is lost as on a dead path (counted): the peer's
+     * receive WRs stay on the backup QP, this side's next notification on the default
+     * path finds none there, fails (RNR), and the failover that follows re-aligns both */
+    if (!backend_error(e, e->ops->ctl_send(e->ctx, e->qp[1], &m, sizeof m)))
         e->st.ctl_sent++;
     e->send_mode = SHIFT_STATE_DEFAULT;
     e->has_fence = 0;
@@ -460,13 +490,17 @@ static int clear_rq2(ep_s *e)
     if (backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0)))
         return 1;
     struct shift_wc wc;
-    while (poll_backend(e, 2, 1, &wc) == 1) {
+    int n;
+    while ((n = poll_backend(e, 2, 1, &wc)) == 1) {
         rpend_t *r = (wc.opcode & SHIFT_WC_RECV) ? rpend_at(e, wc.wr_id) : NULL;
         if ((wc.opcode & SHIFT_WC_RECV) &&
             (!r || (r->flags & PF_DONE) || r->where != W_BACKUP))
             continue; /* a stale receive's flush */
         q2_push(e, &wc);
     }
+    /* (a failed poll leaves some in the backend's CQ: the application's poll takes the
+     * sends' in order after q2, and drops the stale receives' flushes) */
+    backend_error(e, n < 0);
     e->stale_rq2 = 0;
     if (st == SHIFT_QPS_RTS)
         backup_qp_back(e, rq_psn, sq_psn);

@@ -245,9 +245,9 @@ INTERNAL int settle_report(ep_s *e, pend_t *p, const struct shift_wc *wc, int re
 INTERNAL int post_pend(ep_s *e, pend_t *p, int path, int nodb);
 INTERNAL int post_rpend(ep_s *e, rpend_t *r, int path);
 INTERNAL void pend_fill(pend_t *p, const struct shift_send_wr *w, uint64_t seq);
-INTERNAL void direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes);
+INTERNAL int direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes);
 INTERNAL void direct_sync(ep_s *e, uint64_t nnotes);
-INTERNAL void materialize(ep_s *e);
+INTERNAL int materialize(ep_s *e);
 /* failover.c: the failover starts (from a failed post or an error completion) */
 INTERNAL void trigger(ep_s *e, int status);
 /* the connection dies (application error): both sides stop, as a plain RC QP in ERR */

@@ -6,6 +6,7 @@
  */
 #include "layer.h"
 
+#include <errno.h>
 #include <string.h>
 
 static int wc_op(int op)
@@ -69,8 +70,10 @@ void q2_push(ep_s *e, const struct shift_wc *wc)
 void q2_absorb(ep_s *e)
 {
     struct shift_wc wc;
-    while (e->q2tail - e->q2head <= e->q2mask && poll_backend(e, 2, 1, &wc) == 1)
+    int r = 0;
+    while (e->q2tail - e->q2head <= e->q2mask && (r = poll_backend(e, 2, 1, &wc)) == 1)
         q2_push(e, &wc);
+    backend_error(e, r < 0); /* (what is left follows q2 in the application's poll) */
 }
 
 void buf_recv(ep_s *e, uint64_t app_id, int status)
@@ -196,17 +199,19 @@ void pend_fill(pend_t *p, const struct shift_send_wr *w, uint64_t seq)
 
 /* The WRs the default QP's send queue still holds for the layer (direct mode): how
  * many are outstanding (no polled completion covers them) and how many of those
- * and of the ones an error covers are notifications. */
-void direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes)
+ * and of the ones an error covers are notifications. 0, or the backend's error (a
+ * positive errno) if it could not read the send queue to its end. */
+int direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes)
 {
     struct shift_send_wr w;
-    int r;
+    int r = 0;
     *outstanding = *notes = 0;
     for (uint32_t i = 0; i < e->pcap && (r = e->ops->sq_pending(e->ctx, e->qp[1], i, &w)) >= 0;
          i++) {
         *outstanding += r == 0;
         *notes += (uint64_t)two_sided(w.opcode);
     }
+    return r < 0 && r != -ENOENT ? -r : 0;
 }
 
 /* Direct mode: the notifications known complete are those posted that the send queue
@@ -222,12 +227,16 @@ void direct_sync(ep_s *e, uint64_t nnotes)
 }
 
 /* Leave direct mode at a failure (after the drain): the WRs the default QP's send
- * queue holds become pending entries, as post_fast would have made them. */
-void materialize(ep_s *e)
+ * queue holds become pending entries, as post_fast would have made them. 0, or the
+ * backend's error (a positive errno) if it could not read the send queue to its end:
+ * the WRs past the one it failed at are unknown to the layer (the caller kills the
+ * endpoint). */
+int materialize(ep_s *e)
 {
     struct shift_send_wr w;
     uint64_t notes = 0, first = e->ptail;
-    for (uint32_t i = 0; i < e->pcap && e->ops->sq_pending(e->ctx, e->qp[1], i, &w) >= 0;
+    int r = 0;
+    for (uint32_t i = 0; i < e->pcap && (r = e->ops->sq_pending(e->ctx, e->qp[1], i, &w)) >= 0;
          i++) {
         if (shift_send_wr_check(&w, SHIFT_MAX_INLINE))
             break; /* not a WR the layer could have posted: read no further */
@@ -246,4 +255,5 @@ void materialize(ep_s *e)
         e->notes_posted = e->cum_done + notes;
     }
     e->direct = 0;
+    return r < 0 && r != -ENOENT ? -r : 0;
 }

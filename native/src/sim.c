@@ -15,6 +15,7 @@ typedef struct sim_ctx {
     shift_ep ep;
     struct sim_ctx *peer;   /* the other host's endpoint: the connection manager's view */
     struct { uint32_t after; int err; } fault[SHIFT_OP_COUNT]; /* shift_sim_fail_op */
+    uint64_t calls[SHIFT_OP_COUNT]; /* the endpoint's calls of each op (tests) */
 } sim_ctx;
 
 typedef struct conn_s {
@@ -28,6 +29,7 @@ typedef struct conn_s {
 static int fault(void *c, int op)
 {
     sim_ctx *x = c;
+    x->calls[op]++;
     if (!x->fault[op].err)
         return 0;
     if (x->fault[op].after) {
@@ -363,4 +365,12 @@ int shift_sim_fail_op(shift_conn ch, int host, int op, uint32_t after, int err)
     c->ctx[host].fault[op].after = after;
     c->ctx[host].fault[op].err = err;
     return 0;
+}
+
+uint64_t shift__sim_calls(struct shift_conn_opaque *ch, int host, int op)
+{
+    conn_s *c = conn_get(ch);
+    if (!c || (host != 0 && host != 1) || op < 0 || op >= SHIFT_OP_COUNT)
+        return 0;
+    return c->ctx[host].calls[op];
 }

@@ -5,6 +5,7 @@
  * first failed check. tests/impl/test_impl_sanitizers.py runs it.
  */
 #include "shift_sim.h"
+#include "internal.h" /* shift__sim_calls: the backend calls a scenario makes */
 
 #include <errno.h>
 #include <stdio.h>
@@ -1664,6 +1665,223 @@ static void test_layer_direct_each_post_eio(void)
     lay_close(&L);
 }
 
+/* ---------------------------------------------- every backend result, failed ---- */
+/* A scenario with a failover (handshake, replay) and a fail-back, run once with every
+ * backend call it makes failing in turn: for each host, each op shift_sim_fail_op can
+ * fail, and each call index the scenario reaches (counted by the clean run), the one
+ * call fails with err. Every entry point must return a documented value, each
+ * completion must come once and name a WR that was posted, and at the end the query
+ * must account for every WR: the role's side's outstanding WRs plus the completions
+ * the application saw make up what it posted (none is lost), and a side that is not in
+ * Error has none left. ASan checks that closing the connection frees everything. */
+
+typedef struct {
+    lay_t L;
+    uint64_t acc_send[2], acc_recv[2], seen_send[2], seen_recv[2];
+    uint8_t seen[2][256];   /* per application wr_id: completions seen */
+    uint8_t posted[2][256];
+    int bad;                /* a check failed (reported once per run) */
+} fi_t;
+
+#define FI_CHECK(F, c)                                                                   \
+    do {                                                                                 \
+        if (!(c) && !(F)->bad) {                                                         \
+            (F)->bad = 1;                                                                \
+            fprintf(stderr, "%s:%d: FI_CHECK failed: %s\n", __FILE__, __LINE__, #c);     \
+        }                                                                                \
+    } while (0)
+
+static int fi_errno(int r) { return r == 0 || (r > 0 && r < 4096); }
+static int fi_count(int r, int max) { return r >= -4095 && r <= max; }
+
+static void fi_send(fi_t *F, int h, uint64_t id, int op)
+{
+    lay_t *L = &F->L;
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    w.wr_id = id;
+    w.opcode = op;
+    w.send_flags = SHIFT_SEND_SIGNALED;
+    w.num_sge = 1;
+    w.sg.addr = (uint64_t)(uintptr_t)L->mem[h] + 8 * (id % 32);
+    w.sg.length = 8;
+    w.sg.lkey = L->k[h].lkey;
+    w.remote_addr = (uint64_t)(uintptr_t)L->mem[1 - h] + 512 + 8 * (id % 32);
+    w.rkey = L->k[1 - h].rkey;
+    w.imm_data = (uint32_t)id;
+    struct shift_send_wr *bad = NULL;
+    int r = shift_post_send(L->ep[h], &w, &bad);
+    FI_CHECK(F, fi_errno(r));
+    FI_CHECK(F, r ? bad == &w : bad == NULL);
+    if (r == 0) {
+        F->acc_send[h]++;
+        F->posted[h][id & 255] = 1;
+    }
+}
+
+static void fi_recv(fi_t *F, int h, uint64_t id)
+{
+    lay_t *L = &F->L;
+    struct shift_recv_wr w = {id, NULL, {0, 0, 0}, 1};
+    w.sg.addr = (uint64_t)(uintptr_t)L->mem[h] + 1024 + 8 * (id % 32);
+    w.sg.length = 8;
+    w.sg.lkey = L->k[h].lkey;
+    struct shift_recv_wr *bad = NULL;
+    int r = shift_post_recv(L->ep[h], &w, &bad);
+    FI_CHECK(F, fi_errno(r));
+    if (r == 0) {
+        F->acc_recv[h]++;
+        F->posted[h][id & 255] = 1;
+    }
+}
+
+static void fi_take(fi_t *F, int h, const struct shift_wc *wc)
+{
+    uint64_t id = wc->wr_id & 255;
+    FI_CHECK(F, wc->wr_id < 256 && F->posted[h][id] && !F->seen[h][id]);
+    F->seen[h][id]++;
+    if (wc->opcode & SHIFT_WC_RECV)
+        F->seen_recv[h]++;
+    else
+        F->seen_send[h]++;
+}
+
+/* wire, layers, applications' polls and (when quiet) both hosts' timers until quiet */
+static void fi_settle(fi_t *F, int timers)
+{
+    lay_t *L = &F->L;
+    for (int round = 0; round < 300; round++) {
+        int r = sn_pump(L->f, 100000), moved = r > 0;
+        FI_CHECK(F, r >= 0);
+        for (int h = 0; h < 2; h++) {
+            while ((r = shift_progress(L->ep[h])) > 0)
+                moved = 1;
+            FI_CHECK(F, fi_count(r, SHIFT_STEP_RELEASE));
+            struct shift_wc wc;
+            while ((r = shift_poll_step(L->ep[h], &wc)) > 0) {
+                moved = 1;
+                if (r == 1)
+                    fi_take(F, h, &wc);
+            }
+            FI_CHECK(F, fi_count(r, 2));
+        }
+        for (int h = 0; !moved && timers && h < 2; h++)
+            for (int p = 1; p <= 2; p++) {
+                r = shift_sim_timeout(L->c, h, p);
+                FI_CHECK(F, fi_count(r, 1));
+                moved |= r > 0;
+            }
+        if (!moved)
+            return;
+    }
+    FI_CHECK(F, 0); /* never quiet */
+}
+
+static const char *const fi_op_names[SHIFT_OP_COUNT] = {
+    "modify_qp", "query_qp", "reset_qp", "post_send", "post_recv", "ring",
+    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "query_pair"};
+
+/* the scenario; a fault on (host, op) at call index k if op >= 0 */
+static void fi_run(fi_t *F, unsigned flags, int host, int op, uint32_t k, int err,
+                   uint64_t calls[2][SHIFT_OP_COUNT])
+{
+    lay_t *L = &F->L;
+    memset(F, 0, sizeof *F);
+    struct sn_fabric_attr a = {0, 1, 7, 0};
+    CHECK(sn_fabric_create(&a, &L->f) == 0);
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 2, flags};
+    CHECK(shift_sim_connect(L->f, &ca, &L->c) == 0);
+    if (op >= 0)
+        CHECK(shift_sim_fail_op(L->c, host, op, k, err) == 0);
+    for (int h = 0; h < 2; h++) {
+        size_t size;
+        CHECK(shift_sim_ep(L->c, h, &L->ep[h]) == 0);
+        CHECK(sn_host_mem(L->f, h, &L->mem[h], &size) == 0);
+        int r = shift_sim_reg_mr(L->c, h, (uint64_t)(uintptr_t)L->mem[h], 4096, 15, &L->k[h]);
+        FI_CHECK(F, fi_errno(r));
+    }
+    /* failure-free traffic both ways */
+    for (uint64_t i = 0; i < 4; i++)
+        fi_recv(F, 1, 100 + i);
+    for (uint64_t i = 0; i < 3; i++)
+        fi_recv(F, 0, 100 + i);
+    fi_send(F, 0, 1, SHIFT_WR_RDMA_WRITE);
+    fi_send(F, 0, 2, SHIFT_WR_RDMA_WRITE_WITH_IMM);
+    fi_send(F, 1, 1, SHIFT_WR_SEND);
+    fi_settle(F, 0);
+    /* A's default NIC fails with WRs in flight both ways: failover, handshake, replay */
+    fi_send(F, 0, 3, SHIFT_WR_RDMA_WRITE);
+    fi_send(F, 0, 4, SHIFT_WR_SEND);
+    fi_send(F, 1, 2, SHIFT_WR_RDMA_WRITE_WITH_IMM);
+    CHECK(sn_nic_fail(L->f, 0, 1) == 1);
+    fi_send(F, 0, 5, SHIFT_WR_RDMA_WRITE_WITH_IMM);
+    fi_settle(F, 1);
+    fi_recv(F, 1, 104);
+    fi_send(F, 0, 6, SHIFT_WR_RDMA_WRITE_WITH_IMM);
+    fi_settle(F, 1);
+    /* it recovers: reconnect (probe), fence, release, the receives move back */
+    CHECK(sn_nic_recover(L->f, 0, 1) == 1);
+    fi_settle(F, 0);
+    fi_send(F, 0, 7, SHIFT_WR_RDMA_WRITE);
+    fi_settle(F, 0);
+    fi_send(F, 0, 8, SHIFT_WR_RDMA_WRITE_WITH_IMM);
+    fi_send(F, 1, 3, SHIFT_WR_SEND);
+    fi_settle(F, 1);
+    /* every WR accounted for */
+    for (int h = 0; h < 2; h++) {
+        struct shift_ep_info in;
+        int r = shift_ep_query(L->ep[h], &in);
+        FI_CHECK(F, fi_errno(r));
+        if (r) /* the backend could not read the send queue: once */
+            r = shift_ep_query(L->ep[h], &in);
+        FI_CHECK(F, r == 0);
+        FI_CHECK(F, in.buffered == 0);
+        if (h == 0) {
+            /* a dead endpoint whose send queue could not be read back lost the WRs it
+             * could not read (as after a device's fatal error): no more than those */
+            if (in.send_state == SHIFT_STATE_ERROR && op == SHIFT_OP_SQ_PENDING && host == 0)
+                FI_CHECK(F, in.outstanding + F->seen_send[0] <= F->acc_send[0]);
+            else if (in.send_state == SHIFT_STATE_ERROR)
+                FI_CHECK(F, in.outstanding + F->seen_send[0] == F->acc_send[0]);
+            else
+                FI_CHECK(F, in.outstanding + F->seen_send[0] == F->acc_send[0] &&
+                                in.outstanding == 0);
+        } else {
+            FI_CHECK(F, in.outstanding + F->seen_recv[1] == F->acc_recv[1]);
+        }
+        FI_CHECK(F, F->seen_send[h] <= F->acc_send[h] && F->seen_recv[h] <= F->acc_recv[h]);
+    }
+    for (int h = 0; calls && h < 2; h++)
+        for (int o = 0; o < SHIFT_OP_COUNT; o++)
+            calls[h][o] = shift__sim_calls(L->c, h, o);
+    CHECK(shift_sim_close(L->c) == 0);
+    CHECK(sn_fabric_destroy(L->f) == 0);
+}
+
+
+/* returns the number of (op, call) combinations run */
+static int test_backend_faults(unsigned flags, int err)
+{
+    static fi_t F; /* (large: not on the stack) */
+    uint64_t calls[2][SHIFT_OP_COUNT];
+    fi_run(&F, flags, 0, -1, 0, 0, calls);
+    CHECK(!F.bad);
+    int runs = 0;
+    for (int h = 0; h < 2; h++)
+        for (int op = 0; op < SHIFT_OP_COUNT; op++)
+            for (uint32_t k = 0; k < calls[h][op]; k++) {
+                fi_run(&F, flags, h, op, k, err, NULL);
+                runs++;
+                if (F.bad) {
+                    failures++;
+                    fprintf(stderr, "  backend fault: flags %u host %d %s call %u err %d\n",
+                            flags, h, fi_op_names[op], k, err);
+                }
+                checks++;
+            }
+    return runs;
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -1700,6 +1918,16 @@ int main(void)
     test_layer_probe_failed();
     test_layer_direct_post_eio();
     test_layer_direct_each_post_eio();
+    {
+        static const unsigned fl[] = {0, SHIFT_EP_COPY_POSTS, SHIFT_EP_WIRE_PROBE};
+        int runs = 0, f0 = failures;
+        for (int i = 0; i < 3; i++) {
+            runs += test_backend_faults(fl[i], EIO);    /* a path's error to a post */
+            runs += test_backend_faults(fl[i], ENOMEM); /* the application's */
+        }
+        fprintf(stderr, "backend faults: %d runs (host x op x call), %d failed\n", runs,
+                failures - f0);
+    }
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
