@@ -54,8 +54,8 @@ MUTANTS = [
            "src/layer.h", "    return r > n ? n : r;", "    return r;"),
     Mutant("negative-counter", "a negative receive counter from the peer is taken",
            "src/failover.c",
-           "(m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK) ||\n        m.count < 0)",
-           "(m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK))"),
+           "(m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK) ||\n        m->count < 0)",
+           "(m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK))"),
 ]
 
 
