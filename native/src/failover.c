@@ -624,18 +624,20 @@ int shift_timer(shift_ep h, int path)
  * received no more than were posted (NaiveReplay's replay may deliver one twice). */
 static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
 {
-    if (m->magic != CTL_MAGIC || (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK) ||
-        m->count < 0)
-        return 0; /* (a receive counter is never negative) */
+    if (m->magic != CTL_MAGIC || (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK))
+        return 0;
     if (m->want_reply > 1 || m->pad != 0 || m->pad2 != 0)
         return 0;
     if (m->kind == CTL_FAILBACK)
         return path == 1 && m->want_reply == 0 && m->seq == 0 && m->count == 0;
     if (path != 2 || m->seq == 0 || m->seq < e->peer_seq)
         return 0; /* stale: the peer numbered a later counter already */
-    if (m->seq == e->peer_seq ? m->count != e->peer_ctr : m->count < e->peer_ctr)
-        return 0;
-    return !is_shift(e) || (uint64_t)m->count <= e->notes_posted;
+    if (m->seq == e->peer_seq)
+        return m->count == e->peer_ctr; /* a retransmission (peer_ctr >= 0: seq > 0) */
+    /* a new receive counter: never negative, never smaller than the last, and (Shift,
+     * ShiftPrefix) never above the notifications posted */
+    return m->count >= 0 && m->count >= e->peer_ctr &&
+           (!is_shift(e) || (uint64_t)m->count <= e->notes_posted);
 }
 
 /* spec: DeliverControl(p, d) - the backend hands over a control message that arrived
