@@ -4,6 +4,7 @@ post sends and receives on the same QPs (two-way traffic)."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -403,6 +404,19 @@ class Connection:
         r = lib.shift_sim_timeout(self.handle, host_arg(host), path_arg(path))
         return event_result(r, "timeout") > 0
 
+    def ctl_input(self, host: str, path: int, msg: bytes) -> bool:
+        """A control message arrives at host on path, as the backend hands one over (not
+        an event of the vocabulary: a test's forged or damaged message). True if the layer
+        took it; False if it rejected it as a message the peer's layer could not have sent
+        (counted in `Stats.ctl_rejected`, nothing else changed)."""
+        if not isinstance(msg, bytes | bytearray):
+            raise TypeError(f"msg: bytes expected, got {type(msg).__name__}")
+        buf = ffi.new("char[]", bytes(msg))
+        r = lib.shift_ctl_input(self._eph(host), path_arg(path), buf, len(msg))
+        if r == -errno.EINVAL:  # rejected
+            return False
+        return event_result(r, "ctl_input") == 0
+
     def transmit(self, host: str, path: int) -> bool:
         return self._fabric.transmit(host, path)
 
@@ -499,7 +513,8 @@ class Connection:
         """Failover statistics of one host, or summed over both."""
         hosts = HOST_NAMES if host is None else (host,)
         tot = dict.fromkeys(("failovers", "replayed_wrs", "skipped_wrs", "refused_wrs",
-                             "failbacks", "ctl_sent", "ctl_received", "backup_state_bytes"), 0)
+                             "failbacks", "ctl_sent", "ctl_received", "backup_state_bytes",
+                             "ctl_rejected"), 0)
         for h in hosts:
             i = ffi.new("struct shift_ep_info *")
             check_errno(lib.shift_ep_query(self._eph(h), i), "shift_ep_query")
@@ -507,7 +522,7 @@ class Connection:
                 tot[k] += getattr(i, k)
         return Stats(tot["failovers"], tot["replayed_wrs"], tot["skipped_wrs"],
                      tot["refused_wrs"], tot["failbacks"], tot["ctl_sent"],
-                     tot["ctl_received"], tot["backup_state_bytes"])
+                     tot["ctl_received"], tot["backup_state_bytes"], tot["ctl_rejected"])
 
     def __enter__(self) -> Connection:
         return self

@@ -142,8 +142,9 @@ class Stats:
     refused: int
     failbacks: int
     ctl_sent: int
-    ctl_received: int
+    ctl_received: int  # control messages the layer took
     backup_state_bytes: int
+    ctl_rejected: int = 0  # control messages refused as not the peer's (shift_ctl_input)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ static void check_monotone(const struct shift_ep_info *a, const struct shift_ep_
     GROWS(failbacks);
     GROWS(ctl_sent);
     GROWS(ctl_received);
+    GROWS(ctl_rejected);
     GROWS(backend_errors);
 #undef GROWS
 }

@@ -52,10 +52,11 @@ MUTANTS = [
            "        if (0)\n            break;"),
     Mutant("poll-count-believed", "a poll count beyond what was asked is believed",
            "src/layer.h", "    return r > n ? n : r;", "    return r;"),
-    Mutant("negative-counter", "a negative receive counter from the peer is taken",
+    Mutant("negative-counter", "a negative (or any) new receive counter from the peer is taken",
            "src/failover.c",
-           "(m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK) ||\n        m.count < 0)",
-           "(m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK))"),
+           "    return m->count >= 0 && m->count >= e->peer_ctr &&\n"
+           "           (!is_shift(e) || (uint64_t)m->count <= e->notes_posted);",
+           "    return 1;"),
 ]
 
 

@@ -208,7 +208,8 @@ struct shift_ep_info {
     uint64_t refused_wrs;   /* WRs failed on purpose (atomic/ineligible in flight) */
     uint64_t failbacks;
     uint64_t ctl_sent;
-    uint64_t ctl_received;
+    uint64_t ctl_received;  /* control messages taken (shift_ctl_input returned 0) */
+    uint64_t ctl_rejected;  /* control messages refused as not the peer's (-EINVAL) */
     uint64_t backup_state_bytes; /* memory the layer keeps to be able to fail over */
     uint64_t backend_errors; /* backend calls that failed where the layer went on */
     /* both sides, as the spec has them per host */
@@ -216,6 +217,8 @@ struct shift_ep_info {
     int recv_state;         /* enum shift_recv_state (spec: recvMode) */
     int fresh;              /* has the peer's counter arrived since it was last used? */
     int asked;              /* did it send its counter first, awaiting the peer's answer? */
+    uint32_t peer_seq;      /* the sequence number of the last of the peer's counters it
+                             * took (0 before one) */
 };
 
 /* ---- the core API (verbs-like) ---- */
@@ -237,8 +240,18 @@ int shift_poll_step(shift_ep ep, struct shift_wc *wc);
 int shift_progress(shift_ep ep);
 /* The layer's control timer for path fired (handshake retransmission): 1 if it acted. */
 int shift_timer(shift_ep ep, int path);
-/* A control message from the peer arrived on path (called by the backend): 0, or
- * -EINVAL if it is not a well-formed control message of the layer. */
+/* A control message from the peer arrived on path (called by the backend): 0 if it
+ * was taken (ctl_received), or -EINVAL if it is not a message the peer's layer could
+ * have sent on that path to this endpoint as it is; such a message is counted
+ * (ctl_rejected) and changes nothing else. Rejected: a NULL msg or a len other than
+ * the message's (truncated or extended); a bad magic; an unknown kind; a field the
+ * sender sets to 0 that is not (padding; a fail-back notice's number and count), or a
+ * want_reply other than 0 or 1; a kind on the wrong path (counters on the backup path,
+ * fail-back notices on the default one); a counter numbered 0, or older than the last
+ * counter taken (stale); a counter that repeats the last number with another value,
+ * or a later one with a smaller value (a receive counter only grows); a negative
+ * counter; and, for Shift and ShiftPrefix, a counter above the notifications (two-sided
+ * sends) this endpoint posted, sends_posted. A bad handle is -EINVAL, counted nowhere. */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 const char *shift_state_name(int state);

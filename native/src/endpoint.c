@@ -238,6 +238,7 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->peer_ctr = e->peer_ctr;
     info->fresh = e->fresh;
     info->asked = e->asked;
+    info->peer_seq = e->peer_seq;
     info->replayed = e->replayed;
     info->probing = e->probing;
     info->has_fence = e->has_fence;

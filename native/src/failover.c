@@ -584,7 +584,7 @@ static void take_failback(ep_s *e)
  * if the peer still awaits an answer and this endpoint sent one, it sends it again. */
 static void take_counter(ep_s *e, const ctl_msg *m)
 {
-    if (m->seq <= e->peer_seq) {
+    if (m->seq == e->peer_seq) { /* (an older one is stale: ctl_valid) */
         if (m->want_reply && e->sent_ctr)
             send_counter(e, e->asked);
         return;
@@ -648,20 +648,51 @@ int shift_timer(shift_ep h, int path)
     return 1;
 }
 
+/* Is m a control message the peer's layer could have sent on path, to this endpoint as
+ * it is? The rule of shift.h: a counter travels on the backup path (send_counter), a
+ * fail-back notice on the default path (release), each with the fields the sender sets
+ * and nothing else; a counter is numbered from 1, never older than the last one taken
+ * (FIFO channel: a retransmission repeats the last number, and the value with it), and
+ * the peer's receive counter only grows. For Shift and ShiftPrefix, whose replay skips
+ * what it counts, it cannot exceed the notifications this endpoint posted: the peer
+ * received no more than were posted (NaiveReplay's replay may deliver one twice). */
+static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
+{
+    if (m->magic != CTL_MAGIC || (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK))
+        return 0;
+    if (m->want_reply > 1 || m->pad != 0 || m->pad2 != 0)
+        return 0;
+    if (m->kind == CTL_FAILBACK)
+        return path == 1 && m->want_reply == 0 && m->seq == 0 && m->count == 0;
+    if (path != 2 || m->seq == 0 || m->seq < e->peer_seq)
+        return 0; /* stale: the peer numbered a later counter already */
+    if (m->seq == e->peer_seq)
+        return m->count == e->peer_ctr; /* a retransmission (peer_ctr >= 0: seq > 0) */
+    /* a new receive counter: never negative, never smaller than the last, and (Shift,
+     * ShiftPrefix) never above the notifications posted */
+    return m->count >= 0 && m->count >= e->peer_ctr &&
+           (!is_shift(e) || (uint64_t)m->count <= e->notes_posted);
+}
+
 /* spec: DeliverControl(p, d) - the backend hands over a control message that arrived
- * on path (simnic: only at a live NIC whose QP is ready, the spec's `alive`). */
+ * on path (simnic: only at a live NIC whose QP is ready, the spec's `alive`). What is
+ * not a message of the peer's layer (ctl_valid) is counted (ctl_rejected) and changes
+ * nothing else. */
 int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
 {
     ep_s *e = ep_get(h);
     if (!e)
         return -EINVAL;
-    if ((path != 1 && path != 2) || !msg || len != sizeof(ctl_msg))
-        return -EINVAL;
     ctl_msg m;
+    if ((path != 1 && path != 2) || !msg || len != sizeof m) {
+        e->st.ctl_rejected++;
+        return -EINVAL;
+    }
     memcpy(&m, msg, sizeof m);
-    if (m.magic != CTL_MAGIC || (m.kind != CTL_COUNTER && m.kind != CTL_FAILBACK) ||
-        m.count < 0)
-        return -EINVAL; /* (a receive counter is never negative) */
+    if (!ctl_valid(e, path, &m)) {
+        e->st.ctl_rejected++;
+        return -EINVAL;
+    }
     e->st.ctl_received++;
     if (!failover(e) || e->dead)
         return 0;

@@ -1882,6 +1882,205 @@ static int test_backend_faults(unsigned flags, int err)
     return runs;
 }
 
+/* ------------------------------------------------ control messages from the wire ---- */
+
+/* a seeded xorshift64*: the same messages on every run */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1DULL;
+}
+
+/* a control message as the layer lays it out (src/layer.h): magic, kind, want_reply,
+ * 16 bits of padding, seq, 32 bits of padding, count */
+enum { CTL_LEN = 24, CTL_KIND_COUNTER = 1, CTL_KIND_FAILBACK = 2 };
+static const uint32_t ctl_magic = 0x53484654u;
+
+static void ctl_put(uint8_t *m, int kind, int want, uint32_t seq, int64_t count)
+{
+    uint16_t pad16 = 0;
+    uint32_t pad = 0;
+    memcpy(m, &ctl_magic, 4);
+    m[4] = (uint8_t)kind;
+    m[5] = (uint8_t)want;
+    memcpy(m + 6, &pad16, 2);
+    memcpy(m + 8, &seq, 4);
+    memcpy(m + 12, &pad, 4);
+    memcpy(m + 16, &count, 8);
+}
+
+/* The rule of shift.h's shift_ctl_input, restated from the endpoint's observable state:
+ * would the peer's layer have sent this message on this path? */
+static int ctl_ok(const struct shift_ep_info *i, int path, const uint8_t *m, uint32_t len)
+{
+    if (!m || len != CTL_LEN || (path != 1 && path != 2))
+        return 0;
+    uint32_t magic, seq, pad;
+    uint16_t pad16;
+    int64_t count;
+    memcpy(&magic, m, 4);
+    memcpy(&pad16, m + 6, 2);
+    memcpy(&seq, m + 8, 4);
+    memcpy(&pad, m + 12, 4);
+    memcpy(&count, m + 16, 8);
+    if (magic != ctl_magic || pad16 || pad || m[5] > 1 || count < 0)
+        return 0;
+    if (m[4] == CTL_KIND_FAILBACK)
+        return path == 1 && !m[5] && !seq && !count;
+    if (m[4] != CTL_KIND_COUNTER || path != 2 || !seq || seq < i->peer_seq)
+        return 0;
+    if (seq == i->peer_seq ? count != i->peer_ctr : count < i->peer_ctr)
+        return 0;
+    int shift = i->design == SHIFT_DESIGN_SHIFT || i->design == SHIFT_DESIGN_SHIFT_PREFIX;
+    return !shift || (uint64_t)count <= i->sends_posted;
+}
+
+/* every field of the endpoint's state but the two counts of control messages */
+static int info_same(const struct shift_ep_info *a, const struct shift_ep_info *b)
+{
+    return a->role == b->role && a->design == b->design && a->state == b->state &&
+           a->sent_ctr == b->sent_ctr && a->peer_ctr == b->peer_ctr &&
+           a->replayed == b->replayed && a->probing == b->probing && a->fence == b->fence &&
+           a->has_fence == b->has_fence && a->epoch == b->epoch &&
+           a->outstanding == b->outstanding && a->held == b->held &&
+           a->buffered == b->buffered && a->sends_posted == b->sends_posted &&
+           a->sends_completed == b->sends_completed && a->recvs_posted == b->recvs_posted &&
+           a->recvs_completed == b->recvs_completed && a->failovers == b->failovers &&
+           a->replayed_wrs == b->replayed_wrs && a->skipped_wrs == b->skipped_wrs &&
+           a->refused_wrs == b->refused_wrs && a->failbacks == b->failbacks &&
+           a->ctl_sent == b->ctl_sent && a->backup_state_bytes == b->backup_state_bytes &&
+           a->backend_errors == b->backend_errors && a->send_state == b->send_state &&
+           a->recv_state == b->recv_state && a->fresh == b->fresh && a->asked == b->asked &&
+           a->peer_seq == b->peer_seq;
+}
+
+/* A message near the valid ones of the endpoint's state (a counter numbered around the
+ * last one taken, valued around the last counter and the notifications posted; a
+ * fail-back notice), then mutated: bits flipped, truncated, extended, a random kind,
+ * path or byte, random bytes, NULL. *len and *path are set; the message may be NULL. */
+static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *buf,
+                         uint32_t *len, int *path)
+{
+    uint64_t r = rng_next(s);
+    int64_t peer = i->peer_ctr, posted = (int64_t)i->sends_posted; /* peer >= -1 */
+    int64_t up = (int64_t)(rng_next(s) % 8); /* (NaiveReplay takes any value) */
+    const int64_t counts[] = {peer - 1, peer, peer < INT64_MAX ? peer + 1 : peer,
+                              posted - 1, posted, posted + 1, 0, -1, INT64_MIN, INT64_MAX,
+                              (int64_t)(rng_next(s) >> 1),
+                              peer <= INT64_MAX - up ? peer + up : peer};
+    memset(buf, 0, 64);
+    *len = CTL_LEN;
+    if (r % 4) {
+        uint32_t seq = i->peer_seq + (uint32_t)(rng_next(s) % 4) - 1; /* -1 .. +2 */
+        ctl_put(buf, CTL_KIND_COUNTER, (int)(rng_next(s) % 2), seq,
+                counts[rng_next(s) % (sizeof counts / sizeof *counts)]);
+        *path = rng_next(s) % 8 ? 2 : 1;
+    } else {
+        ctl_put(buf, CTL_KIND_FAILBACK, 0, 0, 0);
+        *path = rng_next(s) % 8 ? 1 : 2;
+    }
+    switch ((r >> 8) % 12) {
+    case 0: /* flip 1 to 3 bits */
+        for (uint64_t n = 1 + rng_next(s) % 3; n > 0; n--) {
+            uint64_t bit = rng_next(s) % (CTL_LEN * 8);
+            buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+        break;
+    case 1: /* truncated */
+        *len = (uint32_t)(rng_next(s) % CTL_LEN);
+        break;
+    case 2: /* extended */
+        *len = CTL_LEN + 1 + (uint32_t)(rng_next(s) % 40);
+        for (uint32_t k = CTL_LEN; k < *len; k++)
+            buf[k] = (uint8_t)rng_next(s);
+        break;
+    case 3: /* a random kind */
+        buf[4] = (uint8_t)rng_next(s);
+        break;
+    case 4: /* a random want_reply or padding byte */
+        buf[(const int[]){5, 6, 7, 12, 13, 14, 15}[rng_next(s) % 7]] = (uint8_t)rng_next(s);
+        break;
+    case 5: /* random bytes, random length */
+        *len = (uint32_t)(rng_next(s) % 65);
+        for (uint32_t k = 0; k < *len; k++)
+            buf[k] = (uint8_t)rng_next(s);
+        break;
+    case 6: /* no message, any length */
+        *len = (const uint32_t[]){0, CTL_LEN, UINT32_MAX}[rng_next(s) % 3];
+        return NULL;
+    case 7: /* a path the endpoint does not have */
+        *path = (const int[]){0, 3, -1, 1 << 30}[rng_next(s) % 4];
+        break;
+    case 8: /* a length no buffer has (not read) */
+        *len = (uint32_t)(CTL_LEN + 41 + rng_next(s) % (UINT32_MAX - CTL_LEN - 41));
+        break;
+    default: /* as made: valid, or out of range by its number or value */
+        break;
+    }
+    return buf;
+}
+
+/* Issue 15, item 7: random and mutated control messages reach shift_ctl_input of both
+ * endpoints after a failover, with notifications posted and outstanding. Each is taken
+ * exactly when the rule of shift.h says the peer could have sent it; a rejected one
+ * returns -EINVAL, adds one to ctl_rejected and changes nothing else of the state. */
+static void test_ctl_input_random(int design, unsigned flags, uint64_t seed, int n)
+{
+    lay_t L;
+    lay_open(&L, design, 1, flags);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    lay_round(&L, 1, 0);
+    lay_round(&L, 2, 0);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    lay_round(&L, 3, 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1); /* B counted 2 of the 3 */
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    lay_round(&L, 4, 0); /* on the backup path, not delivered yet */
+    lay_round(&L, 5, 0);
+    struct shift_ep_info a, b;
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.failovers == 1 && a.sends_posted == 5 &&
+          a.peer_seq == 1 && a.peer_ctr == 2 && a.outstanding == 4);
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.peer_seq == 1 && b.peer_ctr == 0 &&
+          b.recv_state == SHIFT_RECV_FALLBACK);
+    uint64_t s = seed, taken = 0, rejected = 0, wrong = 0;
+    uint8_t buf[64];
+    for (int t = 0; t < n; t++) {
+        shift_ep ep = L.ep[rng_next(&s) % 2];
+        uint32_t len;
+        int path;
+        wrong += shift_ep_query(ep, &a) != 0;
+        const uint8_t *m = ctl_make(&s, &a, buf, &len, &path);
+        int ok = ctl_ok(&a, path, m, len);
+        int r = shift_ctl_input(ep, path, m, len);
+        wrong += shift_ep_query(ep, &b) != 0;
+        int right;
+        if (ok) {
+            uint32_t seq;
+            int64_t count;
+            memcpy(&seq, buf + 8, 4);
+            memcpy(&count, buf + 16, 8);
+            right = r == 0 && b.ctl_received == a.ctl_received + 1 &&
+                    b.ctl_rejected == a.ctl_rejected &&
+                    (buf[4] != CTL_KIND_COUNTER || (b.peer_seq == seq && b.peer_ctr == count));
+            taken++;
+        } else {
+            right = r == -EINVAL && b.ctl_rejected == a.ctl_rejected + 1 &&
+                    b.ctl_received == a.ctl_received && info_same(&a, &b);
+            rejected++;
+        }
+        if (!right && wrong++ < 5)
+            fprintf(stderr, "ctl message %d (design %d): valid %d, returned %d, len %u, path %d\n",
+                    t, design, ok, r, len, path);
+    }
+    CHECK(wrong == 0);
+    /* both kinds of outcome were exercised, and plenty of each */
+    CHECK(taken >= (uint64_t)n / 50 && rejected >= (uint64_t)n / 2);
+    lay_close(&L);
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -1928,6 +2127,9 @@ int main(void)
         fprintf(stderr, "backend faults: %d runs (host x op x call), %d failed\n", runs,
                 failures - f0);
     }
+    test_ctl_input_random(SHIFT_DESIGN_SHIFT, 0, 0x15c71, 60000);
+    test_ctl_input_random(SHIFT_DESIGN_SHIFT_PREFIX, SHIFT_EP_COPY_POSTS, 0x15c72, 30000);
+    test_ctl_input_random(SHIFT_DESIGN_NAIVE_REPLAY, 0, 0x15c73, 20000);
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
