@@ -30,8 +30,23 @@ class ProofVerdict:
 
 
 @dataclass(frozen=True)
+class Reproduction:
+    """Where the executable model (`shift.model`) meets a refutation whose witness is a
+    trace of SHIFT's relation: the design of spec/designs.toml, the workload of
+    Workloads.tla (its program is the one Z3 searched) and the property of Properties.tla
+    the trace breaks. Z3's trace is a candidate until the model's explorer finds one too
+    (`shift.reproduce`, docs/proofs.md)."""
+
+    design: str
+    workload: int
+    property: str
+
+
+@dataclass(frozen=True)
 class Theorem:
-    """A named claim: `statement` in one plain-English sentence, `formula` in symbols."""
+    """A named claim: `statement` in one plain-English sentence, `formula` in symbols;
+    `reproduce`, for a refutation that is a trace of the relation, says where the model
+    reproduces it."""
 
     name: str
     group: str
@@ -39,6 +54,7 @@ class Theorem:
     formula: str
     check: Callable[[], ProofVerdict]
     expected: Status = "proved"
+    reproduce: Reproduction | None = None
 
 
 @dataclass

@@ -11,7 +11,7 @@ import z3
 from shift.proofs import bmc
 from shift.proofs import invariants as iv
 from shift.proofs.abstract_state import AbstractState
-from shift.proofs.core import ProofVerdict, Theorem
+from shift.proofs.core import ProofVerdict, Reproduction, Theorem
 from shift.proofs.programs import WORKLOADS, Program, fixed, program
 from shift.proofs.properties import PROPERTIES
 from shift.proofs.protocol import SHIFT, SHIFT_PREFIX, ReplayPolicy
@@ -19,7 +19,9 @@ from shift.proofs.protocol import SHIFT, SHIFT_PREFIX, ReplayPolicy
 N = 4
 BASE = ("shape", "rc", "handshake", "replay")
 
-# SHIFT with its counter filter removed (and nothing else changed): the ablation.
+# SHIFT with its counter filter removed (and nothing else changed): the ablation. On a
+# program without atomics (workload 2) it is designs.toml's NaiveReplay, which replays every
+# outstanding WR: the model reproduces the ablation's trace on that design.
 SHIFT_NO_FILTER = ReplayPolicy("Shift without the counter filter", "none", True)
 
 
@@ -59,7 +61,7 @@ def violation(d: ReplayPolicy, prop: str, workload: list[tuple[str, int, int, bo
 NCCL_SIMPLE = WORKLOADS[1]
 TWO_SENDS = WORKLOADS[2]
 BUFFER_REUSE = WORKLOADS[4]
-SIGNALED_WRITE = [("WRITE", 1, 1, True), ("WRITE_IMM", 0, 0, True)]
+SIGNALED_WRITE = WORKLOADS[5]  # <<WRITE signaled, WRITE_IMM>>
 
 THEOREMS = [
     Theorem(
@@ -109,6 +111,7 @@ THEOREMS = [
         check=lambda: violation(SHIFT, "DataAtNotification", BUFFER_REUSE, 22,
                                 BASE + ("notes",)),
         expected="refuted",
+        reproduce=Reproduction("Shift", 4, "DataAtNotification"),
     ),
     Theorem(
         name="shift.completion_order_signaled_write",
@@ -121,6 +124,7 @@ THEOREMS = [
         check=lambda: violation(SHIFT, "CompletionIntegrity", SIGNALED_WRITE, 20,
                                 BASE + ("notes",)),
         expected="refuted",
+        reproduce=Reproduction("Shift", 5, "CompletionIntegrity"),
     ),
     Theorem(
         name="shift.exactly_once",
@@ -130,6 +134,7 @@ THEOREMS = [
         formula="exists trace from Init of Program(1): not ExactlyOnceExecution",
         check=lambda: violation(SHIFT, "ExactlyOnceExecution", NCCL_SIMPLE, 12),
         expected="refuted",
+        reproduce=Reproduction("Shift", 1, "ExactlyOnceExecution"),
     ),
     Theorem(
         name="shift_prefix.all",
@@ -154,5 +159,6 @@ THEOREMS = [
                 "not NotificationIntegrity",
         check=lambda: violation(SHIFT_NO_FILTER, "NotificationIntegrity", TWO_SENDS, 16),
         expected="refuted",
+        reproduce=Reproduction("NaiveReplay", 2, "NotificationIntegrity"),
     ),
 ]

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shift.model.replay import Judged
 
 HOSTS = ("A", "B")
 DIRECTIONS = ("AtoB", "BtoA")
@@ -413,4 +416,28 @@ def tell(states: list[State], breaks: dict[int, list[str]],
         for prop in breaks.get(k, []):
             reason = why(prop, st)
             out.append(f"      !! {prop} violated" + (f": {reason}" if reason else ""))
+    return out
+
+
+def breaks_of(result: Judged) -> dict[int, list[str]]:
+    """State index -> the invariants a judged trace first breaks there."""
+    breaks: dict[int, list[str]] = {}
+    for prop, k in result.first_violation.items():
+        breaks.setdefault(k, []).append(prop)
+    return breaks
+
+
+def tell_judged(result: Judged,
+                raw: Callable[[State, State], list[str]] | None = None) -> list[str]:
+    """A trace the model ran and judged (`shift.model.replay.judge`), told as `shift
+    replay` tells it: `tell`'s steps, then how a lasso or a stuttering end goes on. Every
+    command that shows the model's trace (`replay`, `prove`) prints these lines."""
+    from shift.model.tla import to_tla  # the model's states as TLC prints them
+
+    states = [to_tla(s, ev) for s, ev in zip(result.states, result.events, strict=True)]
+    out = tell(states, breaks_of(result), raw, init=str(result.events[0]))
+    if result.loop is not None:
+        out.append(f"      ... and back to step {result.loop + 1}, forever")
+    elif result.stutters:
+        out.append("      ... and nothing more happens, forever")
     return out

@@ -1,8 +1,12 @@
 """`shift prove`: decide every theorem of shift.proofs with Z3 and print the table.
 
 Each theorem is expected to be proved, or refuted where the theorem is a counterexample
-(SHIFT losing exactly-once, say). Exit status: 0 when every status is the expected one,
-1 when one is not (or Z3 answers unknown), 2 on bad input.
+(SHIFT losing exactly-once, say). A refutation that is a trace of SHIFT's relation is then
+reproduced on the executable model: its explorer finds the shortest concrete trace that
+breaks the property, told step by step as `shift replay` tells it (under --verbose, with
+Z3's abstract witness); a refutation the model does not reproduce is said plainly. Exit
+status: 0 when every status is the expected one, 1 when one is not (or Z3 answers unknown),
+2 on bad input.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import sys
 from pathlib import Path
 
 from shift.errors import UsageError
-from shift.proofs.core import Result, run
+from shift.proofs.core import Result, Theorem, run
 from shift.proofs.registry import THEOREMS, by_name
+from shift.reproduce import Reproduced, reproduce
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,12 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     p.add_argument("--list", action="store_true", help="list the theorems and exit")
     p.add_argument("--verbose", action="store_true",
-                   help="print each theorem's statement, formula and witness")
+                   help="print each theorem's statement, formula and witness (for a "
+                        "refutation: the model's trace, narrated, and Z3's abstract one)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(run=run_prove)
 
 
-def _select(names: list[str] | None) -> list:
+def _select(names: list[str] | None) -> list[Theorem]:
     if not names:
         return list(THEOREMS)
     chosen = []
@@ -55,12 +61,31 @@ def _table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def _as_json(r: Result) -> dict:
+def _as_json(r: Result, model: Reproduced | None) -> dict:
     return {"theorem": r.theorem.name, "group": r.theorem.group,
             "statement": r.theorem.statement, "formula": r.theorem.formula,
             "status": r.verdict.status, "expected": r.theorem.expected,
             "as_expected": r.as_expected, "seconds": round(r.seconds, 3),
-            "detail": r.verdict.detail, "witness": r.verdict.witness}
+            "detail": r.verdict.detail, "witness": r.verdict.witness,
+            "model": model.as_json() if model is not None else None}
+
+
+def _details(r: Result, model: Reproduced | None) -> list[str]:
+    """A theorem told in full: statement, formula, verdict; for a refutation the model
+    reproduced, its concrete trace (the lines `shift replay` prints for it), then Z3's
+    abstract witness."""
+    t = r.theorem
+    out = [f"{t.name}: {t.statement}", f"  formula: {t.formula}",
+           f"  {r.verdict.status}: {r.verdict.detail}"]
+    if model is not None:
+        out.append(f"  {model.summary()}")
+        out += model.lines
+        if model.violates:
+            out.append(f"  violates: {', '.join(model.violates)}")
+        if r.verdict.witness:
+            out.append("  abstract witness (Z3's steps of the relation, proofs/bmc.py):")
+    out += [f"    {line}" for line in r.verdict.witness]
+    return out
 
 
 def run_prove(args: argparse.Namespace) -> int:
@@ -70,6 +95,7 @@ def run_prove(args: argparse.Namespace) -> int:
             print(f"{t.name}: {t.statement}")
         return 0
     results = []
+    models: dict[str, Reproduced] = {}
     for k, t in enumerate(theorems, 1):
         if not args.quiet:
             print(f"[prove] {k}/{len(theorems)} {t.name} ...", file=sys.stderr, flush=True)
@@ -79,19 +105,25 @@ def run_prove(args: argparse.Namespace) -> int:
             print(f"[prove] {t.name}: {r.verdict.status} in {r.seconds:.1f} s"
                   f"{'; ' + r.verdict.detail if r.verdict.detail else ''}",
                   file=sys.stderr, flush=True)
+        if t.reproduce is not None and r.verdict.status == "refuted":
+            m = models[t.name] = reproduce(t.reproduce)
+            if not args.quiet:
+                print(f"[prove] {t.name}: {m.summary()} ({m.seconds:.1f} s)",
+                      file=sys.stderr, flush=True)
         if args.verbose or not r.as_expected:
-            print(f"{t.name}: {t.statement}\n  formula: {t.formula}\n  {r.verdict.status}: "
-                  f"{r.verdict.detail}")
-            for line in r.verdict.witness:
-                print(f"    {line}")
-            print()
+            print("\n".join(_details(r, models.get(t.name))) + "\n")
     print(_table(results))
     bad = [r for r in results if not r.as_expected]
     total = sum(r.seconds for r in results)
     print(f"\n{len(results) - len(bad)} of {len(results)} theorems as expected "
           f"in {total:.1f} s" + (f"; not as expected: {', '.join(r.theorem.name for r in bad)}"
                                   if bad else ""))
+    if models and not args.verbose:
+        print("\nRefutations on the model (--verbose tells each step):")
+        for name, m in models.items():
+            print(f"  {name}: {m.summary()}")
     if args.json:
-        args.json.write_text(json.dumps({"results": [_as_json(r) for r in results]},
-                                        indent=2) + "\n")
+        args.json.write_text(json.dumps(
+            {"results": [_as_json(r, models.get(r.theorem.name)) for r in results]},
+            indent=2) + "\n")
     return 1 if bad else 0

@@ -21,7 +21,7 @@ from shift.model.next import Model, NotEnabled
 from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.model.replay import judge, load_any, validate
 from shift.model.tla import to_tla
-from shift.narrate import tell
+from shift.narrate import breaks_of, tell_judged
 from shift.report import diff
 from shift.spec.catalog import load_catalog
 
@@ -68,21 +68,14 @@ def run(args: argparse.Namespace) -> int:
         raise NotEnabled(f"{args.trace}: {e}") from None
     if itf_states is not None:
         validate(result.states, itf_states, str(args.trace))
-    breaks: dict[int, list[str]] = {}
-    for prop, k in result.first_violation.items():
-        breaks.setdefault(k, []).append(prop)
     print(f"{args.trace}: {len(events) - 1} events on {args.design} at bound {args.bound}")
-    states = [to_tla(s, ev) for s, ev in zip(result.states, events, strict=True)]
 
     def raw(a: dict, b: dict) -> list[str]:
         return [line for var in b if var != "event" for line in diff(var, a.get(var), b[var])]
-    for line in tell(states, breaks, raw if args.verbose else None, init=str(events[0])):
+    for line in tell_judged(result, raw if args.verbose else None):
         print(line)
-    if result.loop is not None:
-        print(f"      ... and back to step {result.loop + 1}, forever")
-    elif result.stutters:
-        print("      ... and nothing more happens, forever")
-    chart = build(states, breaks)
+    states = [to_tla(s, ev) for s, ev in zip(result.states, events, strict=True)]
+    chart = build(states, breaks_of(result))
     print("\nMessage sequence chart:")
     print("\n".join(render_text(chart)))
     if args.svg:
