@@ -39,17 +39,24 @@ def notification_integrity(s: State) -> bool:
     """The notifications each host took are a prefix of those its peer posted, the k-th
     in receive WR k: the observable property (shift.model.observable) on each direction's
     observation (direction h: h's WRs, the peer's receive completions)."""
-    obs = observe(s)
-    return all(observable.notification_integrity(obs.direction(h), s.program[h], s.posted[h])
-               for h in HOST_IDS)
+    return all(notification_integrity_of(s, h) for h in HOST_IDS)
+
+
+def notification_integrity_of(s: State, h: int) -> bool:
+    """NotificationIntegrity of direction h (h's WRs, the peer's receive completions)."""
+    return observable.notification_integrity(observe(s).direction(h), s.program[h],
+                                             s.posted[h])
 
 
 def data_at_notification(s: State) -> bool:
     """When a host takes a notification, each of its regions holds the peer's last value
     written before it: the observable property on each direction's observation."""
-    obs = observe(s)
-    return all(observable.data_at_notification(obs.direction(h), s.program[h])
-               for h in HOST_IDS)
+    return all(data_at_notification_of(s, h) for h in HOST_IDS)
+
+
+def data_at_notification_of(s: State, h: int) -> bool:
+    """DataAtNotification of direction h."""
+    return observable.data_at_notification(observe(s).direction(h), s.program[h])
 
 
 def completion_integrity(s: State) -> bool:
@@ -58,12 +65,14 @@ def completion_integrity(s: State) -> bool:
     observes (`observable.completion_order`, the whole check on the implementation's
     side); the second reads the peer's executions (`execs`), a ghost of the spec no
     application sees, so this predicate is stronger than the observable one."""
-    for h in HOST_IDS:
-        if not observable.completion_order(observe(s).direction(h)):
-            return False
-        if not all(s.execs[h][e.wr - 1] >= 1 for e in s.sndSeen[h] if e.status == SUCCESS):
-            return False
-    return True
+    return all(completion_integrity_of(s, h) for h in HOST_IDS)
+
+
+def completion_integrity_of(s: State, h: int) -> bool:
+    """CompletionIntegrity of direction h: h's completions in order, success only for a
+    WR that took effect at the peer."""
+    return (observable.completion_order(observe(s).direction(h))
+            and all(s.execs[h][e.wr - 1] >= 1 for e in s.sndSeen[h] if e.status == SUCCESS))
 
 
 def atomic_safety(s: State) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 from shift.differential import CHANNELS, Bridge, gap, judge, kept_invariants
 from shift.model.next import Model
 from shift.model.observable import notes
-from shift.model.state import SUCCESS, WRITERS, State, notes_before, num_notes
+from shift.model.state import WRITERS, State, notes_before, num_notes
 from shift.vocabulary import HOSTS, PATHS, Event
 
 FAULT_SHARE = 0.1  # how often the scheduler reaches for a fault when one is possible
@@ -106,12 +106,11 @@ class Scheduler:
                 faults += [Event("NicFail", (h, p)) for h in HOSTS]
         return calls, faults
 
-    def taken(self, i: int) -> int:
-        """How many notifications host i's application took, as the implementation
-        reports them."""
+    def taken(self) -> tuple[int, ...]:
+        """How many notifications each host's application took (A's, B's), as the
+        implementation reports them: host i takes those of its peer's direction."""
         obs = self.bridge.conn.observe()
-        return len(notes(obs) if i == 1 else [e for e in obs.rcv_seen_a
-                                              if e.status == SUCCESS])
+        return tuple(len(notes(obs.direction(1 - i))) for i in range(len(HOSTS)))
 
     def may_post(self, i: int, w: int) -> bool:
         """The application's own flow control, the spec's `CanPost`: a notification only
@@ -122,10 +121,10 @@ class Scheduler:
         x = prog[w - 1]
         if x.note > 0 and self.recv_posted[1 - i] < x.note:
             return False
-        if x.op in WRITERS and x.region != 0 \
-                and self.taken(1 - i) < notes_before(prog, w - 1):
+        taken = self.taken()
+        if x.op in WRITERS and x.region != 0 and taken[1 - i] < notes_before(prog, w - 1):
             return False
-        return self.taken(i) >= x.after
+        return taken[i] >= x.after
 
     def pick(self) -> Event:
         calls, faults = self.candidates()

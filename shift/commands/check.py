@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         if not args.quiet:
             with lock:
-                print(f"[check] {line}", file=sys.stderr, flush=True)
+                print_progress(line)
 
     summary = bound.summary if not all(d.own_properties for d in designs) else \
         "each design's own constants: designs.toml"

@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 import z3
-from shift.model import observable
+from shift.model import properties as mp
 from shift.model.explore import explore
 from shift.model.next import Model
-from shift.model.observe import observe
 from shift.model.state import Cqe, Ctl, State, set_at, taken
 from shift.proofs.abstract_state import DEFAULT, ERROR, FALLBACK, AbstractState, flat, fresh
 from shift.proofs.programs import DIRECTIONS, Program, fixed
@@ -48,7 +47,6 @@ def readable(p: Program, s: State, h: int = A) -> dict[str, Any]:
     n, r = p.n, 1 - h
     buffered: dict[int, Cqe] = {c.wr: c for c in s.buffered[h] if c.recv == 0}
     sq2, epsn2, una2 = s.sq[h][1], s.epsn[r][1], s.una[h][1]
-    seen = observe(s).direction(h)
     out: dict[str, Any] = {
         "posted": s.posted[h], "rposted": s.recvPosted[r],
         "layerA": LAYER[s.sendMode[h]],
@@ -67,11 +65,10 @@ def readable(p: Program, s: State, h: int = A) -> dict[str, Any]:
         "ctlBA": any(isinstance(m, Ctl) for m in s.wire[1][r]),
         "sndLast": s.sndSeen[h][-1].wr if s.sndSeen[h] else 0,
         "taken": taken(s, r),
-        # the properties on this direction's observation (mp checks both directions)
-        "cbad": not (observable.completion_order(seen) and all(
-            s.execs[h][e.wr - 1] >= 1 for e in s.sndSeen[h] if e.status == "SUCCESS")),
-        "nbad": not observable.notification_integrity(seen, s.program[h], s.posted[h]),
-        "dbad": not observable.data_at_notification(seen, s.program[h]),
+        # the properties of this direction (mp's invariants check both)
+        "cbad": not mp.completion_integrity_of(s, h),
+        "nbad": not mp.notification_integrity_of(s, h),
+        "dbad": not mp.data_at_notification_of(s, h),
         "qbad": False,
     }
     for w in range(1, n + 1):
