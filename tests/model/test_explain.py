@@ -216,8 +216,11 @@ EVERY_GUARD = [
     "the fence holds the WR: A is in WaitDrained",
     # Deliver, Drop
     "nothing in flight to deliver", "the bound excludes path 2 from faults and drops",
-    "MaxDrops reached", "nothing to drop", "is a control message of the layer (the counter)",
-    "is a control message of the layer (the failback)",
+    "MaxDrops reached", "nothing to drop",
+    # HandshakeTimeout
+    "awaits no answer to a counter it sent first", "took A's counter and is about to answer",
+    "took B's counter and is about to answer", "resend could not leave",
+    "fires only on a quiet backup path",
     # Timeout
     "A's QP on path 1 is in the error state (ERR): its retransmission timer is off",
     "nothing unacknowledged on path 1", "nothing unacknowledged on path 2",
