@@ -45,7 +45,7 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
     every region and none."""
     evs = [make("PostSend", h, w) for h in HOSTS for w in range(n_wrs + 2)]
     evs += [make("PostRecv", h, r) for h in HOSTS for r in range(n_notes + 2)]
-    evs += [make("PollCq", h) for h in HOSTS] + [make("Progress", h) for h in HOSTS]
+    evs += [make(name, h) for name in ("PollCq", "Progress", "HandshakeTimeout") for h in HOSTS]
     evs += [make(name, h, p) for name in ("Transmit", "Timeout", "NicFail", "NicRecover")
             for h in HOSTS for p in PATHS]
     evs += [make(name, p, d) for name in ("Deliver", "Drop") for p in PATHS for d in DIRECTIONS]
