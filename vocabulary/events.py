@@ -53,6 +53,9 @@ VOCABULARY: dict[str, Signature] = {
     "NicRecover": (("host", HOST_T), ("nic", PATH_T)),
     # the failover layer's background work
     "Progress": (("host", HOST_T),),
+    # the layer's handshake timer fires: a host that awaits the peer's answer resends its
+    # counter
+    "HandshakeTimeout": (("host", HOST_T),),
 }
 
 # Events the environment decides, not the system: no fairness, and what a test injects.

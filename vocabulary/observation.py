@@ -9,4 +9,4 @@ a record over the hosts, so the two compare with ==, field by field and host by 
 from __future__ import annotations
 
 OBSERVATION_FIELDS = ("sndSeen", "rcvSeen", "sendMode", "recvMode", "recvDone", "peerCtr",
-                      "sentCtr", "fresh", "asked", "replayed", "fence")
+                      "sentCtr", "fresh", "asked", "replayed", "fence", "ctrSeq", "peerSeq")

@@ -1953,7 +1953,7 @@ static int info_same(const struct shift_ep_info *a, const struct shift_ep_info *
            a->ctl_sent == b->ctl_sent && a->backup_state_bytes == b->backup_state_bytes &&
            a->backend_errors == b->backend_errors && a->send_state == b->send_state &&
            a->recv_state == b->recv_state && a->fresh == b->fresh && a->asked == b->asked &&
-           a->peer_seq == b->peer_seq;
+           a->peer_seq == b->peer_seq && a->ctr_seq == b->ctr_seq;
 }
 
 /* A message near the valid ones of the endpoint's state (a counter numbered around the
