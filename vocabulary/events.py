@@ -54,7 +54,7 @@ VOCABULARY: dict[str, Signature] = {
     # the failover layer's background work
     "Progress": (("host", HOST_T),),
     # the layer's handshake timer fires: a host that awaits the peer's answer resends its
-    # counter
+    # counter (the wire may lose control messages)
     "HandshakeTimeout": (("host", HOST_T),),
 }
 
