@@ -49,6 +49,7 @@ class Constants:
     max_faults: int
     fault_paths: frozenset[int]
     recover: bool
+    ctl_loss: bool  # CtlLoss: the wire may lose the layer's control messages, on any path
     programs: tuple[tuple[WR, ...], ...]  # Program(k) (A's) for each k of workloads, in order
     stores: tuple[tuple[Store, ...], ...]  # StoresOf(k) (B's), likewise
     bprograms: tuple[tuple[WR, ...], ...] = ()  # BProgram(k) (B's), likewise; () all empty
@@ -158,7 +159,8 @@ def bound_from_constants(name: str, constants: dict[str, str],
                          workloads: Workloads) -> Constants:
     """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`),
     with the programs of its workloads."""
-    need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover")
+    need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover",
+            "CtlLoss")
     missing = [k for k in need if k not in constants]
     if missing:
         raise SpecError(f"bound {name}: constants {', '.join(missing)} missing")
@@ -166,16 +168,17 @@ def bound_from_constants(name: str, constants: dict[str, str],
         v = {k: parse_value(constants[k]) for k in need}
     except TlaValueError as e:
         raise SpecError(f"bound {name}: {e}") from None
-    if not isinstance(v["Recover"], bool):
-        raise SpecError(f"bound {name}: Recover = {v['Recover']!r}: expected TRUE or FALSE")
+    for flag in ("Recover", "CtlLoss"):
+        if not isinstance(v[flag], bool):
+            raise SpecError(f"bound {name}: {flag} = {v[flag]!r}: expected TRUE or FALSE")
     ks = _ints("Workloads", v["Workloads"])
     programs = tuple(_program(name, workloads, k) for k in ks)
     stores = tuple(_stores(workloads, k, prog) for k, prog in zip(ks, programs, strict=True))
     bprograms = tuple(_program(name, workloads, k, "B") for k in ks)
     return Constants(name, ks, _int("MaxRetries", v["MaxRetries"]),
                      _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
-                     frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"], programs,
-                     stores, bprograms)
+                     frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"],
+                     v["CtlLoss"], programs, stores, bprograms)
 
 
 def design(name: str, catalog: Catalog | None = None) -> DesignRecord:

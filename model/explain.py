@@ -203,9 +203,6 @@ def deliver(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> 
 
 
 def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> str | None:
-    if p not in b.fault_paths:
-        return (f"the bound excludes path {p} from faults and drops "
-                f"(FaultPaths = {_paths(b.fault_paths)})")
     if s.drops >= b.max_drops:
         if b.max_drops == 0:
             return "the bound allows no drop (MaxDrops = 0)"
@@ -215,10 +212,13 @@ def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> str
     ch = s.wire[p - 1][DIR[direction]]
     if not ch:
         return f"{_channel(p, direction)} is empty: nothing to drop"
-    if ch[0].kind == "ctl":
+    if ch[0].kind == "ctl" and not b.ctl_loss:
         return (f"the head of {_channel(p, direction)} is a control message of the layer "
-                f"(the {ch[0].what}), which rides a reliable QP and is not dropped "
-                f"(a LinkDown or NicFail can still lose it)")
+                f"(the {ch[0].what}), and the bound's wire loses none (CtlLoss = FALSE; a "
+                f"LinkDown or NicFail can still lose it)")
+    if ch[0].kind != "ctl" and p not in b.fault_paths:
+        return (f"the bound excludes path {p} from faults and drops of requests and ACKs "
+                f"(FaultPaths = {_paths(b.fault_paths)})")
     return None
 
 
@@ -353,6 +353,24 @@ def progress(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     return f"{host}'s layer (send side {mode}) has no Progress step"
 
 
+def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
+    h, o, peer = HOST[host], 1 - HOST[host], PEER[host]
+    if not (s.asked[h] and s.sentCtr[h]):
+        return (f"{host}'s handshake timer is off: {host} awaits no answer to a counter it "
+                f"sent first")
+    if s.peerSeq[o] == s.ctrSeq[h] and not s.sentCtr[o]:
+        return (f"{peer} took {host}'s counter and is about to answer it: the timer outlasts "
+                f"a round trip (docs/model.md) and does not fire while the peer is slow")
+    if not (s.nic[h][1] and s.qp[h][1] == RTS and s.link[1]):
+        return (f"{host}'s resend could not leave: its NIC 2, its QP on path 2 or link 2 is "
+                f"down")
+    ab, ba = s.wire[1]
+    if ab or ba:
+        return (f"the handshake timer fires only on a quiet backup path, and path 2 has "
+                f"packets in flight ({len(ab)} from A to B, {len(ba)} from B to A)")
+    return None
+
+
 WHY_NOT: dict[str, Reason] = {
     "PostSend": post_send,
     "PostRecv": post_recv,
@@ -367,6 +385,7 @@ WHY_NOT: dict[str, Reason] = {
     "NicFail": nic_fail,
     "NicRecover": nic_recover,
     "Progress": progress,
+    "HandshakeTimeout": handshake_timeout,
 }
 
 

@@ -26,6 +26,7 @@ from shift.model.state import (
     Cqe,
     Ctl,
     State,
+    Wire,
     good_prefix,
     note_wr,
     notes_taken,
@@ -106,11 +107,20 @@ def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
                        recvMode=set_at(s.recvMode, h, MOVING))
 
 
+def _resend(s: State, wire: Wire, h: int, ask: bool) -> Wire:
+    """Failover.tla's Resend: wire with h's latest counter sent again on the backup path,
+    if h can send there (a dead NIC or a QP in the error state sends nothing)."""
+    if not (s.nic[h][1] and s.qp[h][1] == RTS):
+        return wire
+    return push(s.link, wire, 1, h, Ctl("counter", s.ctrVal[h], s.ctrSeq[h], ask))
+
+
 def handshake(s: State, h: int) -> State | None:
     """Handshake(h), step 2: repost the outstanding receive WRs on the backup QP (flushed
     if that QP is in the error state) if the receive side is moving, then send the receive
-    counter over the backup path: first (then h awaits the peer's), or answering the
-    peer's. A counter no replay needs is used up."""
+    counter over the backup path, numbered so that a resend is told from a new counter:
+    first (then h awaits the peer's: it asks), or answering the peer's. A counter no replay
+    needs is used up."""
     if s.sentCtr[h] or on_path1(s, h):
         return None
     rq, cq, recv_mode = s.rq, s.cq, s.recvMode
@@ -120,14 +130,16 @@ def handshake(s: State, h: int) -> State | None:
         else:
             cq = set_in(cq, h, 1, cq[h][1] + _flushed_recvs(s.rpend[h]))
         recv_mode = set_at(recv_mode, h, FALLBACK)
+    seq = s.ctrSeq[h] + 1
     wire = s.wire
     if s.nic[h][1] and s.qp[h][1] == RTS:  # a dead NIC or an errored QP sends nothing
-        wire = push(s.link, wire, 1, h, Ctl("counter", s.recvDone[h]))
+        wire = push(s.link, wire, 1, h, Ctl("counter", s.recvDone[h], seq, not s.fresh[h]))
     fresh = s.fresh[h] and s.sendMode[h] == FALLBACK and not s.replayed[h]
     return s._replace(rq=rq, cq=cq, recvMode=recv_mode, wire=wire,
                       sentCtr=set_at(s.sentCtr, h, True),
                       asked=set_at(s.asked, h, not s.fresh[h]),
-                      fresh=set_at(s.fresh, h, fresh))
+                      fresh=set_at(s.fresh, h, fresh), ctrSeq=set_at(s.ctrSeq, h, seq),
+                      ctrVal=set_at(s.ctrVal, h, s.recvDone[h]))
 
 
 def message_of(prog: tuple, w: int) -> int:
@@ -244,14 +256,16 @@ def progress(s: State, d: DesignRecord, b: Constants, host: str) -> State | None
     return succ[0] if succ else None
 
 
-def _take_counter(s: State, h: int, count: int) -> State:
-    """A counter arrives at h: the answer h awaited (used up at once unless a replay needs
-    it), or the peer starting a failover, which h answers."""
+def _take_counter(s: State, h: int, m: Ctl) -> State:
+    """A counter numbered after the last one h took arrives at h: the answer h awaited
+    (used up at once unless a replay needs it), or the peer starting a failover, which h
+    answers."""
     asked = s.asked[h]
     fresh = not asked or (s.sendMode[h] == FALLBACK and not s.replayed[h])
-    return s._replace(peerCtr=set_at(s.peerCtr, h, count), fresh=set_at(s.fresh, h, fresh),
+    return s._replace(peerCtr=set_at(s.peerCtr, h, m.count), fresh=set_at(s.fresh, h, fresh),
                       asked=set_at(s.asked, h, False),
-                      sentCtr=s.sentCtr if asked else set_at(s.sentCtr, h, False))
+                      sentCtr=s.sentCtr if asked else set_at(s.sentCtr, h, False),
+                      peerSeq=set_at(s.peerSeq, h, m.seq))
 
 
 def _take_failback(s: State, h: int) -> State:
@@ -274,7 +288,10 @@ def _take_failback(s: State, h: int) -> State:
 def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
                     direction: str) -> State | None:
     """DeliverControl(p, d): a control message of the layer arrives at host To(d); a dead
-    NIC or a QP in the error state drops it."""
+    NIC or a QP in the error state drops it. A counter numbered after the last one taken is
+    taken; the last one again, resent by the peer's timer, is answered with h's own counter
+    if it asks and h sent one (its answer may have been lost); an older one changes
+    nothing."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind != "ctl":
@@ -284,8 +301,23 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
     h = 1 - j
     s2 = s._replace(wire=set_in(s.wire, i, j, ch[1:]))
     alive = s.nic[h][i] and s.qp[h][i] == RTS
-    if alive and m.what == "counter":
-        return _take_counter(s2, h, m.count)
+    if alive and m.what == "counter" and m.seq > s.peerSeq[h]:
+        return _take_counter(s2, h, m)
+    if alive and m.what == "counter" and m.seq == s.peerSeq[h] and m.ask and s.sentCtr[h]:
+        return s2._replace(wire=_resend(s, s2.wire, h, s.asked[h]))
     if alive and m.what == "failback" and s.recvMode[h] == FALLBACK:
         return _take_failback(s2, h)
     return s2
+
+
+def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
+    """HandshakeTimeout(h): h sent its counter first and awaits the answer, nothing is in
+    flight on the backup path, and the peer is not about to answer (it did not take h's
+    counter, or it answered): h resends its counter, asking again (only where the resend
+    can leave: h's NIC 2 alive, its QP 2 ready to send, link 2 up)."""
+    h, o = HOST[host], 1 - HOST[host]
+    slow_peer = s.peerSeq[o] == s.ctrSeq[h] and not s.sentCtr[o]
+    if not (s.asked[h] and s.sentCtr[h] and not slow_peer and s.nic[h][1]
+            and s.qp[h][1] == RTS and s.link[1] and not s.wire[1][0] and not s.wire[1][1]):
+        return None
+    return s._replace(wire=_resend(s, s.wire, h, True))

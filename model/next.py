@@ -58,6 +58,7 @@ EVENT_FUNCTIONS: dict[str, Action] = {
     "NicFail": faults.nic_fail,
     "NicRecover": faults.nic_recover,
     "Progress": layer.progress,
+    "HandshakeTimeout": layer.handshake_timeout,
 }
 
 
@@ -72,15 +73,16 @@ def action_of(s: State, ev: Event) -> str:
 
 # The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
 FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeout",
-                          "DeliverPacket", "DeliverControl", "PollCq", "Progress"})
+                          "DeliverPacket", "DeliverControl", "PollCq", "Progress",
+                          "HandshakeTimeout"})
 
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
     """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
-    Transmit(h, p), Timeout(h, p), PollCq(h), Progress(h), DeliverPacket(p, d) and
-    DeliverControl(p, d) are one conjunct per argument; PostSend(h), PostRecv(h) and
-    AppWrite(h) one per host (their other event arguments are not parameters of the
-    action)."""
+    Transmit(h, p), Timeout(h, p), PollCq(h), Progress(h), HandshakeTimeout(h),
+    DeliverPacket(p, d) and DeliverControl(p, d) are one conjunct per argument; PostSend(h),
+    PostRecv(h) and AppWrite(h) one per host (their other event arguments are not
+    parameters of the action)."""
     if action not in FAIR_ACTIONS:
         return None
     if action in ("PostSend", "PostRecv", "AppWrite"):
@@ -103,6 +105,7 @@ _FIXED: list[tuple[Event, Action]] = (
     + [(_ev("NicFail", h, p), faults.nic_fail) for h in HOSTS for p in PATHS]
     + [(_ev("NicRecover", h, p), faults.nic_recover) for h in HOSTS for p in PATHS]
     + [(_ev("PollCq", h), apps.poll_cq) for h in HOSTS]
+    + [(_ev("HandshakeTimeout", h), layer.handshake_timeout) for h in HOSTS]
 )
 _DELIVER = [(_ev("Deliver", p, dr), p, dr) for p in PATHS for dr in DIRECTIONS]
 _PROGRESS = [(_ev("Progress", h), h) for h in HOSTS]

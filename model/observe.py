@@ -49,6 +49,8 @@ class Observation:
     asked: Pair  # per host: did it send its counter first, awaiting the answer?
     replayed: Pair  # per host: has it replayed its outstanding sends?
     fence: Pair  # per host: the WR its fail-back waits for (0: none)
+    ctr_seq: Pair  # per host: the number of its latest counter (0: none sent)
+    peer_seq: Pair  # per host: the number of the last counter of the peer it took (0: none)
 
     def direction(self, h: int) -> Direction:
         """Host h's WRs to its peer: h's send completions, the peer's receive ones."""
@@ -71,6 +73,8 @@ class Observation:
             "asked": hosts(self.asked),
             "replayed": hosts(self.replayed),
             "fence": hosts(self.fence),
+            "ctrSeq": hosts(self.ctr_seq),
+            "peerSeq": hosts(self.peer_seq),
         }
 
     @classmethod
@@ -87,10 +91,11 @@ class Observation:
                         tuple(e["mem"][r] for r in sorted(e["mem"])), e["data"])
                 for e in seen)),
             pair("sendMode"), pair("recvMode"), pair("recvDone"), pair("peerCtr"),
-            pair("sentCtr"), pair("fresh"), pair("asked"), pair("replayed"), pair("fence"))
+            pair("sentCtr"), pair("fresh"), pair("asked"), pair("replayed"), pair("fence"),
+            pair("ctrSeq"), pair("peerSeq"))
 
 
 def observe(s: State) -> Observation:
     return Observation(s.sndSeen, s.rcvSeen, s.sendMode, s.recvMode, s.recvDone, s.peerCtr,
-                       s.sentCtr, s.fresh, s.asked, s.replayed, s.fence)
+                       s.sentCtr, s.fresh, s.asked, s.replayed, s.fence, s.ctrSeq, s.peerSeq)
 

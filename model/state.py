@@ -88,6 +88,8 @@ class Ack(NamedTuple):
 class Ctl(NamedTuple):
     what: str  # "counter" | "failback"
     count: int
+    seq: int = 0  # a counter's number (from 1); a resend repeats it; 0 for the notice
+    ask: bool = False  # a counter sent first: its sender awaits the answer
     kind: str = "ctl"
 
 
@@ -146,6 +148,9 @@ class State(NamedTuple):
     replayed: tuple[bool, bool]
     fence: tuple[int, int]
     refused: tuple[frozenset[int], frozenset[int]]
+    ctrSeq: tuple[int, int]
+    ctrVal: tuple[int, int]
+    peerSeq: tuple[int, int]
 
 
 VARIABLES: tuple[str, ...] = State._fields
@@ -172,7 +177,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         sendMode=(DEFAULT, DEFAULT), recvMode=(DEFAULT, DEFAULT), pending=two, buffered=two,
         rpend=two, recvDone=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
         fresh=(False, False), asked=(False, False), replayed=(False, False), fence=zeros,
-        refused=(frozenset(), frozenset()),
+        refused=(frozenset(), frozenset()), ctrSeq=zeros, ctrVal=zeros, peerSeq=zeros,
     )
 
 

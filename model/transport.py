@@ -145,11 +145,14 @@ def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: s
 
 
 def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
-    """The wire loses the request or ACK at the head of a channel of a path that may fail;
-    control messages ride a reliable QP and are not lost this way."""
+    """Drop(p, d): the wire loses the packet at the head of a channel: a request or an ACK
+    on a path that may fail, or (with CtlLoss) a control message of the layer on any
+    path."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
-    if p not in b.fault_paths or s.drops >= b.max_drops or not ch or ch[0].kind == "ctl":
+    if s.drops >= b.max_drops or not ch:
+        return None
+    if not (b.ctl_loss if ch[0].kind == "ctl" else p in b.fault_paths):
         return None
     return s._replace(wire=set_in(s.wire, i, j, ch[1:]), drops=s.drops + 1)
 

@@ -79,7 +79,10 @@ def packet(state: State, sender: str, m: dict[str, Any]) -> str:
         return f"{op_name(state, sender, m['wr'])} #{m['wr']} (PSN {m['psn']})"
     if m["kind"] == "ack":
         return f"ACK PSN {m['psn']}" + (f" returning {m['val']}" if m.get("val") else "")
-    return f"counter {m['count']}" if m["what"] == "counter" else "fail-back notice"
+    if m["what"] != "counter":
+        return "fail-back notice"
+    seq = f" #{m['seq']}" if m.get("seq") else ""
+    return f"counter{seq} = {m['count']}" + (", asking for an answer" if m.get("ask") else "")
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ HEADLINES = {
     "PollCq": "{0}'s application polls its CQ",
     "Progress": "{0}'s failover layer takes a step",
     "Timeout": "{0}'s retransmission timer on path {1} fires",
+    "HandshakeTimeout": "{0}'s handshake timer fires: no answer to its counter came back",
     "LinkDown": "link {0} goes down",
     "LinkUp": "link {0} comes back",
     "NicFail": "{0}'s NIC {1} dies",
@@ -269,6 +273,7 @@ def _layer_lines(before: State, after: State) -> list[str]:
         p_old, p_new = of(before, "peerCtr", h), of(after, "peerCtr", h)
         if p_old != p_new:
             out.append(f"{h} holds the peer's counter: {p_new}")
+        out += _duplicate_lines(before, after, h)
         f_old, f_new = of(before, "fence", h), of(after, "fence", h)
         if f_old != f_new:
             out.append(f"{h}'s fail-back fence: WR {f_new}" if f_new else
@@ -278,6 +283,28 @@ def _layer_lines(before: State, after: State) -> list[str]:
     if after.get("queried") and not before.get("queried"):
         out.append("the replay decision read the responder NIC's expected PSN")
     return out
+
+
+def _duplicate_lines(before: State, after: State, h: str) -> list[str]:
+    """A counter that reached h and was not taken: a resend of one h took already (or an
+    older one), answered again or ignored."""
+    name, args = _event(after)
+    if name != "Deliver" or of(before, "peerSeq", h) != of(after, "peerSeq", h):
+        return []
+    heads = [m for _, m in _arrivals(before, after)
+             if m["kind"] == "ctl" and m["what"] == "counter" and m.get("seq")]
+    if not heads or peer(sender_of(args[1])) != h:
+        return []
+    seq, last = heads[0]["seq"], of(before, "peerSeq", h)
+    if seq > last:
+        return [f"{h}'s NIC 2 is dead or its QP 2 in the error state: the counter is lost"]
+    if seq < last:
+        return [f"{h} took a later counter already: it ignores this one"]
+    answered = any(m["kind"] == "ctl" for c in wire_changes(before, after)
+                   if sender_of(c.direction) == h for m in c.entered)
+    return [f"{h} took counter #{heads[0]['seq']} already: a resend, "
+            + ("and it asks, so " + h + " sends its own counter again" if answered
+               else "ignored")]
 
 
 def _response_lines(before: State, after: State) -> list[str]:

@@ -99,7 +99,7 @@ PostSend(h) ==
     /\ event' = << "PostSend", h, posted[h] + 1 >>
     /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry,
                     responderVars, qp, wire, faultVars, historyVars, recvMode, buffered,
-                    rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed, refused >>
+                    rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed, refused, seqVars >>
 
 \* Post receive WR r on host h's QP of path p; a QP in the error state flushes it.
 \* Model: apps._post_recv_on. C: post_rpend, then the NIC's sn__post_recv.
@@ -125,7 +125,7 @@ PostRecv(h) ==
     /\ UNCHANGED << program, posted, sndSeen, rcvSeen, stores, stored, requesterVars, epsn,
                     saved, qp, wire, faultVars, historyVars, sendMode, recvMode, pending,
                     buffered, recvDone, sentCtr, peerCtr, fresh, asked, replayed, fence,
-                    refused >>
+                    refused, seqVars >>
 
 \* Host h's application makes its next store into its own memory, once it took
 \* the notifications the store waits for. The layer does not see it.
@@ -263,7 +263,7 @@ PollCq(h, D) ==
                                                ELSE sendMode
                                 /\ UNCHANGED << rpend, recvDone >>
     /\ UNCHANGED << program, posted, recvPosted, stores, stored, una, nxt, retry, epsn, saved,
-                    wire, faultVars, historyVars, peerCtr, fresh, asked >>
+                    wire, faultVars, historyVars, peerCtr, fresh, asked, seqVars >>
 
 \* What Progress never changes: the applications, the faults, the memories
 \* and the history but queried (which Replay sets).
@@ -272,10 +272,20 @@ ProgressFrame == << appVars, faultVars, mem, bufs, execs, copies >>
 \* The QP pairs' transport state, which only a reconnect resets.
 PsnState == << una, nxt, retry, epsn, saved >>
 
+\* Host h's latest counter as a control message; ask: h awaits the answer.
+Counter(h, ask) == [kind |-> "ctl", what |-> "counter", count |-> ctrVal[h],
+                    seq |-> ctrSeq[h], ask |-> ask]
+
+\* Channels w with host h's latest counter resent on the backup path, if h can
+\* send there (a dead NIC or a QP in the error state sends nothing).
+Resend(w, h, ask) ==
+    IF nic[h][2] /\ qp[h][2] = "RTS" THEN Push(w, 2, From(h), Counter(h, ask)) ELSE w
+
 \* Step 2: repost the outstanding receive WRs on the backup QP (if the receive
-\* side is moving), then send the receive counter over the backup path: first
-\* (then the host awaits the peer's), or answering the peer's. A counter no
-\* replay needs is used up.
+\* side is moving), then send the receive counter over the backup path, numbered
+\* (ctrSeq) so that a resend is told from a new counter: first (then the host
+\* awaits the peer's: ask), or answering the peer's. A counter no replay needs is
+\* used up.
 \* Model: layer.handshake. C: handshake (and its send_counter).
 Handshake(h) ==
     /\ ~sentCtr[h] /\ ~OnPath1(h)
@@ -287,15 +297,18 @@ Handshake(h) ==
        ELSE UNCHANGED << rq, cq >>
     /\ recvMode' = IF recvMode[h] = "Moving" THEN [recvMode EXCEPT ![h] = "Fallback"]
                    ELSE recvMode
+    /\ ctrSeq' = [ctrSeq EXCEPT ![h] = @ + 1]
+    /\ ctrVal' = [ctrVal EXCEPT ![h] = recvDone[h]]
     /\ wire' = IF nic[h][2] /\ qp[h][2] = "RTS"
-               THEN Send(2, From(h), [kind |-> "ctl", what |-> "counter", count |-> recvDone[h]])
+               THEN Send(2, From(h), [kind |-> "ctl", what |-> "counter", count |-> recvDone[h],
+                                      seq |-> ctrSeq[h] + 1, ask |-> ~fresh[h]])
                ELSE wire
     /\ sentCtr' = [sentCtr EXCEPT ![h] = TRUE]
     /\ asked' = [asked EXCEPT ![h] = ~fresh[h]]
     /\ fresh' = [fresh EXCEPT ![h] = @ /\ sendMode[h] = "Fallback" /\ ~replayed[h]]
     /\ UNCHANGED PsnState
     /\ UNCHANGED << sq, qp, queried, sendMode, pending, buffered, rpend, recvDone, peerCtr,
-                    replayed, fence, refused >>
+                    replayed, fence, refused, peerSeq >>
 
 (***************************************************************************)
 (* The replay filters, one per design (D.skip): is host h's outstanding  *)
@@ -350,7 +363,7 @@ Replay(h, D) ==
     /\ queried' = (queried \/ D.readsResponder)
     /\ UNCHANGED PsnState
     /\ UNCHANGED << rq, qp, wire, sendMode, recvMode, rpend, recvDone, sentCtr, peerCtr,
-                    asked, fence, refused >>
+                    asked, fence, refused, seqVars >>
 
 \* Step 4a: the default path is healthy again; reconnect its QP pair (both ends
 \* start afresh) unless the peer did, and probe it; then wait for the fence. A
@@ -375,7 +388,7 @@ Reconnect(h, D) ==
             /\ saved' = [x \in Hosts |-> [saved[x] EXCEPT ![1] = {}]]
     /\ sendMode' = [sendMode EXCEPT ![h] = "WaitSignaled"]
     /\ UNCHANGED << queried, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                    fresh, asked, replayed, fence, refused >>
+                    fresh, asked, replayed, fence, refused, seqVars >>
 
 \* Step 4b: the fence completed on the backup path, so every WR before it did:
 \* notify the peer on the default path alone and release the held WRs.
@@ -384,14 +397,15 @@ Release(h) ==
     /\ sendMode[h] = "WaitDrained" /\ fence[h] \notin Range(pending[h]) /\ ~fresh[h]
     \* A dead NIC sends nothing: the notice is lost with it.
     /\ wire' = IF nic[h][1] /\ qp[h][1] = "RTS"
-               THEN Send(1, From(h), [kind |-> "ctl", what |-> "failback", count |-> 0])
+               THEN Send(1, From(h), [kind |-> "ctl", what |-> "failback", count |-> 0, seq |-> 0,
+                                      ask |-> FALSE])
                ELSE wire
     /\ sendMode' = [sendMode EXCEPT ![h] = "Default"]
     /\ fence' = [fence EXCEPT ![h] = 0]
     /\ replayed' = [replayed EXCEPT ![h] = FALSE]
     /\ UNCHANGED PsnState
     /\ UNCHANGED << sq, rq, qpVars, queried, recvMode, pending, buffered, rpend, recvDone,
-                    sentCtr, peerCtr, fresh, asked, refused >>
+                    sentCtr, peerCtr, fresh, asked, refused, seqVars >>
 
 (***************************************************************************)
 (* One step of the layer's background work on host h: woken by a counter *)
@@ -406,7 +420,7 @@ Progress(h, D) ==
     /\ D.failover
     /\ \/ /\ OnPath1(h) /\ fresh[h] /\ ~sentCtr[h]
           /\ Trigger(h, D, "WR_FLUSH_ERR")
-          /\ UNCHANGED << wire, peerCtr, fresh, asked, queried >>
+          /\ UNCHANGED << wire, peerCtr, fresh, asked, queried, seqVars >>
           /\ UNCHANGED PsnState
        \/ Handshake(h)
        \/ Replay(h, D)
@@ -416,13 +430,17 @@ Progress(h, D) ==
     /\ UNCHANGED ProgressFrame
 
 (***************************************************************************)
-(* A control message of the layer arrives at host h. A counter: the     *)
-(* answer h awaits, or the peer starting a failover, which h answers.    *)
+(* A control message of the layer arrives at host h. A counter numbered  *)
+(* after the last one h took: the answer h awaits, or the peer starting *)
+(* a failover, which h answers. The last one again (the peer's timer    *)
+(* resent it): if it asks and h has sent its counter, h resends its own *)
+(* (its answer may have been lost); else nothing. An older one: nothing. *)
 (* The fail-back notice: h's receive side holds the backup CQ's good     *)
 (* receive completions, drops its other receive CQEs, and reposts on the *)
 (* default QP every receive WR its application is still owed.           *)
 (* Model: layer.deliver_control (the event Deliver, next.deliver).       *)
-(* C: sn_deliver hands it to shift_ctl_input.                             *)
+(* C: sn_deliver hands it to shift_ctl_input (take_counter,               *)
+(* take_failback).                                                        *)
 (***************************************************************************)
 DeliverControl(p, d) ==
     /\ wire[p][d] # << >>
@@ -431,15 +449,21 @@ DeliverControl(p, d) ==
            h      == To(d)
            alive  == nic[h][p] /\ qp[h][p] = "RTS"
            good   == GoodPrefix(SelectSeq(cq[h][2], IsRecv))
-       IN  /\ wire' = [wire EXCEPT ![p][d] = Tail(@)]
-           /\ IF alive /\ m.what = "counter"
+           rest   == [wire EXCEPT ![p][d] = Tail(@)]
+       IN  /\ IF alive /\ m.what = "counter" /\ m.seq > peerSeq[h]
               THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
+                   /\ peerSeq' = [peerSeq EXCEPT ![h] = m.seq]
                    \* the answer h awaited, which no replay needs, is used up at once
                    /\ fresh' = [fresh EXCEPT ![h] =
                                    ~asked[h] \/ (sendMode[h] = "Fallback" /\ ~replayed[h])]
                    /\ asked' = [asked EXCEPT ![h] = FALSE]
                    /\ sentCtr' = IF asked[h] THEN sentCtr ELSE [sentCtr EXCEPT ![h] = FALSE]
+                   /\ wire' = rest
                    /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone >>
+              ELSE IF alive /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
+              THEN /\ wire' = Resend(rest, h, asked[h])
+                   /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
+                                   peerCtr, fresh, asked, peerSeq >>
               ELSE IF alive /\ m.what = "failback" /\ recvMode[h] = "Fallback"
               THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
                                        ![h][2] = << >>]
@@ -448,12 +472,37 @@ DeliverControl(p, d) ==
                    /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
                    /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(good))]
                    /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
-                   /\ UNCHANGED << sentCtr, peerCtr, fresh, asked >>
-              ELSE UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr, peerCtr,
-                                fresh, asked >>
+                   /\ wire' = rest
+                   /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq >>
+              ELSE /\ wire' = rest
+                   /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr, peerCtr,
+                                   fresh, asked, peerSeq >>
     /\ event' = << "Deliver", p, d >>
     /\ UNCHANGED << appVars, requesterVars, epsn, saved, qp, faultVars, historyVars,
-                    sendMode, pending, replayed, fence, refused >>
+                    sendMode, pending, replayed, fence, refused, ctrSeq, ctrVal >>
+
+(***************************************************************************)
+(* Host h's handshake timer fires: h sent its counter first and awaits  *)
+(* the peer's answer, nothing is in flight on the backup path, and the  *)
+(* peer is not about to answer (it did not take h's counter, or it       *)
+(* answered): h's counter or the answer was lost. h resends its counter, *)
+(* asking again. Like Timeout's quiet wire, this is the assumption that *)
+(* the timer outlasts a round trip: it fires after a loss, not while    *)
+(* the peer is slow (docs/model.md). It has no budget here (the wire    *)
+(* loses at most MaxDrops messages) and fires only where the resend can *)
+(* leave.                                                                 *)
+(* Model: layer.handshake_timeout. C: shift_timer(ep, 2) (whose         *)
+(* ctl_retries budget, then giving up, is outside the spec).             *)
+(***************************************************************************)
+HandshakeTimeout(h) ==
+    /\ asked[h] /\ sentCtr[h]
+    /\ ~(peerSeq[Peer(h)] = ctrSeq[h] /\ ~sentCtr[Peer(h)])
+    /\ nic[h][2] /\ qp[h][2] = "RTS" /\ link[2]
+    /\ wire[2]["AtoB"] = << >> /\ wire[2]["BtoA"] = << >>
+    /\ wire' = Resend(wire, h, TRUE)
+    /\ event' = << "HandshakeTimeout", h >>
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qpVars, faultVars, historyVars,
+                    layerVars >>
 
 (* ------------------------- Init, Next, fairness -------------------------- *)
 
@@ -490,6 +539,8 @@ Init ==
     /\ fresh = [h \in Hosts |-> FALSE] /\ asked = [h \in Hosts |-> FALSE]
     /\ replayed = [h \in Hosts |-> FALSE]
     /\ fence = [h \in Hosts |-> 0] /\ refused = [h \in Hosts |-> {}]
+    /\ ctrSeq = [h \in Hosts |-> 0] /\ ctrVal = [h \in Hosts |-> 0]
+    /\ peerSeq = [h \in Hosts |-> 0]
     /\ event = << "Init" >>
 
 \* The system: the applications, the NICs, the wire and the layer on both
@@ -501,7 +552,7 @@ System(D) ==
     \/ \E h \in Hosts, p \in Paths : Transmit(h, p) \/ Timeout(h, p)
     \/ \E p \in Paths, d \in Directions :
            DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d)
-    \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D)
+    \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D) \/ HandshakeTimeout(h)
 
 \* The environment: the wire loses a packet, links and NICs fail and come back.
 \* None of it is fair.
@@ -520,5 +571,6 @@ FailoverFairness(D) ==
     /\ \A p \in Paths, d \in Directions :
            WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))
     /\ \A h \in Hosts : WF_vars(PollCq(h, D)) /\ WF_vars(Progress(h, D))
+                      /\ WF_vars(HandshakeTimeout(h))
 
 =============================================================================

@@ -138,17 +138,17 @@ DeliverPacket(p, d, staged) ==
     /\ UNCHANGED << appVars, sq, nxt, qp, faultVars, queried, layerVars >>
 
 (***************************************************************************)
-(* The wire loses the packet at the head of a channel of a path that may *)
-(* fail. Control messages are carried reliably while their path lives    *)
-(* (they ride an RC QP whose retransmissions are not modelled). Part of  *)
-(* the environment: no fairness.                                          *)
+(* The wire loses the packet at the head of a channel: a request or an   *)
+(* ACK on a path that may fail, or (with CtlLoss) a control message of  *)
+(* the failover layer on any path - the layer's control plane must not  *)
+(* rely on a reliable channel (issue 15): its handshake timer resends.  *)
+(* Part of the environment: no fairness.                                 *)
 (* Model: transport.drop. C: sn_drop.                                      *)
 (***************************************************************************)
 Drop(p, d) ==
-    /\ p \in FaultPaths
     /\ drops < MaxDrops
     /\ wire[p][d] # << >>
-    /\ Head(wire[p][d]).kind \in {"req", "ack"}
+    /\ IF Head(wire[p][d]).kind = "ctl" THEN CtlLoss ELSE p \in FaultPaths
     /\ wire' = [wire EXCEPT ![p][d] = Tail(@)]
     /\ drops' = drops + 1
     /\ event' = << "Drop", p, d >>

@@ -23,7 +23,8 @@ CONSTANTS
     MaxDrops,     \* how many packets the wire may lose
     MaxFaults,    \* how many LinkDown / NicFail events may happen
     FaultPaths,   \* the paths that may lose packets or fail
-    Recover       \* whether failed links and NICs may come back
+    Recover,      \* whether failed links and NICs may come back
+    CtlLoss       \* whether the wire may lose the layer's control messages (any path)
 
 Hosts == {"A", "B"}
 Paths == {1, 2}
@@ -131,7 +132,8 @@ VARIABLE
 Packets ==
     [kind : {"req"}, psn : PSNs, wr : AnyIds]
     \cup [kind : {"ack"}, psn : PSNs, val : Nat]
-    \cup [kind : {"ctl"}, what : {"counter", "failback"}, count : Nat]
+    \cup [kind : {"ctl"}, what : {"counter", "failback"}, count : Nat, seq : Nat,
+          ask : BOOLEAN]
 
 WireTypeOK == wire \in [Paths -> [Directions -> Seq(Packets)]]
 
@@ -182,10 +184,16 @@ VARIABLES
     asked,       \* per host: did it send its counter first, and awaits the peer's answer?
     replayed,    \* per host: has it replayed its outstanding sends?
     fence,       \* per host: the WR its fail-back waits for, 0 when none
-    refused      \* per host: WRs the layer failed on purpose (atomic in flight)
+    refused,     \* per host: WRs the layer failed on purpose (atomic in flight)
+    ctrSeq,      \* per host: the sequence number of its latest counter, 0 before the first
+    ctrVal,      \* per host: the count its latest counter carries (what a resend repeats)
+    peerSeq      \* per host: the sequence number of the last counter of the peer it took
+
+\* The counters' numbering: what a resend repeats, how a duplicate is told apart.
+seqVars == << ctrSeq, ctrVal, peerSeq >>
 
 layerVars == << sendMode, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                fresh, asked, replayed, fence, refused >>
+                fresh, asked, replayed, fence, refused, seqVars >>
 
 LayerTypeOK ==
     /\ sendMode \in [Hosts -> SendModes]
@@ -197,6 +205,9 @@ LayerTypeOK ==
     /\ fresh \in [Hosts -> BOOLEAN]
     /\ asked \in [Hosts -> BOOLEAN]
     /\ replayed \in [Hosts -> BOOLEAN]
+    /\ ctrSeq \in [Hosts -> Nat]
+    /\ ctrVal \in [Hosts -> Nat]
+    /\ peerSeq \in [Hosts -> Nat]
     /\ \A h \in Hosts :
         /\ pending[h] \in Seq(WrIds(h))
         /\ rpend[h] \in Seq(RecvIds(h))
@@ -212,7 +223,7 @@ Events ==
     { << "Init" >> }
     \cup ({"PostSend", "PostRecv"} \X Hosts \X AnyIds)
     \cup ({"AppWrite"} \X Hosts \X Regions \X Nat)
-    \cup ({"PollCq", "Progress"} \X Hosts)
+    \cup ({"PollCq", "Progress", "HandshakeTimeout"} \X Hosts)
     \cup ({"Transmit", "Timeout"} \X Hosts \X Paths)
     \cup ({"Deliver", "Drop"} \X Paths \X Directions)
     \cup ({"LinkDown", "LinkUp"} \X Paths)
