@@ -122,6 +122,18 @@ class Fabric:
     def path_healthy(self, path: int) -> bool:
         return bool(lib.sn_path_healthy(self.handle, path_arg(path)))
 
+    def head_kind(self, path: int, direction: str) -> str | None:
+        """What the packet at the head of a channel is: "req", "ack", "ctl" (a control
+        message of the layer), or None when the channel is empty."""
+        kind = lib.sn_wire_head_kind(self.handle, path_arg(path), dir_arg(direction))
+        return {1: "req", 2: "ack", 3: "ctl"}.get(kind)
+
+    def can_send(self, host: str, path: int) -> bool:
+        """Would a packet host sends on path leave: its NIC alive and the link up?"""
+        p = path_arg(path)
+        return bool(lib.sn_nic_alive(self.handle, host_arg(host), p)
+                    and lib.sn_link_is_up(self.handle, p))
+
     def counters(self) -> dict[str, int]:
         c = ffi.new("struct sn_counters *")
         check_errno(lib.sn_counters_get(self.handle, c), "sn_counters_get")

@@ -13,8 +13,10 @@ in a differential run.
 
 The scheduler keeps to the environment of a bound, as the spec's environment does: the
 fault and drop budgets and the faulty paths of `spec/designs.toml`, recoveries only where
-the bound recovers, and a retransmission timer that fires only on a quiet path (the
-spec's timeout abstraction, docs/differential.md). Everything else is the
+the bound recovers, a retransmission timer that fires only on a quiet path (the
+spec's timeout abstraction, docs/differential.md), control messages lost only where the
+bound's `CtlLoss` allows, and a handshake timer that fires only once the exchange is lost
+(`HandshakeTimeout`'s guard, docs/model.md). Everything else is the
 implementation's own choice. The documented differences of docs/differential.md end a
 validation early (`gap`), as they end a differential run.
 """
@@ -94,17 +96,34 @@ class Scheduler:
         calls += [Event("Deliver", c) for c in sorted(busy)]
         calls += [Event("Timeout", (h, p)) for h in HOSTS for p in PATHS
                   if (p, "AtoB") not in busy and (p, "BtoA") not in busy]
+        if (2, "AtoB") not in busy and (2, "BtoA") not in busy:
+            calls += [Event("HandshakeTimeout", (h,)) for h in HOSTS if self.exchange_lost(h)]
         if b.recover:
             calls += [Event("LinkUp", (p,)) for p in PATHS]
             calls += [Event("NicRecover", (h, p)) for h in HOSTS for p in PATHS]
         faults: list[Event] = []
         if self.drops < b.max_drops:
-            faults += [Event("Drop", c) for c in sorted(busy) if c[0] in b.fault_paths]
+            faults += [Event("Drop", c) for c in sorted(busy) if self.droppable(*c)]
         if self.faults < b.max_faults:
             for p in sorted(b.fault_paths):
                 faults += [Event("LinkDown", (p,))]
                 faults += [Event("NicFail", (h, p)) for h in HOSTS]
         return calls, faults
+
+    def droppable(self, p: int, d: str) -> bool:
+        """May the wire lose the head of channel (p, d) in this bound: a control message
+        where CtlLoss, a request or an ACK on a fault path."""
+        head = self.bridge.fabric.head_kind(p, d)
+        return self.b.ctl_loss if head == "ctl" else p in self.b.fault_paths
+
+    def exchange_lost(self, h: str) -> bool:
+        """HandshakeTimeout's guard but the quiet path: h awaits the answer to its counter,
+        the peer is not about to answer (it did not take h's counter, or it answered), and
+        h's resend can leave (its QP 2 in RTS, its NIC 2 and link 2 up)."""
+        obs, o = self.bridge.observation(), HOSTS[1 - HOSTS.index(h)]
+        slow_peer = obs["peerSeq"][o] == obs["ctrSeq"][h] and not obs["sentCtr"][o]
+        return (obs["asked"][h] and obs["sentCtr"][h] and not slow_peer
+                and self.bridge.qp_ready(h, 2) and self.bridge.fabric.can_send(h, 2))
 
     def taken(self) -> tuple[int, ...]:
         """How many notifications each host's application took (A's, B's), as the
@@ -147,7 +166,7 @@ class Scheduler:
             return True
         if n in ("PollCq", "Progress", "Transmit"):
             return self.bridge.acts(ev)
-        if n == "Timeout":  # the NIC's timer: the spec's Timeout has no handshake timer
+        if n == "Timeout":  # the NIC's retransmission timer
             return self.bridge.fabric.timeout(*ev.args)
         acted = bool(c.apply(ev))
         if acted and n == "Drop":

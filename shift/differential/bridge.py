@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from shift.impl import DesignCode, Fabric, Wr
+from shift.impl._native import ffi, lib
+from shift.impl.errors import check_errno
 from shift.model.state import REGIONS
 from shift.vocabulary import Event
 
@@ -74,6 +76,15 @@ class Bridge:
     def memory(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Each host's regions (A's, B's), as its application would read them now."""
         return (tuple(self.conn.memory("A")), tuple(self.conn.memory("B")))
+
+    def qp_ready(self, host: str, path: int) -> bool:
+        """Is host's QP of path ready to send (RTS), as simnic has it?"""
+        qp = ffi.new("sn_qp *")
+        check_errno(lib.shift_sim_qp(self.conn.handle, "AB".index(host), path, qp),
+                    "shift_sim_qp")
+        attr = ffi.new("struct sn_qp_attr *")
+        check_errno(lib.sn_query_qp(qp[0], attr), "sn_query_qp")
+        return bool(attr.qp_state == lib.SHIFT_QPS_RTS)
 
     def wire_len(self, path: int, direction: str) -> int:
         return self.fabric.wire(path, direction)

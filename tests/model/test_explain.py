@@ -45,7 +45,7 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
     every region and none."""
     evs = [make("PostSend", h, w) for h in HOSTS for w in range(n_wrs + 2)]
     evs += [make("PostRecv", h, r) for h in HOSTS for r in range(n_notes + 2)]
-    evs += [make("PollCq", h) for h in HOSTS] + [make("Progress", h) for h in HOSTS]
+    evs += [make(name, h) for name in ("PollCq", "Progress", "HandshakeTimeout") for h in HOSTS]
     evs += [make(name, h, p) for name in ("Transmit", "Timeout", "NicFail", "NicRecover")
             for h in HOSTS for p in PATHS]
     evs += [make(name, p, d) for name in ("Deliver", "Drop") for p in PATHS for d in DIRECTIONS]
@@ -216,8 +216,11 @@ EVERY_GUARD = [
     "the fence holds the WR: A is in WaitDrained",
     # Deliver, Drop
     "nothing in flight to deliver", "the bound excludes path 2 from faults and drops",
-    "MaxDrops reached", "nothing to drop", "is a control message of the layer (the counter)",
-    "is a control message of the layer (the failback)",
+    "MaxDrops reached", "nothing to drop",
+    # HandshakeTimeout
+    "awaits no answer to a counter it sent first", "took A's counter and is about to answer",
+    "took B's counter and is about to answer", "resend could not leave",
+    "fires only on a quiet backup path",
     # Timeout
     "A's QP on path 1 is in the error state (ERR): its retransmission timer is off",
     "nothing unacknowledged on path 1", "nothing unacknowledged on path 2",

@@ -6,7 +6,10 @@ the QPs' and queues')."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from modelkit import changed, model, reach, step
+from shift.model.next import Model
 from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, SndSeen, State, set_at
 from shift.vocabulary import make
 
@@ -159,15 +162,20 @@ def test_timeout_without_retries_errors_and_flushes() -> None:
     # A post on the errored QP is flushed at once (here: a QP in ERR, layer still Default).
 
 
-def test_drop_only_on_fault_paths_within_the_budget_and_never_control() -> None:
+def test_drop_requests_on_fault_paths_and_control_messages_anywhere_within_the_budget(
+        ) -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1))
     t = step(SHIFT, s, "Drop", 1, "AtoB")
     assert t.wire[0][0] == (Req(2, 2),) and t.drops == 1
     assert SHIFT.step(t, make("Drop", 1, "AtoB")) is None  # MaxDrops = 1
     other = s._replace(wire=(s.wire[1], s.wire[0]))  # the packets on path 2
     assert SHIFT.step(other, make("Drop", 2, "AtoB")) is None  # FaultPaths = {1}
-    ctl = s._replace(wire=(((Ctl("counter", 0),), ()), EMPTY))
-    assert SHIFT.step(ctl, make("Drop", 1, "AtoB")) is None
+    # CtlLoss: the layer's control messages are lost like any packet, on either path
+    ctl = s._replace(wire=(EMPTY, ((Ctl("counter", 0, 1, True),), ())))
+    u = step(SHIFT, ctl, "Drop", 2, "AtoB")
+    assert u.wire == (EMPTY, EMPTY) and changed(ctl, u) == {"wire", "drops"}
+    lossless = Model(SHIFT.design, dataclasses.replace(SHIFT.bound, ctl_loss=False))
+    assert lossless.step(ctl, make("Drop", 2, "AtoB")) is None
 
 
 # ------------------------------------------------------------------ faults ----
@@ -374,11 +382,13 @@ def test_an_atomic_in_flight_is_refused() -> None:
 def test_handshake_sends_the_counter_on_the_backup_path_and_asks() -> None:
     s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"))
     t = step(SHIFT, s, "Progress", "A")
-    assert t.sentCtr == (True, False) and t.wire[1][0] == (Ctl("counter", 0),)
+    assert t.sentCtr == (True, False) and t.wire[1][0] == (Ctl("counter", 0, 1, True),)
     assert t.asked == (True, False) and t.recvMode[A] == "Fallback"
-    assert changed(s, t) == {"sentCtr", "wire", "asked", "recvMode"}
+    assert t.ctrSeq == (1, 0) and t.ctrVal == (0, 0)
+    assert changed(s, t) == {"sentCtr", "wire", "asked", "recvMode", "ctrSeq"}
     u = step(SHIFT, t, "Deliver", 2, "AtoB")
     assert u.peerCtr == (-1, 0) and u.fresh == (False, True) and u.sentCtr == (True, False)
+    assert u.peerSeq == (0, 1)
 
 
 def test_peer_counter_moves_b_off_the_default_path_and_b_answers() -> None:
@@ -390,7 +400,8 @@ def test_peer_counter_moves_b_off_the_default_path_and_b_answers() -> None:
     assert t.buffered[B] == (Cqe(2, 1, "SUCCESS", 0),) and t.recvDone[B] == 1
     assert t.rpend[B] == ()
     u = step(SHIFT, t, "Progress", "B")  # handshake: repost (none left), answer
-    assert u.sentCtr[B] and u.wire[1][1] == (Ctl("counter", 1),)
+    assert u.sentCtr[B] and u.wire[1][1] == (Ctl("counter", 1, 1, False),)
+    assert u.ctrSeq[B] == 1 and u.ctrVal[B] == 1
     assert u.asked[B] is False and u.recvMode[B] == "Fallback"
     # A's counter stays fresh for B's own replay (of no WR: B posts none here).
     assert u.fresh[B] is True
@@ -400,11 +411,46 @@ def test_b_reposts_its_outstanding_receive_wrs_before_answering() -> None:
     s = on(reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2)), B,
            sendMode="Fallback", recvMode="Moving", rq=EMPTY)
     t = step(SHIFT, s, "Progress", "B")
-    assert t.rq[B] == ((), (1, 2)) and t.wire[1][1] == (Ctl("counter", 0),)
+    assert t.rq[B] == ((), (1, 2)) and t.wire[1][1] == (Ctl("counter", 0, 1, True),)
     dead = on(s, B, qp=("RTS", "ERR"))
     u = step(SHIFT, dead, "Progress", "B")
     assert u.cq[B][1] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
     assert u.wire == s.wire and u.sentCtr == (False, True)  # an errored QP sends nothing
+
+
+# A asked (counter #1 = 0), B took it and answered (counter #1 = 1); B's answer in flight.
+ANSWERED = FAILED1 + (("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"),
+                      ("Progress", "B"), ("Progress", "B"))
+
+
+def test_a_lost_answer_is_resent_after_the_askers_timer() -> None:
+    s = reach(SHIFT, 1, *ANSWERED)
+    assert SHIFT.step(s, make("HandshakeTimeout", "A")) is None  # the answer is in flight
+    t = step(SHIFT, s, "Drop", 2, "BtoA")
+    u = step(SHIFT, t, "HandshakeTimeout", "A")
+    assert u.wire[1] == ((Ctl("counter", 0, 1, True),), ()) and changed(t, u) == {"wire"}
+    v = step(SHIFT, u, "Deliver", 2, "AtoB")  # a resend B took already, asking: answered
+    assert v.wire[1] == ((), (Ctl("counter", 1, 1, False),)) and changed(u, v) == {"wire"}
+    w = step(SHIFT, v, "Deliver", 2, "BtoA")
+    assert w.peerCtr[A] == 1 and w.peerSeq[A] == 1 and w.asked[A] is False and w.fresh[A]
+    assert SHIFT.step(w, make("HandshakeTimeout", "A")) is None  # nothing awaited
+
+
+def test_a_lost_first_counter_is_resent_and_taken_once() -> None:
+    s = reach(SHIFT, 1, *FAILED1, ("PollCq", "A"), ("Progress", "A"))
+    t = step(SHIFT, s, "Drop", 2, "AtoB")
+    assert t.peerSeq[B] == 0
+    u = step(SHIFT, step(SHIFT, t, "HandshakeTimeout", "A"), "Deliver", 2, "AtoB")
+    assert u.peerCtr[B] == 0 and u.peerSeq[B] == 1 and u.fresh[B]
+    # B is about to answer: A's timer does not fire while B is slow (docs/model.md)
+    assert SHIFT.step(u, make("HandshakeTimeout", "A")) is None
+
+
+def test_a_resend_that_does_not_ask_or_an_older_counter_changes_nothing() -> None:
+    s = reach(SHIFT, 1, *FALLBACK_READY)  # B took A's #1 and A took B's #1
+    for m in (Ctl("counter", 0, 1, False), Ctl("counter", 0, 0, True)):
+        dup = s._replace(wire=(EMPTY, ((m,), ())))
+        assert changed(dup, step(SHIFT, dup, "Deliver", 2, "AtoB")) == {"wire"}
 
 
 FALLBACK_READY = FAILED1 + (("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"),
@@ -462,7 +508,7 @@ def test_fail_back_reconnect_fence_release() -> None:
     done = on(t, A, pending=())
     u = step(m, done, "Progress", "A")
     assert u.sendMode[A] == "Default" and u.fence[A] == 0
-    assert u.wire[0][0] == (Ctl("failback", 0),) and u.replayed[A] is False
+    assert u.wire[0][0] == (Ctl("failback", 0, 0, False),) and u.replayed[A] is False
 
 
 def test_failback_notice_moves_the_receive_side_back_to_default() -> None:
@@ -479,7 +525,7 @@ def test_failback_notice_moves_the_receive_side_back_to_default() -> None:
 
 
 def test_control_message_to_a_dead_qp_is_lost() -> None:
-    s = on(reach(SHIFT, 1)._replace(wire=(EMPTY, ((Ctl("counter", 0),), ()))), B,
+    s = on(reach(SHIFT, 1)._replace(wire=(EMPTY, ((Ctl("counter", 0, 1, True),), ()))), B,
            qp=("RTS", "ERR"))
     t = step(SHIFT, s, "Deliver", 2, "AtoB")
     assert changed(s, t) == {"wire"}
