@@ -64,6 +64,7 @@ EVENT_METHODS = {
     "Transmit": "transmit", "Deliver": "deliver", "Drop": "drop", "Timeout": "timeout",
     "LinkDown": "link_down", "LinkUp": "link_up", "NicFail": "nic_fail",
     "NicRecover": "nic_recover", "Progress": "progress", "AppWrite": "app_write",
+    "HandshakeTimeout": "handshake_timeout",
 }
 
 
@@ -404,6 +405,14 @@ class Connection:
         r = lib.shift_sim_timeout(self.handle, host_arg(host), path_arg(path))
         return event_result(r, "timeout") > 0
 
+    def handshake_timeout(self, host: str) -> bool:
+        """HandshakeTimeout(host): the layer's handshake timer fires (`shift_timer` on the
+        backup path): a host that awaits the peer's answer resends its latest counter.
+        True if it acted (it awaited an answer); after the connection's ``ctl_retries``
+        resends it gives up instead (not in the spec: the error reaches the application)."""
+        r = lib.shift_timer(self._eph(host), 2)
+        return event_result(r, "handshake_timeout") > 0
+
     def ctl_input(self, host: str, path: int, msg: bytes) -> bool:
         """A control message arrives at host on path, as the backend hands one over (not
         an event of the vocabulary: a test's forged or damaged message). True if the layer
@@ -487,7 +496,7 @@ class Connection:
             i.fence if i.has_fence else None, i.epoch, i.outstanding, i.held, i.buffered,
             i.sends_posted, i.sends_completed, i.recvs_posted, i.recvs_completed,
             STATE_NAMES[i.send_state], RECV_STATE_NAMES[i.recv_state], bool(i.fresh),
-            bool(i.asked),
+            bool(i.asked), i.ctr_seq, i.peer_seq,
         )
 
     def state(self, host: str) -> str:

@@ -112,8 +112,10 @@ class HostState:
     """One endpoint's failover state (`shift_ep_query`). ``state`` is the side of its
     role, as a one-way connection has it (A's send side; B's receive side as Default or
     Fallback, or Error once the connection is dead); ``send_state`` and ``recv_state``
-    are both sides, the spec's ``sendMode`` and ``recvMode``, and ``fresh`` and
-    ``asked`` the rest of its counter exchange."""
+    are both sides, the spec's ``sendMode`` and ``recvMode``, and ``fresh``, ``asked``,
+    ``ctr_seq`` (the number of its own latest counter, spec: ``ctrSeq``) and
+    ``peer_seq`` (the number of the last of the peer's counters it took, spec:
+    ``peerSeq``) the rest of its counter exchange."""
 
     state: str
     sent_ctr: bool
@@ -132,6 +134,8 @@ class HostState:
     recv_state: str = "Default"
     fresh: bool = False
     asked: bool = False
+    ctr_seq: int = 0
+    peer_seq: int = 0
 
 
 @dataclass(frozen=True)
@@ -214,4 +218,6 @@ class ImplObservation:
             "replayed": self._per_host("replayed", {"A": self.replayed, "B": None}),
             "fence": {h: f or 0 for h, f in
                       self._per_host("fence", {"A": self.fence, "B": None}).items()},
+            "ctrSeq": self._per_host("ctr_seq", {"A": None, "B": None}),
+            "peerSeq": self._per_host("peer_seq", {"A": None, "B": None}),
         }

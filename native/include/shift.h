@@ -218,7 +218,9 @@ struct shift_ep_info {
     int fresh;              /* has the peer's counter arrived since it was last used? */
     int asked;              /* did it send its counter first, awaiting the peer's answer? */
     uint32_t peer_seq;      /* the sequence number of the last of the peer's counters it
-                             * took (0 before one) */
+                             * took (0 before one) (spec: peerSeq) */
+    uint32_t ctr_seq;       /* the sequence number of its own latest counter, one per
+                             * Handshake (0 before one) (spec: ctrSeq) */
 };
 
 /* ---- the core API (verbs-like) ---- */
@@ -238,7 +240,10 @@ int shift_poll_cq(shift_ep ep, int n, struct shift_wc *wc);
 int shift_poll_step(shift_ep ep, struct shift_wc *wc);
 /* One step of background work: enum shift_step (0: nothing to do), or -errno. */
 int shift_progress(shift_ep ep);
-/* The layer's control timer for path fired (handshake retransmission): 1 if it acted. */
+/* The layer's handshake timer for path fired (spec: HandshakeTimeout(h) for path 2): an
+ * endpoint that awaits the peer's answer (asked, its counter sent) resends its latest
+ * counter, ctl_retries times, then gives up (not in the spec). 1 if it acted, 0 if not
+ * (path 1, or not awaiting an answer). */
 int shift_timer(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
  * was taken (ctl_received), or -EINVAL if it is not a message the peer's layer could

@@ -35,7 +35,8 @@ int shift_sim_ep(shift_conn c, int host, shift_ep *out);
 /* register [addr, addr+len) of host on both its NICs; the peer learns the keys */
 int shift_sim_reg_mr(shift_conn c, int host, uint64_t addr, size_t length, int access,
                      struct shift_mr_keys *keys);
-/* Timeout(host, path): the NIC's timers; if none went off, the layer's control timer */
+/* Timeout(host, path): the NIC's timers; if none went off, the layer's handshake timer
+ * (shift_timer, the event HandshakeTimeout(host) alone) */
 int shift_sim_timeout(shift_conn c, int host, int path);
 /* the simnic QP of a host and path, for tests */
 int shift_sim_qp(shift_conn c, int host, int path, sn_qp *out);

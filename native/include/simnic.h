@@ -128,9 +128,9 @@ int sn_post_recv(sn_qp qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad)
 /* Make every WQE written with SHIFT_SEND_NO_DOORBELL eligible for transmission. */
 int sn_ring(sn_qp qp);
 
-/* Layer control messages ride a reliable control channel alongside qp: delivered in
- * FIFO order with the path's packets while the path lives, lost when it dies, never
- * dropped by sn_drop. EIO if qp's NIC is dead or qp is not in RTS. */
+/* Layer control messages ride the path alongside qp's packets: delivered in FIFO order
+ * with them while the path lives, lost when it dies, and lost singly by sn_drop like any
+ * packet. EIO if qp's NIC is dead or qp is not in RTS. */
 typedef void (*sn_ctl_handler)(void *arg, sn_qp qp, const void *msg, uint32_t len);
 int sn_ctl_send(sn_qp qp, const void *msg, uint32_t len);
 int sn_set_ctl_handler(sn_qp qp, sn_ctl_handler fn, void *arg);
@@ -138,7 +138,7 @@ int sn_set_ctl_handler(sn_qp qp, sn_ctl_handler fn, void *arg);
 /* --- the events: each returns 1 if it did something, 0 if not enabled, or -errno --- */
 int sn_transmit(sn_fabric f, int host, int path);   /* next request of a QP of NIC path */
 int sn_deliver(sn_fabric f, int path, int dir);      /* the head packet arrives */
-int sn_drop(sn_fabric f, int path, int dir);         /* the head request/ACK is lost */
+int sn_drop(sn_fabric f, int path, int dir);         /* the head packet is lost */
 int sn_timeout(sn_fabric f, int host, int path);     /* the NIC's retransmission timers */
 int sn_link_down(sn_fabric f, int path);
 int sn_link_up(sn_fabric f, int path);

@@ -239,6 +239,7 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->fresh = e->fresh;
     info->asked = e->asked;
     info->peer_seq = e->peer_seq;
+    info->ctr_seq = e->ctr_seq;
     info->replayed = e->replayed;
     info->probing = e->probing;
     info->has_fence = e->has_fence;

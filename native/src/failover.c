@@ -4,12 +4,14 @@
  * DeliverControl (the peer's counter, the fail-back notice), for both sides of an
  * endpoint - its send side (sendMode) and its receive side (recvMode) - and the one
  * counter exchange that serves them both (sentCtr, peerCtr, fresh, asked). Each function
- * names the spec action it implements. What the C core adds, the spec does not have and
- * the differential runner never drives, each saying why: the control timer and giving up
- * (shift_timer: the spec's control messages are never lost while their path lives),
- * sequence numbers that keep a retransmitted counter from passing for a new failover,
- * the wire probe, an endpoint that dies of an application error, and the verbs
- * operations that move receive WRs between QPs.
+ * names the spec action it implements, the handshake timer too (shift_timer: the spec's
+ * HandshakeTimeout, which resends a counter the wire lost; a counter's sequence number
+ * and ask flag tell a resent counter from a new failover, as the spec's do). What the C
+ * core adds, the spec does not have and the differential runner never drives, each
+ * saying why: the timer's retry budget and giving up (the spec's wire loses a bounded
+ * number of messages, so its timer needs no budget), the wire probe, an endpoint that
+ * dies of an application error, and the verbs operations that move receive WRs between
+ * QPs.
  */
 #include "layer.h"
 
@@ -31,11 +33,12 @@ static int fails_back(const ep_s *e)
     return is_shift(e) && !(e->attr.flags & SHIFT_EP_NO_FAIL_BACK);
 }
 
-/* The counter taken at the last Handshake, to the peer over the backup path. A dead NIC
- * or a QP in ERR sends nothing (ctl_send fails): the counter is lost, as the spec's
- * Handshake puts nothing on the wire then; the control timer may send it again (and
- * gives up, with the error to the application, after ctl_retries). Any other failure of
- * ctl_send is the same loss: the layer cannot tell them apart. */
+/* The counter taken at the last Handshake, to the peer over the backup path: [count =
+ * ctrVal, seq = ctrSeq, ask] (spec: Handshake, HandshakeTimeout, and the answer to a
+ * duplicate). A dead NIC or a QP in ERR sends nothing (ctl_send fails): the counter is
+ * lost, as the spec's Handshake puts nothing on the wire then; the handshake timer may
+ * send it again (and gives up, with the error to the application, after ctl_retries).
+ * Any other failure of ctl_send is the same loss: the layer cannot tell them apart. */
 static void send_counter(ep_s *e, int want_reply)
 {
     ctl_msg m = {CTL_MAGIC, CTL_COUNTER, (uint8_t)want_reply, 0, e->ctr_seq, 0, e->ctr_sent};
@@ -576,12 +579,13 @@ static void take_failback(ep_s *e)
     e->recv_mode = SHIFT_RECV_DEFAULT;
 }
 
-/* spec: DeliverControl, a counter: the answer this endpoint awaited (asked; used up at
- * once unless its send side is to replay), or the peer starting a failover, which it
- * must answer (fresh, and its counter is to be sent again: the Handshake, after the
- * Trigger if a side is still on the default path). Not in the spec: a counter whose
- * sequence number was taken already is a retransmission (the peer's control timer);
- * if the peer still awaits an answer and this endpoint sent one, it sends it again. */
+/* spec: DeliverControl, a counter. A new one (seq > peerSeq): the answer this endpoint
+ * awaited (asked; used up at once unless its send side is to replay), or the peer
+ * starting a failover, which it must answer (fresh, and its counter is to be sent again:
+ * the Handshake, after the Trigger if a side is still on the default path). A duplicate
+ * (seq = peerSeq: the peer's HandshakeTimeout resent it): if it asks and this endpoint
+ * has sent its counter, it resends its latest one [ctrVal, ctrSeq, asked]; nothing else
+ * changes. An older one is stale (ctl_valid rejects it; the spec ignores it). */
 static void take_counter(ep_s *e, const ctl_msg *m)
 {
     if (m->seq == e->peer_seq) { /* (an older one is stale: ctl_valid) */
@@ -628,8 +632,11 @@ int shift_progress(shift_ep h)
     return SHIFT_STEP_NONE;
 }
 
-/* Not in the spec: the layer's control timer for path fired. An endpoint that awaits
- * the peer's answer resends its counter (ctl_retries times), then gives up. */
+/* spec: HandshakeTimeout(h) - the layer's handshake timer (path 2) fired: an endpoint
+ * that awaits the peer's answer (asked, its counter sent) resends its latest counter,
+ * asking. Not in the spec: it does so ctl_retries times, then gives up (give_up); and it
+ * may fire whenever it awaits an answer (the spec's only on a quiet, live backup path:
+ * a resend at a dead NIC or QP is lost, as any send there). */
 int shift_timer(shift_ep h, int path)
 {
     ep_s *e = ep_get(h);

@@ -1953,7 +1953,7 @@ static int info_same(const struct shift_ep_info *a, const struct shift_ep_info *
            a->ctl_sent == b->ctl_sent && a->backup_state_bytes == b->backup_state_bytes &&
            a->backend_errors == b->backend_errors && a->send_state == b->send_state &&
            a->recv_state == b->recv_state && a->fresh == b->fresh && a->asked == b->asked &&
-           a->peer_seq == b->peer_seq;
+           a->peer_seq == b->peer_seq && a->ctr_seq == b->ctr_seq;
 }
 
 /* A message near the valid ones of the endpoint's state (a counter numbered around the
@@ -2081,6 +2081,251 @@ static void test_ctl_input_random(int design, unsigned flags, uint64_t seed, int
     lay_close(&L);
 }
 
+/* ----------------------------------------- lossy control messages (issue 15, item 3) */
+
+enum { KIND_CTL = 3 }; /* sn_wire_head_kind: a control message */
+
+/* Collect what the applications poll now (B's memory at each notification). */
+static int lay_poll(lay_t *L, struct shift_wc *sa, int *na, struct shift_wc *sb, int *nb,
+                    uint64_t *mem_at)
+{
+    struct shift_wc wc;
+    int r, moved = 0;
+    while ((r = shift_poll_step(L->ep[0], &wc)) > 0) {
+        moved = 1;
+        if (r == 1)
+            sa[(*na)++] = wc;
+    }
+    while ((r = shift_poll_step(L->ep[1], &wc)) > 0) {
+        moved = 1;
+        if (r == 1) {
+            if (mem_at)
+                memcpy(&mem_at[*nb], L->mem[1] + 8 * (wc.imm_data % 16), 8);
+            sb[(*nb)++] = wc;
+        }
+    }
+    return moved;
+}
+
+/* Run wire (one packet per channel and per NIC at a time), layers and polls, no timers,
+ * until a control message heads channel (path, dir), which is left there: 1, or 0 if
+ * everything stopped first. */
+static int until_ctl(lay_t *L, int path, int dir, struct shift_wc *sa, int *na,
+                     struct shift_wc *sb, int *nb, uint64_t *mem_at)
+{
+    for (int round = 0; round < 10000; round++) {
+        if (sn_wire_head_kind(L->f, path, dir) == KIND_CTL)
+            return 1;
+        int moved = 0;
+        for (int p = 1; p <= 2; p++)
+            for (int d = 0; d < 2; d++)
+                if (!(p == path && d == dir && sn_wire_head_kind(L->f, p, d) == KIND_CTL))
+                    moved |= sn_deliver(L->f, p, d) > 0;
+        for (int h = 0; h < 2; h++)
+            for (int p = 1; p <= 2; p++)
+                moved |= sn_transmit(L->f, h, p) > 0;
+        for (int h = 0; h < 2; h++)
+            moved |= shift_progress(L->ep[h]) > 0;
+        moved |= lay_poll(L, sa, na, sb, nb, mem_at);
+        if (!moved)
+            return sn_wire_head_kind(L->f, path, dir) == KIND_CTL;
+    }
+    return 0;
+}
+
+/* Every notification of rounds 1..n once, in order, in its own receive, with its data;
+ * every signaled WR (the WRITE_WITH_IMMs) once, in order, successful. */
+static void check_rounds(int n, const struct shift_wc *sa, int na, const struct shift_wc *sb,
+                         int nb, const uint64_t *mem_at)
+{
+    CHECK(na == n && nb == n);
+    for (int i = 0; i < nb && i < n; i++)
+        CHECK(sb[i].status == SHIFT_WC_SUCCESS && sb[i].wr_id == (uint64_t)i + 1 &&
+              sb[i].imm_data == (uint32_t)i + 1 && mem_at[i] == 1000 + (uint64_t)i + 1);
+    for (int i = 0; i < na && i < n; i++)
+        CHECK(sa[i].status == SHIFT_WC_SUCCESS && sa[i].wr_id == 2 * ((uint64_t)i + 1));
+}
+
+/* The state but the counts of control messages sent and taken is the same. */
+static int same_but_ctl(const struct shift_ep_info *a, const struct shift_ep_info *b)
+{
+    struct shift_ep_info x = *a;
+    x.ctl_sent = b->ctl_sent;
+    return info_same(&x, b);
+}
+
+/* (i) The first counter is lost: A's handshake timer resends it (same number, same
+ * value), B takes it as new, and the failover completes. */
+static void test_ctl_first_counter_lost(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_wc sa[32], sb[32];
+    uint64_t mem_at[32];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 3; k++)
+        lay_round(&L, k, 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    CHECK(until_ctl(&L, 2, SN_AtoB, sa, &na, sb, &nb, mem_at)); /* A's handshake */
+    struct shift_ep_info a, b;
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.sent_ctr && a.asked && a.ctr_seq == 1 &&
+          a.ctl_sent == 1 && a.peer_ctr == -1);
+    CHECK(sn_drop(L.f, 2, SN_AtoB) == 1 && sn_wire_len(L.f, 2, SN_AtoB) == 0);
+    struct sn_counters ctr;
+    CHECK(sn_counters_get(L.f, &ctr) == 0 && ctr.dropped == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 0); /* nothing moves: B knows nothing */
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.peer_seq == 0 && b.ctl_received == 0 &&
+          b.send_state == SHIFT_STATE_DEFAULT && b.recv_state == SHIFT_RECV_DEFAULT);
+    CHECK(nb == 0);
+    CHECK(shift_timer(L.ep[1], 2) == 0); /* B awaits nothing */
+    CHECK(shift_timer(L.ep[0], 1) == 0); /* the handshake timer is the backup path's */
+    CHECK(shift_timer(L.ep[0], 2) == 1); /* the handshake timer resends it */
+    CHECK(sn_wire_head_kind(L.f, 2, SN_AtoB) == KIND_CTL);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.ctr_seq == 1 && a.ctl_sent == 2 && a.asked);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(3, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && shift_ep_query(L.ep[1], &b) == 0);
+    CHECK(b.peer_seq == 1 && b.ctr_seq == 1 && b.ctl_received == 1 && a.peer_seq == 1 &&
+          !a.asked && a.failovers == 1 && b.failovers == 1 && a.replayed);
+    CHECK(shift_timer(L.ep[0], 2) == 0); /* answered: nothing to resend */
+    CHECK(sn_nic_recover(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    lay_round(&L, 4, 0);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(4, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.state == SHIFT_STATE_DEFAULT &&
+          a.failbacks == 1);
+    lay_close(&L);
+}
+
+/* (ii) The answer is lost: A's timer resends its counter, B sees a duplicate that asks
+ * and resends its answer (nothing else of B changes), A takes it. */
+static void test_ctl_answer_lost(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_wc sa[32], sb[32];
+    uint64_t mem_at[32];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 3; k++)
+        lay_round(&L, k, 0);
+    CHECK(sn_transmit(L.f, 0, 1) == 1 && sn_deliver(L.f, 1, SN_AtoB) == 1); /* WRITE 1 */
+    CHECK(sn_transmit(L.f, 0, 1) == 1 && sn_deliver(L.f, 1, SN_AtoB) == 1); /* notes 1 */
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    CHECK(until_ctl(&L, 2, SN_AtoB, sa, &na, sb, &nb, mem_at));
+    CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1); /* B takes A's counter: a failover */
+    CHECK(until_ctl(&L, 2, SN_BtoA, sa, &na, sb, &nb, mem_at)); /* B's answer */
+    struct shift_ep_info a, b, b0;
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.sent_ctr && !b.asked && b.ctr_seq == 1 &&
+          b.peer_seq == 1 && b.recvs_completed == 1);
+    CHECK(sn_drop(L.f, 2, SN_BtoA) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 0);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.asked && a.peer_ctr == -1 && a.peer_seq == 0);
+    CHECK(shift_ep_query(L.ep[1], &b0) == 0);
+    CHECK(shift_timer(L.ep[0], 2) == 1);
+    CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1); /* the duplicate asks: B answers again */
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.ctl_sent == b0.ctl_sent + 1 &&
+          b.ctl_received == b0.ctl_received + 1 && b.ctl_rejected == 0 && same_but_ctl(&b0, &b));
+    CHECK(sn_wire_len(L.f, 2, SN_BtoA) == 1 && sn_wire_head_kind(L.f, 2, SN_BtoA) == KIND_CTL);
+    CHECK(sn_deliver(L.f, 2, SN_BtoA) == 1); /* A takes it */
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && !a.asked && a.fresh && a.peer_seq == 1 &&
+          a.peer_ctr == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(3, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.skipped_wrs == 1 && a.ctl_rejected == 0);
+    lay_close(&L);
+}
+
+/* (iii) Duplicates that change nothing: one that asks, at a host that has not sent its
+ * counter yet (B before its Handshake); and one that does not ask (B's answer, resent
+ * to a duplicate of A's, reaching A after the first). */
+static void test_ctl_duplicates_ignored(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_wc sa[32], sb[32];
+    uint64_t mem_at[32];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 2; k++)
+        lay_round(&L, k, 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    CHECK(until_ctl(&L, 2, SN_AtoB, sa, &na, sb, &nb, mem_at));
+    CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1); /* B takes it (no progress of B yet) */
+    struct shift_ep_info a, a0, b, b0;
+    CHECK(shift_ep_query(L.ep[1], &b0) == 0 && b0.fresh && !b0.sent_ctr && b0.peer_seq == 1);
+    CHECK(shift_timer(L.ep[0], 2) == 1);
+    CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1); /* asks, but B has no counter sent */
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.ctl_received == b0.ctl_received + 1 &&
+          b.ctl_sent == b0.ctl_sent && same_but_ctl(&b0, &b));
+    CHECK(sn_wire_len(L.f, 2, SN_BtoA) == 0);
+    CHECK(shift_timer(L.ep[0], 2) == 1); /* a second resend, in flight ... */
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_TRIGGER);
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_HANDSHAKE); /* ... while B answers */
+    CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1); /* the duplicate asks: B answers again */
+    CHECK(sn_wire_len(L.f, 2, SN_BtoA) == 2);
+    CHECK(sn_deliver(L.f, 2, SN_BtoA) == 1); /* A takes the first answer */
+    CHECK(shift_ep_query(L.ep[0], &a0) == 0 && !a0.asked && a0.fresh && a0.peer_seq == 1);
+    CHECK(sn_deliver(L.f, 2, SN_BtoA) == 1); /* the second: a duplicate that does not ask */
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.ctl_received == a0.ctl_received + 1 &&
+          a.ctl_sent == a0.ctl_sent && same_but_ctl(&a0, &a));
+    CHECK(sn_wire_len(L.f, 2, SN_AtoB) == 0 && shift_timer(L.ep[0], 2) == 0);
+    /* the same, as shift_ctl_input takes them: nothing but ctl_received changes */
+    uint8_t m[CTL_LEN];
+    ctl_put(m, CTL_KIND_COUNTER, 0, a.peer_seq, a.peer_ctr);
+    CHECK(shift_ctl_input(L.ep[0], 2, m, CTL_LEN) == 0);
+    CHECK(shift_ep_query(L.ep[0], &a0) == 0 && same_but_ctl(&a, &a0) && a0.ctl_sent == a.ctl_sent);
+    ctl_put(m, CTL_KIND_COUNTER, 1, a.peer_seq, a.peer_ctr); /* asks: A answers */
+    CHECK(shift_ctl_input(L.ep[0], 2, m, CTL_LEN) == 0);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && same_but_ctl(&a0, &a) &&
+          a.ctl_sent == a0.ctl_sent + 1 && sn_wire_len(L.f, 2, SN_AtoB) == 1);
+    CHECK(sn_drop(L.f, 2, SN_AtoB) == 1); /* (a reply B does not expect: lost) */
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(2, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && shift_ep_query(L.ep[1], &b) == 0);
+    CHECK(a.ctl_rejected == 0 && b.ctl_rejected == 0 && a.failovers == 1 && b.failovers == 1);
+    lay_close(&L);
+}
+
+/* (iv) The fail-back notice is lost: B's receive WRs stay on the backup QP, A's next
+ * notification on the default path finds none there and fails, and the failover that
+ * follows re-aligns both; every notification and completion arrives exactly once. */
+static void test_ctl_failback_notice_lost(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, flags);
+    struct shift_wc sa[32], sb[32];
+    uint64_t mem_at[32];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 3; k++)
+        lay_round(&L, k, 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    CHECK(sn_nic_recover(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    lay_round(&L, 4, 0); /* its WRITE_WITH_IMM is the fence */
+    CHECK(until_ctl(&L, 1, SN_AtoB, sa, &na, sb, &nb, mem_at)); /* the notice */
+    struct shift_ep_info a, b;
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.send_state == SHIFT_STATE_DEFAULT &&
+          a.failbacks == 1);
+    CHECK(sn_drop(L.f, 1, SN_AtoB) == 1);
+    settle(&L, sa, &na, sb, &nb, mem_at, 0);
+    check_rounds(4, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.recv_state == SHIFT_RECV_FALLBACK);
+    lay_round(&L, 5, 0); /* B's receive goes to the backup QP; A's notification fails */
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(5, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && shift_ep_query(L.ep[1], &b) == 0);
+    CHECK(a.failovers == 2 && b.failovers == 2 && a.peer_seq == 2 && b.peer_seq == 2);
+    lay_round(&L, 6, 0); /* the second fail-back, its notice delivered */
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(6, sa, na, sb, nb, mem_at);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && shift_ep_query(L.ep[1], &b) == 0);
+    CHECK(a.send_state == SHIFT_STATE_DEFAULT && b.recv_state == SHIFT_RECV_DEFAULT &&
+          a.failbacks == 2 && a.outstanding == 0 && b.outstanding == 0 && a.buffered == 0);
+    CHECK(a.ctl_rejected == 0 && b.ctl_rejected == 0);
+    lay_close(&L);
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -2130,6 +2375,12 @@ int main(void)
     test_ctl_input_random(SHIFT_DESIGN_SHIFT, 0, 0x15c71, 60000);
     test_ctl_input_random(SHIFT_DESIGN_SHIFT_PREFIX, SHIFT_EP_COPY_POSTS, 0x15c72, 30000);
     test_ctl_input_random(SHIFT_DESIGN_NAIVE_REPLAY, 0, 0x15c73, 20000);
+    test_ctl_first_counter_lost();
+    test_ctl_answer_lost();
+    test_ctl_duplicates_ignored();
+    test_ctl_failback_notice_lost(0);
+    test_ctl_failback_notice_lost(SHIFT_EP_COPY_POSTS);
+    test_ctl_failback_notice_lost(SHIFT_EP_WIRE_PROBE);
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

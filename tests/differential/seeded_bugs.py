@@ -143,6 +143,31 @@ MUTANTS = (
            "            (void)k;",
            "the receive side's fail-back loses the host's own send completions on the "
            "backup CQ (they are reported to no one)"),
+    # lossy control messages (issue 15, item 3): the handshake timer and duplicates
+    Mutant("timer-never-resends", "failover.c",
+           "        e->ctl_left--;\n        send_counter(e, 1);",
+           "        e->ctl_left--;",
+           "the handshake timer fires without resending the counter: a lost counter or "
+           "answer is never recovered"),
+    Mutant("timer-resend-does-not-ask", "failover.c",
+           "        e->ctl_left--;\n        send_counter(e, 1);",
+           "        e->ctl_left--;\n        send_counter(e, 0);",
+           "the handshake timer resends the counter without asking: the peer, which "
+           "answered already, does not answer again"),
+    Mutant("duplicate-counter-taken-as-new", "failover.c",
+           "    if (m->seq == e->peer_seq) { /* (an older one is stale: ctl_valid) */",
+           "    if (0 && m->seq == e->peer_seq) {",
+           "a resent counter (the number taken already) is taken as a new one: a new "
+           "failover, or the answer awaited"),
+    Mutant("duplicate-ask-unanswered", "failover.c",
+           "        if (m->want_reply && e->sent_ctr)\n            send_counter(e, e->asked);",
+           "        if (0 && m->want_reply && e->sent_ctr)\n            send_counter(e, e->asked);",
+           "a resent counter that asks is not answered: the peer waits for ever"),
+    Mutant("ctl-never-dropped", "simnic_wire.c",
+           "    if (!c->head) /* (a control message is lost like any packet: the spec's Drop) */",
+           "    if (!c->head || c->head->kind == PKT_CTL)",
+           "the wire never loses a control message (simnic's sn_drop before issue 15, "
+           "item 3)"),
 )
 
 

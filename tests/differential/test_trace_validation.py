@@ -41,6 +41,8 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
     assert seen["Timeout"] > 0 and seen["Deliver"] > 100, seen
     if design != "NoFailover":
         assert {"Fallback", "Moving"} <= modes, modes
+        # a lost counter or answer, resent by the asker's handshake timer
+        assert seen["HandshakeTimeout"] > 0, seen
     # Both hosts are peers where the bound has two-way workloads.
     if any(model.bound.bprogram(k) for k in model.bound.workloads):
         assert posts[("PostSend", "B")] > 0 and posts[("PostRecv", "A")] > 0, posts

@@ -216,6 +216,38 @@ def test_second_failure_during_handshake_recovers_if_backup_returns(conn):
     assert conn.state("A") == "Fallback"
 
 
+def test_lost_counters_are_resent_by_the_handshake_timer(fabric, conn):
+    """Control messages are packets (issue 15, item 3): the wire loses A's counter, then
+    B's answer; HandshakeTimeout(A) resends A's counter (same number) each time, and B,
+    seeing a duplicate that asks, answers again. Nothing is delivered twice."""
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    conn.poll("A")
+    assert conn.progress("A") == "handshake"
+    a = conn.host_state("A")
+    assert a.asked and a.ctr_seq == 1 and fabric.wire(2, "AtoB") == 1
+    assert conn.drop(2, "AtoB")  # A's counter is lost
+    assert conn.apply(Event("HandshakeTimeout", ("A",)))
+    assert conn.host_state("A").ctr_seq == 1  # the same counter, resent
+    assert conn.deliver(2, "AtoB")  # B takes it: a failover
+    assert conn.host_state("B").peer_seq == 1
+    assert conn.progress("B") == "trigger"
+    assert conn.progress("B") == "handshake"
+    assert conn.drop(2, "BtoA")  # B's answer is lost
+    b = conn.host_state("B")
+    assert conn.handshake_timeout("A")
+    assert conn.deliver(2, "AtoB")  # a duplicate that asks: B answers again
+    assert conn.host_state("B") == b
+    assert fabric.wire(2, "BtoA") == 1
+    assert not conn.handshake_timeout("B")  # B awaits nothing
+    drive(conn)
+    assert_nccl_delivered(conn, 1)
+    obs = conn.observe().as_dict()
+    assert obs["ctrSeq"] == {"A": 1, "B": 1} and obs["peerSeq"] == {"A": 1, "B": 1}
+    assert not conn.handshake_timeout("A")  # answered
+    assert conn.stats().ctl_rejected == 0
+
+
 def test_second_failure_during_replay(conn):
     for k in (1, 2):
         post_round(conn, k)

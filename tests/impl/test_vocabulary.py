@@ -34,6 +34,7 @@ C_ENTRY = {
     "NicFail": ("sn_nic_fail",),
     "NicRecover": ("sn_nic_recover",),
     "Progress": ("shift_progress",),
+    "HandshakeTimeout": ("shift_timer",),
     # the application's store into its buffer: the host memory simnic hands out
     "AppWrite": ("sn_host_mem",),
 }
