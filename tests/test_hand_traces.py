@@ -50,6 +50,18 @@ SURVIVES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# trace -> (designs, bound): a run that stops short of Done with nothing enabled
+# (Liveness lost), though no invariant breaks.
+STALLS: dict[str, tuple[tuple[str, ...], str]] = {
+    # F2: A's backup NIC dies while idle and comes back with its QP in ERR, then the
+    # default NIC fails: A's counter never leaves the backup QP, and the handshake timer
+    # cannot resend it (QP 2 not ready to send). Every design with a pre-built backup QP
+    # stops there, ReceiverQuery included (its Liveness at large rests on this alone since
+    # the timer resends a counter lost to a link flap).
+    "f2_dead_idle_backup_qp_no_timer_helps": (("Shift", "ReceiverQuery"), "large"),
+}
+
+
 # (trace, design): every run of SURVIVES, for the model's test and the C core's
 SURVIVING_RUNS = [(n, d) for n, (ds, _) in sorted(SURVIVES.items()) for d in ds]
 
@@ -59,7 +71,21 @@ def broken(states: list) -> list[frozenset[str]]:
 
 
 def test_every_trace_has_a_verdict() -> None:
-    assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted({**VERDICTS, **SURVIVES})
+    assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted(
+        {**VERDICTS, **SURVIVES, **STALLS})
+
+
+@pytest.mark.parametrize("name", sorted(STALLS))
+def test_the_model_stops_short_of_done_where_the_trace_stalls(name: str) -> None:
+    designs, bound = STALLS[name]
+    for design in designs:
+        m = Model.load(design, bound)
+        states = m.run(load_trace(TRACES / f"{name}.jsonl"))
+        assert not any(broken(states)), design
+        last = states[-1]
+        assert m.enabled(last) == [] and not done(last), design
+        # A asked and its counter never left: the timer has nothing it could send on
+        assert last.asked[0] and last.sentCtr[0] and last.qp[0][1] == "ERR", design
 
 
 @pytest.mark.parametrize("name", sorted(VERDICTS))

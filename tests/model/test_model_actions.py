@@ -576,3 +576,4 @@ def test_b_makes_its_store_once_it_took_the_notification_and_only_as_written() -
 def test_a_workload_without_stores_has_no_app_write() -> None:
     s = reach(SHIFT, 1, *POSTED1)
     assert s.stores == EMPTY and SHIFT.step(s, make("AppWrite", "B", 1, 0)) is None
+
