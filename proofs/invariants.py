@@ -103,12 +103,17 @@ def handshake(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     return [
         ("B's counter", z3.Implies(s.sentB, z3.And(s.layerB == FALLBACK,
                                                    s.base2 == s.c1))),
-        ("B's counter in flight", z3.Implies(s.ctlBA, z3.And(s.sentB, s.peerA == -1))),
+        # a copy of B's counter (the first, a timer's resend or an answer to A's resend)
+        # carries the count B sent: base2
+        ("B's counter in flight", z3.Implies(s.ctlBA, s.sentB)),
         ("B's counter arrived", z3.And(s.peerA >= -1, z3.Implies(
-            s.peerA >= 0, z3.And(s.sentB, s.peerA == s.base2, z3.Not(s.ctlBA))))),
-        ("A's counter", z3.And(
-            z3.Implies(s.ctlAB, z3.And(s.sentA, s.peerB == -1)),
-            z3.Or(s.peerB == -1, z3.And(s.peerB == 0, s.sentA, z3.Not(s.ctlAB))))),
+            s.peerA >= 0, z3.And(s.sentB, s.peerA == s.base2)))),
+        ("A's counter", z3.And(z3.Implies(s.ctlAB, s.sentA),
+                               z3.Or(s.peerB == -1, z3.And(s.peerB == 0, s.sentA)))),
+        # asked: sent first and not yet answered (so a new counter never finds a host
+        # that sent without asking, and never takes back its sentCtr)
+        ("who asked", z3.And(s.askedA == z3.And(s.sentA, s.peerA == -1),
+                             s.askedB == z3.And(s.sentB, s.peerB == -1))),
         # in Error too: a refused send side leaves A's receive side to fail over
         ("A sent its counter after its trigger", z3.Implies(s.sentA, s.layerA != DEFAULT)),
         ("replayed after both counters", z3.Implies(
