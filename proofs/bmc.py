@@ -6,7 +6,7 @@ from Init is a real counterexample of the encoding, unlike a failed induction st
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import z3
 from shift.proofs.abstract_state import AbstractState, fresh
@@ -20,8 +20,11 @@ from shift.proofs.protocol import ReplayPolicy, action_names, init, next_
 def find_violation(p: Program, d: ReplayPolicy, prop: Property, depth: int,
                    assume: z3.BoolRef | None = None, step: int = 4,
                    hint: Callable[[AbstractState], z3.BoolRef] | None = None,
-                   timeout_ms: int = 30_000) -> tuple[z3.CheckSatResult, list[str]]:
-    """Search for a trace of at most `depth` steps from Init to a state violating prop."""
+                   timeout_ms: int = 30_000, without: Sequence[int] = (),
+                   ) -> tuple[z3.CheckSatResult, list[str]]:
+    """Search for a trace of at most `depth` steps from Init to a state violating prop,
+    taking none of the actions `without` (indices in `action_names`): a constraint that
+    removes traces and never adds one, so a trace found is a trace of the relation."""
     names = action_names(p, d)
     s = solver(timeout_ms)
     s.add(p.wellformed())
@@ -34,6 +37,7 @@ def find_violation(p: Program, d: ReplayPolicy, prop: Property, depth: int,
         nxt = fresh(p.n, str(k))
         act = z3.Int(f"act_{k}")
         s.add(next_(p, d, states[-1], nxt, act, stutter=True))
+        s.add(*[act != i for i in without])
         if hint is not None:  # a proved invariant: true of every reachable state
             s.add(hint(nxt))
         if acts:  # stutter only at the end: one representative per trace length
