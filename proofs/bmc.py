@@ -36,8 +36,7 @@ def find_violation(p: Program, d: ReplayPolicy, prop: Property, depth: int,
     for k in range(1, depth + 1):
         nxt = fresh(p.n, str(k))
         act = z3.Int(f"act_{k}")
-        s.add(next_(p, d, states[-1], nxt, act, stutter=True))
-        s.add(*[act != i for i in without])
+        s.add(next_(p, d, states[-1], nxt, act, stutter=True, without=without))
         if hint is not None:  # a proved invariant: true of every reachable state
             s.add(hint(nxt))
         if acts:  # stutter only at the end: one representative per trace length

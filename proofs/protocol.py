@@ -38,6 +38,7 @@ properties `properties`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import z3
@@ -419,21 +420,25 @@ def transitions(p: Program, d: ReplayPolicy, s: AbstractState,
 
 
 def next_(p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
-          act: z3.ArithRef | None = None, stutter: bool = False) -> z3.BoolRef:
+          act: z3.ArithRef | None = None, stutter: bool = False,
+          without: Sequence[int] = ()) -> z3.BoolRef:
     """The transition relation: act = i names the action taken (the i-th of
     `action_names`; with `stutter`, act = len(actions) leaves the state unchanged).
+    `without`: actions left out (a sub-relation), their indices kept.
 
     Encoded per variable rather than per action (t.f = the update of the chosen action,
     else s.f), which is the same relation as the disjunction of `transitions` and much
     smaller."""
+    out = set(without)
     acts = Actions(p, d, s, t).all()
     a = act if act is not None else z3.FreshInt("act")
     top = len(acts) + (1 if stutter else 0)
-    cs: list[z3.BoolRef] = [a >= 0, a < top]
-    cs += [z3.Implies(a == i, g) for i, (_, g, _) in enumerate(acts)]
+    cs: list[z3.BoolRef] = [a >= 0, a < top] + [a != i for i in sorted(out)]
+    cs += [z3.Implies(a == i, g) for i, (_, g, _) in enumerate(acts) if i not in out]
     for f in fields(AbstractState):
         old_v, new_v = getattr(s, f.name), getattr(t, f.name)
-        writers = [(i, u[f.name]) for i, (_, _, u) in enumerate(acts) if f.name in u]
+        writers = [(i, u[f.name]) for i, (_, _, u) in enumerate(acts)
+                   if f.name in u and i not in out]
         if f.name in LISTS:
             for w in range(1, len(old_v)):
                 val = old_v[w]
