@@ -111,7 +111,7 @@ THEOREMS = [
                   "under a notification B has received but not yet polled (finding F3).",
         formula="exists trace from Init of Program(4): not DataAtNotification",
         check=lambda: violation(SHIFT, "DataAtNotification", BUFFER_REUSE, 22,
-                                BASE + ("notes",)),
+                                BASE + ("notes", "memory")),
         expected="refuted",
         reproduce=Reproduction("Shift", 4, "DataAtNotification"),
     ),
