@@ -22,6 +22,11 @@ Abstraction (docs/proofs.md, "The protocol encoding", says it in full):
   number of notifications B's took, and sets `cbad` / `nbad` / `dbad` at the poll that
   breaks CompletionIntegrity / NotificationIntegrity / DataAtNotification. Since `posted`
   and `execs` only grow, "the flag is never set" is exactly the spec's invariant.
+- *Control plane.* The layer's counters are lossy packets (CtlLoss): flags for the counter
+  in flight each way and its ask field, `asked` per host; a counter may be lost on path 2,
+  the handshake timer of a host that asked resends it, and a resend delivered is
+  idempotent, answered again if it asks and the receiver sent its own
+  (`Actions.lossy_control`, the last actions of the relation).
 - *Bound.* One failover: faults on the default path (either NIC, the link, lost
   packets, at any time, any number of retries), the backup path healthy, no fail-back
   (designs.toml's `small` bound, without its limits on drops and retries). One region
