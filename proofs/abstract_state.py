@@ -58,8 +58,13 @@ class AbstractState:
     sentB: z3.BoolRef
     peerB: z3.ArithRef
     base2: z3.ArithRef         # recvDone when B reposted: rq[2] = base2+1, base2+2, ...
-    ctlAB: z3.BoolRef          # A's counter in flight on path 2
+    ctlAB: z3.BoolRef          # A's counter in flight on path 2 (at most one: a resend
+                               # leaves only when path 2's wire is quiet or answers one)
     ctlBA: z3.BoolRef          # B's counter (= base2) in flight on path 2
+    askAB: z3.BoolRef          # ... A's counter in flight asks for an answer (its ask)
+    askBA: z3.BoolRef          # ... B's counter in flight asks for an answer
+    askedA: z3.BoolRef         # asked["A"]: A sent its counter first, awaits B's answer
+    askedB: z3.BoolRef         # asked["B"]
     # responder memory and history
     mem: z3.ArithRef           # mem[1]
     execs: list[z3.ArithRef]
@@ -72,8 +77,9 @@ class AbstractState:
 
 
 LISTS = {"pend", "buf", "bok", "eflush", "sq2", "execs"}
-BOOLS = {"sentA", "replayed", "qpA1", "qpB1", "qpA2", "sentB", "ctlAB", "ctlBA", "cbad",
-         "nbad", "dbad", "qbad", "pend", "buf", "bok", "eflush", "sq2"}
+BOOLS = {"sentA", "replayed", "qpA1", "qpB1", "qpA2", "sentB", "ctlAB", "ctlBA", "askAB",
+         "askBA", "askedA", "askedB", "cbad", "nbad", "dbad", "qbad", "pend", "buf", "bok",
+         "eflush", "sq2"}
 
 
 def fresh(n: int, tag: str) -> AbstractState:

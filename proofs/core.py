@@ -80,9 +80,9 @@ def run(theorem: Theorem) -> Result:
     return Result(theorem, verdict, time.perf_counter() - start)
 
 
-def solver(timeout_ms: int = 30_000) -> z3.Solver:
+def solver(timeout_ms: int = 30_000, ctx: z3.Context | None = None) -> z3.Solver:
     """A fresh solver with a timeout, so that no theorem can hang `shift prove`."""
-    s = z3.Solver()
+    s = z3.Solver(ctx=ctx)
     s.set("timeout", timeout_ms)
     return s
 

@@ -12,7 +12,7 @@ The conjuncts, in groups (docs/proofs.md explains each and why it is needed):
 - `notes`    what B's application has taken (NotificationIntegrity);
 - `atomics`  no atomic on both paths (AtomicSafety);
 - `data`     memory is the fold of the executions, writers wait for notifications
-             (DataAtNotification);
+             (DataAtNotification); its facts without the property are `memory`;
 - `order`    completions still to be polled come after the last one seen, successes are
              executed (CompletionIntegrity).
 """
@@ -103,12 +103,17 @@ def handshake(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     return [
         ("B's counter", z3.Implies(s.sentB, z3.And(s.layerB == FALLBACK,
                                                    s.base2 == s.c1))),
-        ("B's counter in flight", z3.Implies(s.ctlBA, z3.And(s.sentB, s.peerA == -1))),
+        # a copy of B's counter (the first, a timer's resend or an answer to A's resend)
+        # carries the count B sent: base2
+        ("B's counter in flight", z3.Implies(s.ctlBA, s.sentB)),
         ("B's counter arrived", z3.And(s.peerA >= -1, z3.Implies(
-            s.peerA >= 0, z3.And(s.sentB, s.peerA == s.base2, z3.Not(s.ctlBA))))),
-        ("A's counter", z3.And(
-            z3.Implies(s.ctlAB, z3.And(s.sentA, s.peerB == -1)),
-            z3.Or(s.peerB == -1, z3.And(s.peerB == 0, s.sentA, z3.Not(s.ctlAB))))),
+            s.peerA >= 0, z3.And(s.sentB, s.peerA == s.base2)))),
+        ("A's counter", z3.And(z3.Implies(s.ctlAB, s.sentA),
+                               z3.Or(s.peerB == -1, z3.And(s.peerB == 0, s.sentA)))),
+        # asked: sent first and not yet answered (so a new counter never finds a host
+        # that sent without asking, and never takes back its sentCtr)
+        ("who asked", z3.And(s.askedA == z3.And(s.sentA, s.peerA == -1),
+                             s.askedB == z3.And(s.sentB, s.peerB == -1))),
         # in Error too: a refused send side leaves A's receive side to fail over
         ("A sent its counter after its trigger", z3.Implies(s.sentA, s.layerA != DEFAULT)),
         ("replayed after both counters", z3.Implies(
@@ -161,12 +166,18 @@ def atomics(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
 
 
 def data(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
+    return [("DataAtNotification so far", z3.Not(s.dbad))] + memory(p, d, s)
+
+
+def memory(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
+    """The data group's facts about memory and the writers, without its property: these
+    hold with buffer reuse too (tests/proofs/test_prove.py proves them inductive for
+    SHIFT on every program), so the search for F3 may assume them."""
     ws = range(1, p.n + 1)
     m: z3.ArithRef = _at(p, s.ex1, p.value_after)
     for w in ws:
         m = z3.If(z3.And(s.sq2[w], w <= s.x2), p.apply(w, m), m)
     return [
-        ("DataAtNotification so far", z3.Not(s.dbad)),
         ("memory is the fold of the executions", s.mem == m),
         ("writers wait for the notifications before them", conj(
             [z3.Implies(z3.And(p.writer(w), w <= s.posted), s.taken >= p.nb(w - 1))
@@ -197,11 +208,12 @@ def order(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
 
 GROUPS = {"shape": shape, "rc": rc, "handshake": handshake, "replay": replay, "notes": notes,
           "atomics": atomics, "data": data, "order": order}
+EXTRA_GROUPS = {"memory": memory}  # part of a group above, for the searches' hints
 
 
 def invariant(p: Program, d: ReplayPolicy, s: AbstractState,
               groups: tuple[str, ...] = tuple(GROUPS)) -> list[Conjunct]:
-    return [c for g in groups for c in GROUPS[g](p, d, s)]
+    return [c for g in groups for c in {**GROUPS, **EXTRA_GROUPS}[g](p, d, s)]
 
 
 def check_inductive(p: Program, d: ReplayPolicy, prop: Property, assume: z3.BoolRef,

@@ -22,6 +22,11 @@ Abstraction (docs/proofs.md, "The protocol encoding", says it in full):
   number of notifications B's took, and sets `cbad` / `nbad` / `dbad` at the poll that
   breaks CompletionIntegrity / NotificationIntegrity / DataAtNotification. Since `posted`
   and `execs` only grow, "the flag is never set" is exactly the spec's invariant.
+- *Control plane.* The layer's counters are lossy packets (CtlLoss): flags for the counter
+  in flight each way and its ask field, `asked` per host; a counter may be lost on path 2,
+  the handshake timer of a host that asked resends it, and a resend delivered is
+  idempotent, answered again if it asks and the receiver sent its own
+  (`Actions.lossy_control`, the last actions of the relation).
 - *Bound.* One failover: faults on the default path (either NIC, the link, lost
   packets, at any time, any number of retries), the backup path healthy, no fail-back
   (designs.toml's `small` bound, without its limits on drops and retries). One region
@@ -38,6 +43,7 @@ properties `properties`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import z3
@@ -79,6 +85,7 @@ def init(p: Program, s: AbstractState) -> z3.BoolRef:
     cs += [s.layerA == DEFAULT, s.layerB == DEFAULT, s.peerA == -1, s.peerB == -1]
     cs += [s.qpA1, s.qpB1, s.qpA2]
     cs += [z3.Not(getattr(s, f)) for f in ("sentA", "replayed", "sentB", "ctlAB", "ctlBA",
+                                           "askAB", "askBA", "askedA", "askedB",
                                            "cbad", "nbad", "dbad", "qbad")]
     for w in range(1, p.n + 1):
         cs += [z3.Not(s.pend[w]), z3.Not(s.buf[w]), z3.Not(s.bok[w]), z3.Not(s.eflush[w]),
@@ -250,9 +257,17 @@ class Actions:
         return out
 
     # -- the layer's progress and control messages -----------------------------------------
+    # The counters are lossy packets (Failover.tla with CtlLoss): each host sends one
+    # counter in this bound (one failover: Handshake once per host, so every copy of it
+    # carries seq 1), numbered so that the receiver tells a resend from the first copy it
+    # takes. Which copy is new is then whether the receiver took the peer's counter yet
+    # (peerA, peerB >= 0: peerSeq = 1). A copy asks for an answer (askAB, askBA) when its
+    # sender sent first (the Handshake's ~fresh: it had not taken the peer's counter) or
+    # its timer resent it; an answer to a duplicate asks as its sender's `asked` does.
     def progress(self) -> list[tuple[str, z3.BoolRef, Updates]]:
         s, p = self.s, self.p
         n = p.n
+        a_first, b_first = s.peerA < 0, s.peerB < 0  # ~fresh at the Handshake
         out = [
             ("Progress(A): peer's counter, Trigger(A)",
              z3.And(s.layerA == DEFAULT, s.peerA >= 0), self.trigger_a()),
@@ -261,15 +276,13 @@ class Actions:
             # A's receive side fails over whether or not its send side refused (Error):
             # the handshake sends A's counter either way
             ("Progress(A): Handshake", z3.And(s.layerA != DEFAULT, z3.Not(s.sentA)),
-             {"sentA": z3.BoolVal(True), "ctlAB": s.qpA2}),
+             {"sentA": z3.BoolVal(True), "ctlAB": s.qpA2, "askAB": z3.And(s.qpA2, a_first),
+              "askedA": a_first}),
             ("Progress(B): Handshake (repost receives, send counter)",
              z3.And(s.layerB == FALLBACK, z3.Not(s.sentB)),
-             {"sentB": z3.BoolVal(True), "base2": s.recvDone, "ctlBA": z3.BoolVal(True)}),
-            ("Deliver(2, AtoB) A's counter", s.ctlAB,
-             {"ctlAB": z3.BoolVal(False), "peerB": 0}),
-            ("Deliver(2, BtoA) B's counter", s.ctlBA,
-             {"ctlBA": z3.BoolVal(False), "peerA": z3.If(s.qpA2, s.base2, s.peerA)}),
-        ]
+             {"sentB": z3.BoolVal(True), "base2": s.recvDone, "ctlBA": z3.BoolVal(True),
+              "askBA": b_first, "askedB": b_first}),
+        ] + self.deliver_counters()
         skip = [self.skip(w) for w in range(n + 1)]
         keep = [z3.And(s.pend[w], z3.Not(skip[w])) for w in range(n + 1)]
         skipped = [z3.And(s.pend[w], skip[w], p.sig[w]) for w in range(n + 1)]
@@ -284,6 +297,78 @@ class Actions:
                              for w in range(n + 1)],
                      "pend": keep, "replayed": z3.BoolVal(True), "qbad": qbad}))
         return out
+
+    def deliver_counters(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """DeliverControl(2, d) of a counter new at the receiver: taken (peerCtr; `asked`
+        cleared). A's receive end drops it in the error state (qpA2); B's backup QP is
+        healthy in this bound. The spec's `sentCtr' = IF asked THEN sentCtr ELSE FALSE`
+        is left out: a host that did not ask has not sent yet (it answers only after the
+        peer's counter, so none is new to it then; invariant "who asked"), so it changes
+        nothing here, and the agreement test checks sentCtr against the model. (With it,
+        the search for `shift.stale_data_with_reuse` takes twice as long.)"""
+        s = self.s
+        false = z3.BoolVal(False)
+        return [
+            ("Deliver(2, AtoB) A's counter", z3.And(s.ctlAB, s.peerB < 0),
+             {"ctlAB": false, "askAB": false, "peerB": 0, "askedB": false}),
+            ("Deliver(2, BtoA) B's counter", z3.And(s.ctlBA, s.peerA < 0),
+             {"ctlBA": false, "askBA": false, "peerA": z3.If(s.qpA2, s.base2, s.peerA),
+              "askedA": z3.And(s.askedA, z3.Not(s.qpA2))}),
+        ]
+
+    def deliver_resends(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """DeliverControl(2, d) of a counter the receiver took already (its seq is
+        peerSeq): idempotent, answered with the receiver's own counter if it asks and the
+        receiver sent one."""
+        s = self.s
+        false = z3.BoolVal(False)
+        b_answers = z3.And(s.askAB, s.sentB)
+        a_answers = z3.And(s.qpA2, s.askBA, s.sentA)
+        return [
+            ("Deliver(2, AtoB) A's counter again (a resend: B answers if it asks)",
+             z3.And(s.ctlAB, s.peerB >= 0),
+             {"ctlAB": false, "askAB": false, "ctlBA": z3.Or(s.ctlBA, b_answers),
+              "askBA": z3.If(b_answers, s.askedB, s.askBA)}),
+            ("Deliver(2, BtoA) B's counter again (a resend: A answers if it asks)",
+             z3.And(s.ctlBA, s.peerA >= 0),
+             {"ctlBA": false, "askBA": false, "ctlAB": z3.Or(s.ctlAB, a_answers),
+              "askAB": z3.If(a_answers, s.askedA, s.askAB)}),
+        ]
+
+    def lossy_control(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """What the lossy control plane adds (issue 15, item 3): a counter lost, the
+        handshake timer's resend, and the delivery of a resend. Without them the counters
+        are delivered reliably, as before CtlLoss: a sub-relation."""
+        return self.lose_counters() + self.handshake_timeouts() + self.deliver_resends()
+
+    def lose_counters(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """Drop(2, d) of a counter (CtlLoss: the wire loses control messages on any path;
+        no drop budget here, as for the requests)."""
+        s = self.s
+        false = z3.BoolVal(False)
+        return [("Drop(2, AtoB) A's counter", s.ctlAB, {"ctlAB": false, "askAB": false}),
+                ("Drop(2, BtoA) B's counter", s.ctlBA, {"ctlBA": false, "askBA": false})]
+
+    def handshake_timeouts(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """HandshakeTimeout(h): h asked and awaits the answer, no counter is in flight on
+        path 2 (the spec asks for the whole wire of path 2 to be quiet: the encoding sees
+        only the counters, a weaker guard), and the peer is not about to answer (it did
+        not take h's counter, or it has sent its own): h resends its counter, asking. The
+        timer's assumption (it outlasts a round trip) is the quiet wire. Either host can
+        be the one that asked: B when its default QP's flush, or `host`, triggered it
+        first."""
+        s = self.s
+        true = z3.BoolVal(True)
+        quiet = z3.And(z3.Not(s.ctlAB), z3.Not(s.ctlBA))
+        return [
+            ("HandshakeTimeout(A): A resends its counter",
+             z3.And(s.askedA, s.sentA, z3.Not(z3.And(s.peerB >= 0, z3.Not(s.sentB))),
+                    s.qpA2, quiet),
+             {"ctlAB": true, "askAB": true}),
+            ("HandshakeTimeout(B): B resends its counter",
+             z3.And(s.askedB, s.sentB, z3.Not(z3.And(s.peerA >= 0, z3.Not(s.sentA))), quiet),
+             {"ctlBA": true, "askBA": true}),
+        ]
 
     def skip(self, w: int) -> z3.BoolRef:
         """Failover.tla's Skip(D, w)."""
@@ -330,7 +415,8 @@ class Actions:
 
     def all(self) -> list[tuple[str, z3.BoolRef, Updates]]:
         return (self.post_send() + self.post_recv() + self.path1() + self.poll_a()
-                + self.poll_b() + self.progress() + self.path2() + self.host())
+                + self.poll_b() + self.progress() + self.path2() + self.host()
+                + self.lossy_control())
 
 
 def transitions(p: Program, d: ReplayPolicy, s: AbstractState,
@@ -340,21 +426,25 @@ def transitions(p: Program, d: ReplayPolicy, s: AbstractState,
 
 
 def next_(p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
-          act: z3.ArithRef | None = None, stutter: bool = False) -> z3.BoolRef:
+          act: z3.ArithRef | None = None, stutter: bool = False,
+          without: Sequence[int] = ()) -> z3.BoolRef:
     """The transition relation: act = i names the action taken (the i-th of
     `action_names`; with `stutter`, act = len(actions) leaves the state unchanged).
+    `without`: actions left out (a sub-relation), their indices kept.
 
     Encoded per variable rather than per action (t.f = the update of the chosen action,
     else s.f), which is the same relation as the disjunction of `transitions` and much
     smaller."""
+    out = set(without)
     acts = Actions(p, d, s, t).all()
     a = act if act is not None else z3.FreshInt("act")
     top = len(acts) + (1 if stutter else 0)
-    cs: list[z3.BoolRef] = [a >= 0, a < top]
-    cs += [z3.Implies(a == i, g) for i, (_, g, _) in enumerate(acts)]
+    cs: list[z3.BoolRef] = [a >= 0, a < top] + [a != i for i in sorted(out)]
+    cs += [z3.Implies(a == i, g) for i, (_, g, _) in enumerate(acts) if i not in out]
     for f in fields(AbstractState):
         old_v, new_v = getattr(s, f.name), getattr(t, f.name)
-        writers = [(i, u[f.name]) for i, (_, _, u) in enumerate(acts) if f.name in u]
+        writers = [(i, u[f.name]) for i, (_, _, u) in enumerate(acts)
+                   if f.name in u and i not in out]
         if f.name in LISTS:
             for w in range(1, len(old_v)):
                 val = old_v[w]
@@ -372,4 +462,11 @@ def next_(p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
 def action_names(p: Program, d: ReplayPolicy) -> list[str]:
     s, t = fresh(p.n, "s"), fresh(p.n, "t")
     return [name for name, _ in transitions(p, d, s, t)]
+
+
+def lossy_control_actions(p: Program, d: ReplayPolicy) -> list[int]:
+    """The indices (in `action_names`) of `Actions.lossy_control`'s actions."""
+    s, t = fresh(p.n, "s"), fresh(p.n, "t")
+    lossy = {name for name, _, _ in Actions(p, d, s, t).lossy_control()}
+    return [i for i, name in enumerate(action_names(p, d)) if name in lossy]
 

@@ -42,6 +42,30 @@ def test_without_the_filter_the_notification_invariant_is_not_inductive() -> Non
     assert verdict.detail.startswith("not inductive:") and verdict.witness
 
 
+def test_the_stale_data_search_assumes_only_invariants() -> None:
+    """The search for F3 (buffer reuse) is restricted to states satisfying the base groups,
+    `notes` and `memory`: they are inductive for SHIFT on every program, reuse included."""
+    from shift.proofs import invariants as iv
+    from shift.proofs.programs import program
+    p = program(safety.N)
+    verdict = iv.check_inductive(p, SHIFT, lambda pp, s: z3.BoolVal(True), p.wellformed(),
+                                 safety.BASE + ("notes", "memory"))
+    assert verdict.status == "proved", verdict.detail
+
+
+def test_the_refutations_need_no_lost_control_message() -> None:
+    """The searches leave out the lossy control plane (a sub-relation): its actions are
+    the drops of either counter, either host's timer and the two resend deliveries."""
+    from shift.proofs.programs import fixed
+    from shift.proofs.protocol import action_names, lossy_control_actions
+    p = fixed(safety.BUFFER_REUSE)
+    names = action_names(p, SHIFT)
+    lossy = [names[i] for i in lossy_control_actions(p, SHIFT)]
+    assert len(lossy) == 6 and sum(n.startswith("Drop(2") for n in lossy) == 2
+    assert sum(n.startswith("HandshakeTimeout") for n in lossy) == 2
+    assert sum("again" in n for n in lossy) == 2
+
+
 def test_every_theorem_has_a_statement_and_a_formula() -> None:
     names = [t.name for t in registry.THEOREMS]
     assert len(names) == len(set(names)) >= 20
