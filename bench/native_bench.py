@@ -67,8 +67,7 @@ def python_rates(reps: int, n: int) -> dict[str, float]:
            for i in range(batch)]
     out: dict[str, list[float]] = {"prepared": [], "batched": [], "single": []}
     with Fabric() as fab:
-        conn = fab.connect("Shift", regions=4, max_wr=256)
-        conn.record = False
+        conn = fab.connect("Shift", regions=4, max_wr=256)  # record=False: no history
         chain = conn.prepare(wrs)
         for _ in range(reps):
             t = time.perf_counter()

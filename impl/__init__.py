@@ -8,8 +8,10 @@
         conn.post_send("A", Wr(2, "WRITE_IMM"))
         conn.apply({"event": "NicFail", "host": "A", "nic": 1})  # or ("NicFail", "A", 1)
         ...
-        conn.observe()   # what each application saw, failover states, counters
-        conn.stats()     # failovers, replayed, refused WRs
+        conn.poll("B", check=True)   # completions; an error raises with all it took
+        conn.stats("A")              # A's failovers, replayed, refused WRs
+
+The guide, with the event loop and a complete example: docs/library.md.
 
 The modules, one role each: `verbs` (the names of the vocabulary with the numbers of the C
 library), `errors`, `validate` (argument checks before any C call), `values` (work
@@ -32,11 +34,11 @@ from .values import (
     Stats,
     Wr,
 )
-from .verbs import ALL_ACCESS, Access, DesignCode, Op, Status
+from .verbs import ALL_ACCESS, Access, DesignCode, Op, Status, WcOpcode
 
 __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
     "CoreError", "DesignCode", "Fabric", "HostState", "ImplObservation", "MemoryRegion", "Op",
     "PostError", "PreparedChain", "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen",
-    "Stats", "Status", "Wr",
+    "Stats", "Status", "WcOpcode", "Wr",
 ]

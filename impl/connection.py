@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from shift.vocabulary import VOCABULARY, Event, parse
 
 from ._native import ffi, lib
-from .errors import ClosedError, PostError, check_errno, event_result
+from .errors import ClosedError, CompletionError, PostError, check_errno, event_result
 from .memory import MemoryRegion
 from .validate import U32, bool_arg, host_arg, int_arg, op_arg, path_arg
 from .values import (
@@ -38,6 +38,7 @@ from .verbs import (
     DesignCode,
     Op,
     Status,
+    WcOpcode,
 )
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class Connection:
 
     def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
                  probe: str, ctl_retries: int, copy_posts: bool = False,
-                 fail_back: bool = True):
+                 fail_back: bool = True, record: bool = False):
         self._fabric = fabric
         self.design = design
         self.regions = int_arg("regions", regions, 1, 4096)
@@ -127,8 +128,12 @@ class Connection:
         # per host: the send and the receive completions its application polled
         self._snd_seen: tuple[list[SenderSeen], list[SenderSeen]] = ([], [])
         self._rcv_seen: tuple[list[ReceiverSeen], list[ReceiverSeen]] = ([], [])
-        self.completions: list[Completion] = []
-        self.record = True
+        self._completions: list[Completion] = []
+        self._refused_flagged = [0, 0]  # per host: completions flagged refused so far
+        # Keep a history for `completions` and `observe()` (tests, the differential
+        # runner). Its cost: every completion is kept, and each receive completion
+        # copies all of the host's regions; memory grows without bound.
+        self.record = bool_arg("record", record)
 
     # -- plumbing
     @property
@@ -343,39 +348,73 @@ class Connection:
         return True
 
     # -- polling
-    def _completion(self, host: str, wc: Any) -> Completion:
+    def _completion(self, h: int, wc: Any) -> Completion:
         imm = wc.imm_data if wc.wc_flags & lib.SHIFT_WC_WITH_IMM else None
-        return Completion(host, wc.wr_id, Status(wc.status), wc.opcode, wc.byte_len, imm)
+        status = Status(wc.status)
+        try:
+            opcode: WcOpcode | int = WcOpcode(wc.opcode)
+        except ValueError:  # not a verbs opcode: shown as the number the core gave
+            opcode = wc.opcode
+        refused = (status != Status.SUCCESS and not opcode & lib.SHIFT_WC_RECV
+                   and self._refusal_due(h))
+        return Completion(HOST_NAMES[h], wc.wr_id, status, opcode, wc.byte_len, imm,
+                          refused, wc.qp_num, wc.wc_flags)
+
+    def _refusal_due(self, h: int) -> bool:
+        """Is host h's send error completion polled now one of a refusal? A refusal
+        completes every outstanding send WR in error at once (the send side enters Error,
+        terminal), and the application polls them as the next send errors of that host,
+        in post order: the first `refused_wrs` send errors a host polls are its refused
+        WRs. Queried only at an error, so the failure-free path pays nothing."""
+        if self.design not in (DesignCode.SHIFT, DesignCode.SHIFT_PREFIX):
+            return False
+        if self._query(h).refused_wrs <= self._refused_flagged[h]:
+            return False
+        self._refused_flagged[h] += 1
+        return True
 
     def _record(self, c: Completion) -> None:
         if not self.record:
             return
-        self.completions.append(c)
+        self._completions.append(c)
         h = host_arg(c.host)
-        if c.opcode & lib.SHIFT_WC_RECV:
-            self._rcv_seen[h].append(ReceiverSeen(c.imm or 0, c.wr, c.status.name,
+        if c.is_recv:
+            self._rcv_seen[h].append(ReceiverSeen(c.imm or 0, c.wr_id, c.status.name,
                                                   self.memory(c.host),
-                                                  self.received(c.wr, c.host)))
+                                                  self.received(c.wr_id, c.host)))
         else:
-            val = self.returned(c.wr, c.host) if c.ok and c.opcode in RETURNING else 0
-            self._snd_seen[h].append(SenderSeen(c.wr, c.status.name, val))
+            val = self.returned(c.wr_id, c.host) if c.ok and c.opcode in RETURNING else 0
+            self._snd_seen[h].append(SenderSeen(c.wr_id, c.status.name, val))
+
+    def _history(self, what: str) -> None:
+        if not self.record:
+            raise RuntimeError(f"{what} needs the connection's history: open it with "
+                               "Fabric.connect(..., record=True)")
+
+    @property
+    def completions(self) -> list[Completion]:
+        """Every completion the applications polled, both hosts, in order (record=True)."""
+        self._history("completions")
+        return self._completions
 
     def poll_cq(self, host: str, *, check: bool = False) -> Completion | None:
         """PollCq(host): the application takes one completion (None if there is none, or
         if an error on the default QP started a failover instead). With ``check``, an
-        error completion raises :class:`CompletionError` (after being recorded)."""
+        error completion raises :class:`CompletionError` carrying it."""
         h = host_arg(host)
         bool_arg("check", check)
         r = event_result(lib.shift_poll_step(self._eph(host), self._wc), "poll_cq")
         if r != 1:
             return None
-        c = self._completion(HOST_NAMES[h], self._wc)
+        c = self._completion(h, self._wc)
         self._record(c)
         return c.raise_for_status() if check else c
 
     def poll(self, host: str, n: int = 256, *, check: bool = False) -> list[Completion]:
-        """Up to n completions for host's application in one call; with ``check``, the
-        first error completion raises :class:`CompletionError` (all are recorded)."""
+        """Up to n completions for host's application in one call, in order. With
+        ``check``, if any of them is an error, :class:`CompletionError` is raised instead
+        of returning: its ``completion`` is the first error, its ``completions`` every
+        completion taken (none is lost)."""
         h = host_arg(host)
         int_arg("n", n, 0, 1 << 20)
         bool_arg("check", check)
@@ -384,14 +423,14 @@ class Connection:
             k = min(n - len(out), 256)
             got = event_result(lib.shift_poll_cq(self._eph(host), k, self._wcs), "poll_cq")
             for i in range(got):
-                c = self._completion(HOST_NAMES[h], self._wcs[i])
+                c = self._completion(h, self._wcs[i])
                 self._record(c)
                 out.append(c)
             if got < k:
                 break
-        if check:
-            for c in out:
-                c.raise_for_status()
+        first_error = next((c for c in out if not c.ok), None) if check else None
+        if first_error is not None:
+            raise CompletionError(first_error, out)
         return out
 
     # -- the layer and the wire
@@ -488,9 +527,13 @@ class Connection:
         return [self.apply(e) for e in events]
 
     # -- what can be observed
-    def host_state(self, host: str) -> HostState:
+    def _query(self, h: int) -> Any:
         i = ffi.new("struct shift_ep_info *")
-        check_errno(lib.shift_ep_query(self._eph(host), i), "shift_ep_query")
+        check_errno(lib.shift_ep_query(self._eph(HOST_NAMES[h]), i), "shift_ep_query")
+        return i
+
+    def host_state(self, host: str) -> HostState:
+        i = self._query(host_arg(host))
         return HostState(
             STATE_NAMES[i.state], bool(i.sent_ctr), i.peer_ctr, bool(i.replayed),
             i.fence if i.has_fence else None, i.epoch, i.outstanding, i.held, i.buffered,
@@ -503,6 +546,8 @@ class Connection:
         return self.host_state(host).state
 
     def observe(self) -> ImplObservation:
+        """What each application saw (record=True), the failover states, the counters."""
+        self._history("observe()")
         a, b = self.host_state("A"), self.host_state("B")
         return ImplObservation(
             snd_seen=tuple(self._snd_seen[0]),
@@ -518,20 +563,16 @@ class Connection:
             rcv_seen_a=tuple(self._rcv_seen[0]),
         )
 
-    def stats(self, host: str | None = None) -> Stats:
-        """Failover statistics of one host, or summed over both."""
-        hosts = HOST_NAMES if host is None else (host,)
-        tot = dict.fromkeys(("failovers", "replayed_wrs", "skipped_wrs", "refused_wrs",
-                             "failbacks", "ctl_sent", "ctl_received", "backup_state_bytes",
-                             "ctl_rejected"), 0)
-        for h in hosts:
-            i = ffi.new("struct shift_ep_info *")
-            check_errno(lib.shift_ep_query(self._eph(h), i), "shift_ep_query")
-            for k in tot:
-                tot[k] += getattr(i, k)
-        return Stats(tot["failovers"], tot["replayed_wrs"], tot["skipped_wrs"],
-                     tot["refused_wrs"], tot["failbacks"], tot["ctl_sent"],
-                     tot["ctl_received"], tot["backup_state_bytes"], tot["ctl_rejected"])
+    def stats(self, host: str) -> Stats:
+        """host's failover statistics: one failover counts once per host (both hosts'
+        endpoints take part in each); :meth:`stats_by_host` gives both."""
+        i = self._query(host_arg(host))
+        return Stats(i.failovers, i.replayed_wrs, i.skipped_wrs, i.refused_wrs, i.failbacks,
+                     i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected)
+
+    def stats_by_host(self) -> dict[str, Stats]:
+        """Each host's statistics: ``{"A": Stats, "B": Stats}``."""
+        return {h: self.stats(h) for h in HOST_NAMES}
 
     def __enter__(self) -> Connection:
         return self

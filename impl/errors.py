@@ -8,6 +8,7 @@ status on a completion the application checks (`CompletionError`), a closed hand
 from __future__ import annotations
 
 import errno as _errno
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,13 +30,25 @@ class PostError(CoreError):
 
 
 class CompletionError(CoreError):
-    """A completion the application checked carries an error status (verbs name)."""
+    """A completion the application checked carries an error status (verbs name).
 
-    def __init__(self, completion: Completion):
+    ``completion`` is the first error; ``completions`` every completion the checked call
+    took, in order, successes and errors alike: a checked poll loses none."""
+
+    def __init__(self, completion: Completion, completions: Sequence[Completion] = ()):
         self.completion = completion
+        self.completions = list(completions) or [completion]
         self.status = completion.status
         self.status_name = completion.status.name
-        super().__init__(f"WR {completion.wr}: {self.status_name}")
+        errors = sum(not c.ok for c in self.completions)
+        more = f" (+{errors - 1} more errors)" if errors > 1 else ""
+        why = ", refused: an atomic or ineligible WR was in flight" if completion.refused else ""
+        super().__init__(f"{completion.host}: WR {completion.wr_id}: {self.status_name}{why}"
+                         f"{more}; {len(self.completions)} completions taken")
+
+    @property
+    def errors(self) -> list[Completion]:
+        return [c for c in self.completions if not c.ok]
 
 
 class ClosedError(CoreError):

@@ -72,14 +72,19 @@ class Fabric:
 
     def connect(self, design: DesignCode | str = DesignCode.SHIFT, *, regions: int = 4,
                 max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3,
-                copy_posts: bool = False, fail_back: bool = True) -> Connection:
+                copy_posts: bool = False, fail_back: bool = True,
+                record: bool = False) -> Connection:
         """Open a resilient connection from A (requester) to B (responder). With
         copy_posts the layer keeps its own copy of every WR it posts instead of reading
         the WRs to replay back from the default QP's send queue at a failure; without
-        fail_back it stays on the backup path once the replay is done."""
+        fail_back it stays on the backup path once the replay is done. With record the
+        connection keeps a history for `Connection.completions` and `observe()` (tests,
+        the differential runner): every completion is kept and each receive completion
+        copies all of the host's regions, so memory grows with every completion and a
+        poll costs O(regions) per notification."""
         return Connection(self, design_arg(design), regions=regions, max_wr=max_wr,
                           probe=probe, ctl_retries=ctl_retries, copy_posts=copy_posts,
-                          fail_back=fail_back)
+                          fail_back=fail_back, record=record)
 
     # -- the fabric's events: True if the event did something
     def transmit(self, host: str, path: int) -> bool:

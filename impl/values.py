@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CompletionError
-from .verbs import Op, Status
+from .verbs import Op, Status, WcOpcode
 
 
 @dataclass(frozen=True)
@@ -63,19 +63,33 @@ class RawRecvWr:
 
 @dataclass(frozen=True)
 class Completion:
-    """What the application polled: ``wr`` is its WR id (the receive WR's on the
-    responder), ``status`` a :class:`Status`; ``imm`` for notifications."""
+    """What the application polled, as verbs' ``ibv_wc``: ``wr_id`` is the WR's id (the
+    receive WR's for a receive completion), ``status`` a :class:`Status`, ``opcode`` a
+    :class:`WcOpcode`, ``imm`` the immediate data of a notification (None without).
+
+    ``refused`` marks a WR the layer failed on purpose: a failover was refused because an
+    atomic or an ineligible WR was outstanding (the first refused WR carries the path's
+    error status, the others ``WR_FLUSH_ERR``). ``qp_num`` is the QP the completion came
+    from, as the C core reports it: the backup QP's number after a failover."""
 
     host: str
-    wr: int
+    wr_id: int
     status: Status
-    opcode: int
+    opcode: WcOpcode | int
     byte_len: int = 0
     imm: int | None = None
+    refused: bool = False
+    qp_num: int = 0
+    wc_flags: int = 0
 
     @property
     def ok(self) -> bool:
         return self.status == Status.SUCCESS
+
+    @property
+    def is_recv(self) -> bool:
+        """A receive completion (a notification taken, or a flushed receive WR)?"""
+        return bool(self.opcode & WcOpcode.RECV)
 
     def raise_for_status(self) -> Completion:
         if self.status != Status.SUCCESS:
@@ -140,10 +154,13 @@ class HostState:
 
 @dataclass(frozen=True)
 class Stats:
-    failovers: int
-    replayed: int
-    skipped: int
-    refused: int
+    """One host's failover statistics (`Connection.stats`): a failover both hosts take
+    part in counts once in each host's ``failovers``."""
+
+    failovers: int  # failovers this host's endpoint entered
+    replayed: int  # WRs it re-posted on the backup QP
+    skipped: int  # notifications its replay skipped (the peer had them)
+    refused: int  # WRs it failed on purpose: a failover refused (`Completion.refused`)
     failbacks: int
     ctl_sent: int
     ctl_received: int  # control messages the layer took

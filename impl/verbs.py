@@ -22,7 +22,7 @@ from ._native import ffi, lib
 __all__ = [
     "ALL_ACCESS", "DESIGN_CODES", "DIRECTIONS", "HOSTS", "HOST_NAMES", "OP_CODES", "PATHS",
     "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "Access", "DesignCode",
-    "Op", "Status", "c_enum", "c_name",
+    "Op", "Status", "WcOpcode", "c_enum", "c_name",
 ]
 
 
@@ -67,6 +67,9 @@ Status.__doc__ = "Work completion status: ``ibv_wc_status`` values under their v
 
 Op = StrEnum("Op", {o: o for o in vocab.OPS}, module=__name__)
 Op.__doc__ = "Operations of the event vocabulary (docs/design.md, the event vocabulary)."
+
+WcOpcode = IntEnum("WcOpcode", c_enum("enum shift_wc_opcode", "SHIFT_WC_"), module=__name__)
+WcOpcode.__doc__ = "Completion opcodes: ``ibv_wc_opcode`` values under their verbs names."
 
 # The verbs opcode each operation is posted as (a notification carries immediate data).
 OP_CODES = {

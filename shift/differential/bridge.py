@@ -56,7 +56,7 @@ class Bridge:
         self.fabric = Fabric(retries=max_retries)
         self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
                                         probe="instant", ctl_retries=255, copy_posts=copy_posts,
-                                        fail_back=recover)
+                                        fail_back=recover, record=True)
 
     def close(self) -> None:
         self.fabric.close()

@@ -15,4 +15,4 @@ def fabric():
 
 @pytest.fixture
 def conn(fabric):
-    return fabric.connect("Shift", regions=8)
+    return fabric.connect("Shift", regions=8, record=True)

@@ -23,7 +23,7 @@ SIGNALED = 2
 @pytest.fixture
 def conn():
     with Fabric(retries=1) as fab:
-        yield fab.connect("Shift", regions=4)
+        yield fab.connect("Shift", regions=4, record=True)
 
 
 def _raw(conn, **kw):
@@ -62,7 +62,7 @@ def test_bad_access_gives_the_verbs_status(conn, kw, status):
         c.raise_for_status()
     assert e.value.status_name == status.name
     # the application's error is not a path failure: no failover, the QP is dead
-    assert conn.stats().failovers == 0
+    assert conn.stats("A").failovers == conn.stats("B").failovers == 0
     assert conn.state("A") == "Error"
     assert conn.read("B", 1) == 0  # nothing was written
     # a post to the dead QP completes with WR_FLUSH_ERR, as verbs does
@@ -76,7 +76,7 @@ def test_send_longer_than_the_receive_buffer(conn):
     c = _status_after(conn, _raw(conn, opcode=SEND, remote_addr=0, rkey=0))
     assert c.status == Status.REM_INV_REQ_ERR
     r = [x for x in conn.completions if x.host == "B"]
-    assert [(x.wr, x.status) for x in r] == [(7, Status.LOC_LEN_ERR)]
+    assert [(x.wr_id, x.status) for x in r] == [(7, Status.LOC_LEN_ERR)]
 
 
 def test_receive_with_a_bad_lkey(conn):
@@ -91,7 +91,7 @@ def test_receive_with_a_bad_lkey(conn):
 def test_full_send_queue_is_enomem_and_harmless(copy_posts):
     """The layer's capacity: the default QP's send queue (direct) or its own ring (copy)."""
     with Fabric() as fab:
-        conn = fab.connect("Shift", regions=2, max_wr=4, copy_posts=copy_posts)
+        conn = fab.connect("Shift", regions=2, max_wr=4, copy_posts=copy_posts, record=True)
         for i in range(4):
             conn.post_send("A", Wr(i, "WRITE", region=1, value=i))
         with pytest.raises(PostError) as e:
@@ -103,7 +103,7 @@ def test_full_send_queue_is_enomem_and_harmless(copy_posts):
             conn.post_recv("B", 9)
         assert e.value.errno_name == "ENOMEM"
         drive(conn)
-        assert [c.wr for c in conn.completions if c.host == "A"] == [0, 1, 2, 3]
+        assert [c.wr_id for c in conn.completions if c.host == "A"] == [0, 1, 2, 3]
         assert conn.read("B", 1) == 3
 
 
@@ -112,7 +112,7 @@ def test_full_send_queue_is_enomem_and_harmless(copy_posts):
 def test_batched_post_stops_at_the_bad_wr(fabric, copy_posts, bad):
     """The WRs before the bad one are posted, the rest not, on either posting path (the
     backend refuses an unknown opcode; the layer refuses its own doorbell flag)."""
-    conn = fabric.connect("Shift", regions=8, copy_posts=copy_posts)
+    conn = fabric.connect("Shift", regions=8, copy_posts=copy_posts, record=True)
     conn.post_recv("B", 10)
     conn.post_recv("B", 11)
     with pytest.raises(PostError) as e:
@@ -120,7 +120,7 @@ def test_batched_post_stops_at_the_bad_wr(fabric, copy_posts, bad):
                              _raw(conn, wr_id=3, **bad), Wr(4, "WRITE_IMM")])
     assert e.value.errno_name == "EINVAL" and "#2" in str(e.value)
     drive(conn)
-    assert [(c.host, c.wr) for c in conn.completions] == [("A", 1), ("A", 2), ("B", 10)]
+    assert [(c.host, c.wr_id) for c in conn.completions] == [("A", 1), ("A", 2), ("B", 10)]
     a = conn.host_state("A")
     assert (a.sends_posted, a.sends_completed, a.outstanding) == (1, 1, 0)
 
@@ -254,7 +254,7 @@ def test_fabric_close_closes_its_connections():
 
 def test_rnr_nak_gives_rnr_retry_exceeded():
     with Fabric(rnr_nak=True, rnr_retry=1) as fab:
-        conn = fab.connect("NoFailover", regions=2)
+        conn = fab.connect("NoFailover", regions=2, record=True)
         conn.post_send("A", Wr(1, "SEND"))  # no receive posted
         drive(conn)
         assert [c.status for c in conn.completions] == [Status.RNR_RETRY_EXC_ERR]
@@ -265,7 +265,7 @@ def test_checked_poll_raises_the_verbs_status(conn):
     conn.pump()
     with pytest.raises(CompletionError) as e:
         conn.poll("A", check=True)
-    assert e.value.status_name == "REM_ACCESS_ERR" and e.value.completion.wr == 1
+    assert e.value.status_name == "REM_ACCESS_ERR" and e.value.completion.wr_id == 1
     conn.post_send("A", Wr(2, "WRITE", region=1, value=1))
     with pytest.raises(CompletionError) as e:
         conn.poll_cq("A", check=True)

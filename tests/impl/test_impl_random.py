@@ -73,7 +73,7 @@ class NcclOverShift(RuleBasedStateMachine):
         a lost WRITE and a lost ACK look the same to A). `heal`: what failed and has not
         recovered yet recovers when the run ends, before the last rounds."""
         self.fabric = Fabric(retries=3)
-        self.conn = self.fabric.connect("Shift", regions=REGIONS, probe=probe)
+        self.conn = self.fabric.connect("Shift", regions=REGIONS, probe=probe, record=True)
         self.faults = 0
         self.down: list[tuple] = []  # failed and not recovered
         self.heal = heal

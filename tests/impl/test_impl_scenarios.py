@@ -39,9 +39,9 @@ def _run_with_fault(conn, fault, pos, recover=None, rounds=4, more=3):
 def test_sender_nic_failure(conn, pos):
     total = _run_with_fault(conn, ("NicFail", "A", 1), pos, recover=("NicRecover", "A", 1))
     assert_nccl_delivered(conn, total)
-    s = conn.stats()
-    assert s.failovers >= 2  # both sides failed over
-    assert s.failbacks == 1
+    a, b = conn.stats("A"), conn.stats("B")
+    assert a.failovers == b.failovers == 1  # one failover, once per host
+    assert (a.failbacks, b.failbacks) == (1, 0)  # A's send side fails back
     assert conn.observe().layer == {"A": "Default", "B": "Default"}
 
 
@@ -49,7 +49,7 @@ def test_sender_nic_failure(conn, pos):
 def test_receiver_nic_failure(conn, pos):
     total = _run_with_fault(conn, ("NicFail", "B", 1), pos, recover=("NicRecover", "B", 1))
     assert_nccl_delivered(conn, total)
-    assert conn.stats().failbacks == 1
+    assert conn.stats("A").failbacks == 1
     assert conn.observe().layer == {"A": "Default", "B": "Default"}
 
 
@@ -71,11 +71,11 @@ def test_receiver_nic_failure_without_recovery_stays_on_backup(conn, pos):
 def test_without_fail_back_the_recovered_path_stays_unused(fabric, pos):
     """fail_back=False: the layer stays on the backup path even once the default NIC is
     back (the spec's D.failBack = FALSE, or a bound without recovery)."""
-    conn = fabric.connect("Shift", regions=4, fail_back=False)
+    conn = fabric.connect("Shift", regions=4, fail_back=False, record=True)
     total = _run_with_fault(conn, ("NicFail", "A", 1), pos, recover=("NicRecover", "A", 1))
     assert_nccl_delivered(conn, total)
     assert conn.observe().layer == {"A": "Fallback", "B": "Fallback"}
-    assert conn.stats().failbacks == 0
+    assert conn.stats("A").failbacks == 0
 
 
 def test_flapping_link(conn):
@@ -103,7 +103,7 @@ def test_flapping_link(conn):
 
 
 def test_fast_flap_during_failback_probe(fabric):
-    conn = fabric.connect("Shift", regions=8, probe="wire")
+    conn = fabric.connect("Shift", regions=8, probe="wire", record=True)
     post_round(conn, 1)
     conn.link_down(1)
     drive(conn)
@@ -127,7 +127,7 @@ def test_fast_flap_during_failback_probe(fabric):
 
 @pytest.mark.parametrize("op", ["FADD", "CAS"])
 def test_atomic_in_flight_gets_an_error(fabric, op):
-    conn = fabric.connect("Shift", regions=8)
+    conn = fabric.connect("Shift", regions=8, record=True)
     conn.post_recv("B", 1)
     conn.app_write("B", 2, 5)
     conn.post_send("A", Wr(1, op, region=2, value=1 if op == "FADD" else 9, compare=5))
@@ -140,8 +140,8 @@ def test_atomic_in_flight_gets_an_error(fabric, op):
     assert [(s.wr, s.status) for s in snd] == [(1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
     assert conn.read("B", 2) == (6 if op == "FADD" else 9)  # applied exactly once
     assert conn.state("A") == "Error"
-    assert conn.stats().refused == 2
-    assert conn.stats().replayed == 0
+    assert conn.stats("A").refused == 2
+    assert conn.stats("A").replayed == 0
     with pytest.raises(Exception) as e:
         conn.completions[0].raise_for_status()
     assert e.value.status_name == "WR_FLUSH_ERR"
@@ -152,7 +152,7 @@ def test_atomic_in_flight_gets_an_error(fabric, op):
 
 
 def test_atomic_timeout_reports_retry_exceeded(fabric):
-    conn = fabric.connect("Shift", regions=8)
+    conn = fabric.connect("Shift", regions=8, record=True)
     conn.post_send("A", Wr(1, "FADD", region=1, value=3))
     conn.link_down(1)
     drive(conn)
@@ -165,7 +165,7 @@ def test_ineligible_wr_is_refused_like_an_atomic(conn):
     conn.nic_fail("A", 1)
     drive(conn)
     assert [(s.wr, s.status) for s in conn.observe().snd_seen] == [(1, "WR_FLUSH_ERR")]
-    assert conn.stats().refused == 1
+    assert conn.stats("A").refused == 1
 
 
 def test_received_notification_is_not_replayed(conn):
@@ -245,7 +245,7 @@ def test_lost_counters_are_resent_by_the_handshake_timer(fabric, conn):
     obs = conn.observe().as_dict()
     assert obs["ctrSeq"] == {"A": 1, "B": 1} and obs["peerSeq"] == {"A": 1, "B": 1}
     assert not conn.handshake_timeout("A")  # answered
-    assert conn.stats().ctl_rejected == 0
+    assert conn.stats("A").ctl_rejected == conn.stats("B").ctl_rejected == 0
 
 
 def test_second_failure_during_replay(conn):
@@ -345,7 +345,7 @@ def test_backup_path_fails_too(conn):
 
 @pytest.mark.parametrize("rounds", [1, 3])
 def test_naive_replay_slides_the_receive_queue(fabric, rounds):
-    conn = fabric.connect("NaiveReplay", regions=8)
+    conn = fabric.connect("NaiveReplay", regions=8, record=True)
     for k in range(1, rounds + 1):
         post_round(conn, k)
     conn.post_recv("B", rounds + 1)
@@ -361,17 +361,17 @@ def test_naive_replay_slides_the_receive_queue(fabric, rounds):
     # the replayed notification 1 consumed the spare receive: one buffer off
     assert [(n.wr, n.recv) for n in got][: rounds + 1] == \
         [(2 * k, k) for k in range(1, rounds + 1)] + [(2, rounds + 1)]
-    assert conn.stats().skipped == 0
+    assert conn.stats("A").skipped == 0
 
 
 def test_no_failover_propagates_the_error(fabric):
-    conn = fabric.connect("NoFailover", regions=8)
+    conn = fabric.connect("NoFailover", regions=8, record=True)
     post_round(conn, 1)
     conn.nic_fail("A", 1)
     drive(conn)
     snd = [(s.wr, s.status) for s in conn.observe().snd_seen]
     assert snd == [(1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
-    assert conn.stats().failovers == 0
+    assert {h: s.failovers for h, s in conn.stats_by_host().items()} == {"A": 0, "B": 0}
     assert conn.observe().layer == {"A": "Default", "B": "Default"}
 
 
@@ -389,7 +389,7 @@ def test_buffer_reuse_during_replay_is_visible(conn):
 
 
 def test_events_by_name_and_projection(fabric):
-    conn = fabric.connect("Shift", regions=2, probe="instant")
+    conn = fabric.connect("Shift", regions=2, probe="instant", record=True)
     trace = [
         ("PostRecv", "B", 1),
         {"event": "PostSend", "host": "A",
@@ -401,7 +401,7 @@ def test_events_by_name_and_projection(fabric):
         Event("NicRecover", ("A", 1)), ("Progress", "A"),
     ]
     out = conn.run(trace)
-    assert out[9].wr == 1 and out[9].imm == 2 and out[10].wr == 2
+    assert out[9].wr_id == 1 and out[9].imm == 2 and out[10].wr_id == 2
     d = conn.observe().as_dict()
     assert d["sndSeen"] == {"A": [{"wr": 2, "status": "SUCCESS", "val": 0}], "B": []}
     assert d["rcvSeen"] == {"A": [], "B": [{"wr": 2, "recv": 1, "status": "SUCCESS",
@@ -442,7 +442,7 @@ def test_two_way_ping_pong_survives_a_failover_and_fails_back_both_ways(fabric, 
     """Both hosts send and receive on one connection (ibv_rc_pingpong): each SEND lands
     once, in order, in its own receive WR's buffer at the peer, through a failover while
     both directions are in flight and the fail-back of both directions."""
-    conn = fabric.connect("Shift", regions=2, copy_posts=copy_posts)
+    conn = fabric.connect("Shift", regions=2, copy_posts=copy_posts, record=True)
     for k in range(1, 7):
         conn.post_recv("A", k)
         conn.post_recv("B", k)
@@ -471,20 +471,21 @@ def test_two_way_ping_pong_survives_a_failover_and_fails_back_both_ways(fabric, 
         st = conn.host_state(h)
         assert (st.send_state, st.recv_state, st.recvs_completed) == ("Default", "Default", 5)
     assert conn.memory("B") == (7, 0) and conn.memory("A") == (0, 8)
-    assert conn.stats().failbacks == 2
+    for s in conn.stats_by_host().values():  # one failover, one fail-back per host
+        assert (s.failovers, s.failbacks) == (1, 1)
 
 
 def test_deterministic_replay_of_a_trace():
     def run():
         with Fabric(retries=1) as fab:
-            c = fab.connect("Shift", regions=4)
+            c = fab.connect("Shift", regions=4, record=True)
             for k in range(1, 4):
                 post_round(c, k)
             for i in range(7):
                 step(c, i)
             c.nic_fail("B", 1)
             drive(c)
-            return c.observe().as_dict(), c.stats()
+            return c.observe().as_dict(), c.stats_by_host()
     assert run() == run()
 
 
@@ -496,7 +497,7 @@ def test_prepared_and_batched_posts(conn):
         conn.pump()
     assert conn.post_send_many(wrs) == 8
     drive(conn)
-    assert [c.wr for c in conn.completions] == [7, 7, 7, 7]
+    assert [c.wr_id for c in conn.completions] == [7, 7, 7, 7]
     assert [conn.read("B", r) for r in (1, 2, 3, 4)] == [14, 15, 16, 17]
     with pytest.raises(TypeError):
         conn.post_prepared(wrs)
@@ -511,7 +512,7 @@ def test_every_event_of_the_vocabulary_by_name(conn):
         ("Progress", "A"), {"event": "PollCq", "host": "A"},
     ])
     assert results[:8] == [True] * 8
-    assert results[8].wr == 1 and results[9].imm == 1
+    assert results[8].wr_id == 1 and results[9].imm == 1
     assert conn.read("B", 2) == 9
     assert results[-2] == "none" and results[-1] is None
 
@@ -520,7 +521,7 @@ def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
     """A send side in Error flushes a new post at once, at the tail of the backup CQ as
     the spec's PostSend has it: ahead of a receive completion that arrives after it (the
     host's receive side still works on the backup path), behind what was there."""
-    conn = fabric.connect("Shift", regions=2)
+    conn = fabric.connect("Shift", regions=2, record=True)
     conn.post_recv("A", 1)
     conn.post_send("A", Wr(1, "FADD", region=1, value=1))  # an atomic: A refuses
     conn.nic_fail("A", 1)
@@ -532,8 +533,8 @@ def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
     conn.pump()
     assert conn.received(1, "A") == 9
     first, second = conn.poll_cq("A"), conn.poll_cq("A")
-    assert (first.wr, first.status) == (2, Status.WR_FLUSH_ERR)
-    assert (second.wr, second.status, second.imm) == (1, Status.SUCCESS, 1)
+    assert (first.wr_id, first.status) == (2, Status.WR_FLUSH_ERR)
+    assert (second.wr_id, second.status, second.imm) == (1, Status.SUCCESS, 1)
     obs = conn.observe()
     assert [(s.wr, s.status) for s in obs.snd_seen] == [
         (1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
