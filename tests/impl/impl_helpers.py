@@ -1,9 +1,20 @@
 """Helpers for the shift.impl tests: an NCCL Simple-protocol workload and a driver that
-runs wire, layers and applications until nothing moves (timers fire only when stuck)."""
+runs wire, layers and applications until nothing moves (timers fire only when stuck);
+for the library's guide, its example blocks and a C compiler."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 from shift.impl import Connection, Wr
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "library.md"
 
 # One step of a fixed round-robin scheduler: the order in which a test interleaves
 # events before it injects a fault.
@@ -64,3 +75,24 @@ def assert_nccl_delivered(conn: Connection, rounds: int) -> None:
     snd = conn.observe().snd_seen
     assert [s.wr for s in snd] == [2 * k for k in range(1, rounds + 1)]
     assert all(s.status == "SUCCESS" for s in snd)
+
+
+def c_compiler() -> str:
+    """A C compiler: found, or installed from Debian's packages when root; never a skip."""
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return cc
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        subprocess.run(["apt-get", "install", "-y", "-q", "gcc"], check=False,
+                       capture_output=True, timeout=600)
+        if shutil.which("gcc"):
+            return "gcc"
+    pytest.fail("no C compiler found (cc/gcc/clang) and none could be installed")
+
+
+def guide_block(first_line: str) -> str:
+    """The fenced block of docs/library.md that starts with first_line."""
+    blocks = re.findall(r"^```\w*\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
+    found = [b for b in blocks if b.startswith(first_line)]
+    assert len(found) == 1, f"docs/library.md: {len(found)} blocks start with {first_line!r}"
+    return found[0]
