@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .fabric import Fabric
 
 SLOT = 8  # bytes per region: one little-endian 64-bit value
+WC_OPCODES = {int(o): o for o in WcOpcode}
 
 
 class PreparedChain:
@@ -351,10 +352,8 @@ class Connection:
     def _completion(self, h: int, wc: Any) -> Completion:
         imm = wc.imm_data if wc.wc_flags & lib.SHIFT_WC_WITH_IMM else None
         status = Status(wc.status)
-        try:
-            opcode: WcOpcode | int = WcOpcode(wc.opcode)
-        except ValueError:  # not a verbs opcode: shown as the number the core gave
-            opcode = wc.opcode
+        # a verbs opcode as its name; another is shown as the number the core gave
+        opcode: WcOpcode | int = WC_OPCODES.get(wc.opcode, wc.opcode)
         refused = (status != Status.SUCCESS and not opcode & lib.SHIFT_WC_RECV
                    and self._refusal_due(h))
         return Completion(HOST_NAMES[h], wc.wr_id, status, opcode, wc.byte_len, imm,
