@@ -1,11 +1,11 @@
 """`shift config`: where the installed C artefacts are, for a C program's compile line.
 
-The installed package carries the public headers and libshift.so (package
-``shift.native``). Each option prints one line, in the order given:
+The installed package carries the public headers and libshift.so (in the package
+shift.native). Each option prints one line, in the order given:
 
     cc -std=c11 app.c $(shift config --cflags) $(shift config --libs) -o app
 
-``--libs`` includes an rpath, so the program finds libshift.so without LD_LIBRARY_PATH.
+--libs includes an rpath, so the program finds libshift.so without LD_LIBRARY_PATH.
 Exit status 2, one line on stderr, if the installation lacks an artefact.
 """
 
