@@ -131,7 +131,8 @@ def _render_raw(catalog: Catalog, trace: Trace, limit: int, detail: bool) -> lis
         st = step.state
         n = step.index + 1
         if prev is None:
-            out.append(f"  {n:>2}. {event_text(st, 'Init')}")
+            first = "Init" if step.action == "Initial predicate" else step.action
+            out.append(f"  {n:>2}. {event_text(st, first)}")
             if "program" in st:
                 out.append(f"      program = {show(st['program'])}")
         else:

@@ -176,10 +176,12 @@ class _Run:
         self.cfg, self.dist, self.work = cfg, dist, work
         self.progress, self.say = progress, say
         self.port = free_port()
+        say(f"starting a TLC server on port {self.port}")
         self.server = _Server(server_cmd(cfg, dist, self.port, work), work)
         self.workers: list[subprocess.Popen[str]] = []
         self.logs: list[Path] = []
         self.header = ""  # the line that opened the current tagged message
+        self.registered = 0
         self.failure = ""
 
     def start_workers(self) -> None:
@@ -202,7 +204,8 @@ class _Run:
         if code.startswith(f"@!@!@STARTMSG {READY}:"):
             self.start_workers()
         elif code.startswith(f"@!@!@STARTMSG {REGISTERED}:"):
-            self.say(f"TLC worker registered ({line.split(' completed')[0]})")
+            self.registered += 1
+            self.say(f"TLC worker {self.registered} registered with the server")
         elif self.progress is not None and (m := _PROGRESS.search(line)) is not None:
             self.progress(_number(m.group(1)), _number(m.group(2)))
 
