@@ -47,7 +47,7 @@ def design_states(cells: dict[tuple[str, str], dict[str, object]], design: str) 
 
 def java_processes(port: int) -> list[str]:
     """The command lines of live processes of the TLC server on `port` and its workers."""
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True)
     return [ln for ln in ps.stdout.splitlines()
             if f"tlc2.tool.distributed.TLCServer.port={port}" in ln]
 
