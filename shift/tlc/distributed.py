@@ -186,6 +186,9 @@ class _Run:
 
     def start_workers(self) -> None:
         if self.dist.workers == 0:
+            if self.dist.host.startswith("127.") or self.dist.host == "localhost":
+                self.say(f"the server is at {self.dist.host}: only workers on this machine "
+                         "reach it (--dist-host ADDRESS for others)")
             self.say(f"TLC server ready on port {self.port}; waiting for workers: on each "
                      f"machine run  {remote_command(self.dist, self.port)}")
             return
