@@ -149,6 +149,8 @@ def test_a_remote_worker_joins_with_the_printed_command(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, out + err
         assert "1 of 1 verdicts as declared" in out
+        assert "TLC worker 1 registered" in err
+        assert re.search(r"NoFailover, TLC run 1: [\d,]+ distinct states so far", err)
         assert worker.wait(60) == 0  # the server told it to exit
     finally:
         if worker.poll() is None:
