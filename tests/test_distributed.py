@@ -156,3 +156,21 @@ def test_a_remote_worker_joins_with_the_printed_command(tmp_path: Path) -> None:
         if worker.poll() is None:
             os.kill(worker.pid, signal.SIGKILL)
             worker.wait()
+
+
+def test_workers_that_die_end_the_run_as_an_error_and_stop_the_server(tmp_path: Path) -> None:
+    proc = start(tmp_path, "--json", "w.json")
+    port = int(wait_for(proc, r"starting a TLC server on port (\d+)").group(1))
+    wait_for(proc, r"TLC worker 2 registered")
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True,
+                        check=True)
+    workers = [int(ln.split()[0]) for ln in ps.stdout.splitlines()
+               if f"TLCServer.port={port}" in ln and "TLCWorker" in ln]
+    assert len(workers) == 2
+    for pid in workers:  # the two workers this run started
+        os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out
+    [cell] = json.loads((tmp_path / "w.json").read_text())["results"]
+    assert cell["verdict"] == "error" and "every local TLC worker exited" in cell["message"]
+    assert java_processes(port) == []
