@@ -16,11 +16,14 @@ STYLE = """
 body{font-family:sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 td.holds{background:#eef7ee}td.expected{background:#fff4e0}td.bad{background:#f8d0d0}
+td.unchecked{background:#eeeeee}
 pre{background:#f6f6f6;padding:1em;font-size:12px;overflow-x:auto}
 """
 
 
 def _class(v: CellVerdict) -> str:
+    if not v.checked:
+        return "unchecked"
     if not v.matches or v.verdict == "error":
         return "bad"
     return "holds" if v.verdict == "holds" else "expected"

@@ -22,8 +22,8 @@ from shift.tlc.output import Trace
 
 
 def cell(v: CellVerdict) -> str:
-    if v.verdict == "error":
-        return "error"
+    if v.verdict == "error" or not v.checked:
+        return v.verdict
     if v.verdict == v.expected:
         return "holds" if v.verdict == HOLDS else "violated (expected)"
     return "VIOLATED" if v.verdict != HOLDS else "HOLDS (expected violated)"
@@ -131,7 +131,8 @@ def _render_raw(catalog: Catalog, trace: Trace, limit: int, detail: bool) -> lis
         st = step.state
         n = step.index + 1
         if prev is None:
-            out.append(f"  {n:>2}. {event_text(st, 'Init')}")
+            first = "Init" if step.action == "Initial predicate" else step.action
+            out.append(f"  {n:>2}. {event_text(st, first)}")
             if "program" in st:
                 out.append(f"      program = {show(st['program'])}")
         else:
@@ -157,6 +158,8 @@ def counterexample(catalog: Catalog, v: CellVerdict, detail: bool, bound: str = 
     head = [f"{v.design} violates {v.property} ({kind}{': ' + why if why else ''})"]
     if v.counterexample is not None:
         head.append(f"  trace: {v.counterexample}")
+    if v.message:
+        head.append(f"  note: {v.message}")
     narrated = not catalog.design(v.design).own_properties
     return head + (render_trace(catalog, v.trace, detail=detail, prop=v.property,
                                 narrated=narrated) if v.trace else [])
@@ -250,6 +253,8 @@ def _testcase(suite: ET.Element, v: CellVerdict, run: RunInfo, seconds: float) -
                          name=f"{v.property} [{bound}]", time=f"{seconds:.3f}")
     if v.verdict == "error":
         ET.SubElement(case, "error", message=v.message or "TLC error")
+    elif not v.checked:
+        ET.SubElement(case, "skipped", message=v.message)
     elif not v.matches:
         failure = ET.SubElement(case, "failure", message=f"{v.verdict}, expected {v.expected}")
         failure.text = str(v.counterexample or "")
@@ -267,8 +272,10 @@ def write_junit(path: Path, verdicts: list[CellVerdict], run: RunInfo) -> None:
         mine = [v for v in verdicts if v.design == design]
         suite = ET.SubElement(
             suites, "testsuite", name=f"{design} [{run.bound.name}]", tests=str(len(mine)),
-            failures=str(sum(v.verdict != "error" and not v.matches for v in mine)),
+            failures=str(sum(v.verdict != "error" and v.checked and not v.matches
+                             for v in mine)),
             errors=str(sum(v.verdict == "error" for v in mine)),
+            skipped=str(sum(not v.checked for v in mine)),
             time=f"{run.design_walls.get(design, design_seconds(mine)):.3f}")
         for v in mine:
             _testcase(suite, v, run, share[(v.design, v.property)])

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shift.spec.catalog import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.tlc.distributed import LIVENESS, DistConfig, run_distributed
 from shift.tlc.itf import write_itf
 from shift.tlc.output import Trace
 from shift.tlc.runner import (
@@ -26,6 +27,7 @@ from shift.tlc.runner import (
 )
 
 ERROR_VERDICT = "error"
+NOT_CHECKED = "not checked"  # an engine that cannot check the property (distributed TLC)
 
 
 @dataclass
@@ -35,7 +37,7 @@ class CellVerdict:
 
     design: str
     property: str
-    verdict: str  # holds | violated | error
+    verdict: str  # holds | violated | error | not checked
     expected: str  # holds | violated
     states: int
     seconds: float
@@ -48,6 +50,11 @@ class CellVerdict:
     @property
     def matches(self) -> bool:
         return self.verdict == self.expected
+
+    @property
+    def checked(self) -> bool:
+        """False for a cell the engine could not decide by design (not an error)."""
+        return self.verdict != NOT_CHECKED
 
 
 Report = Callable[[str], None]  # one line about a finished run
@@ -64,15 +71,29 @@ def _verdict(design: Design, prop: str, verdict: str, run: RunResult, out_dir: P
 
 
 def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: Progress,
-         report: Report, name: str) -> RunResult:
+         report: Report, name: str, dist: DistConfig | None = None) -> RunResult:
     """One TLC run, repeated once if TLC itself failed (an exception of its own, not a
     violation, a spec error or a signal): a transient failure should not decide a cell,
-    and one that repeats is reported as the error it is."""
-    run = run_tlc(cfg, invariants, temporal, progress)
+    and one that repeats is reported as the error it is. With `dist`, in TLC's
+    distributed mode (invariants only)."""
+    def once() -> RunResult:
+        if dist is None:
+            return run_tlc(cfg, invariants, temporal, progress)
+        return run_distributed(cfg, dist, invariants, progress, lambda s: report(f"{name}: {s}"))
+    run = once()
     if run.outcome == ERROR and run.crashed:
         report(f"{name}: TLC failed ({run.message}); running it once more")
-        run = run_tlc(cfg, invariants, temporal, progress)
+        run = once()
     return run
+
+
+def not_checked(design: Design, props: list[str], report: Report) -> list[CellVerdict]:
+    """The temporal cells of a distributed run: TLC's distributed mode has no liveness
+    checker, so they are reported as not checked rather than as holding."""
+    if props:
+        report(f"{design.name}: {', '.join(props)} {LIVENESS}")
+    return [CellVerdict(design.name, p, NOT_CHECKED, design.expected(p), 0, 0.0,
+                        message=LIVENESS, engine="tlc-distributed", run=0) for p in props]
 
 
 def counted(n: int, verdict: str) -> str:
@@ -83,7 +104,8 @@ def counted(n: int, verdict: str) -> str:
 
 
 def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
-                 workers: int, heap_mb: int, report: Report) -> list[CellVerdict]:
+                 workers: int, heap_mb: int, report: Report,
+                 dist: DistConfig | None = None) -> list[CellVerdict]:
     cfg = RunConfig(catalog.spec_dir, design.module, catalog.constants_of(design, bound), workers,
                     heap_mb)
     invariants, temporal = catalog.invariants_of(design), catalog.temporal_of(design)
@@ -96,7 +118,7 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
     remaining = list(invariants)
     while remaining:
         runs += 1
-        run = _run(cfg, remaining, [], progress, report, design.name)
+        run = _run(cfg, remaining, [], progress, report, design.name, dist)
         if run.outcome == INVARIANT and run.violated in remaining:
             verdicts[run.violated] = _verdict(design, run.violated, VIOLATED, run, out_dir, bound,
                                               runs)
@@ -115,8 +137,11 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
                f"{run.distinct:,} states ({run.seconds:.1f} s)"
                f"{': ' + run.message if run.message else ''}")
         if verdict == ERROR_VERDICT:
-            return [verdicts[p] for p in invariants + temporal]
+            return _engine([verdicts[p] for p in invariants + temporal], dist)
         break
+    if dist is not None:
+        verdicts.update((v.property, v) for v in not_checked(design, temporal, report))
+        return _engine([verdicts[p] for p in invariants + temporal], dist)
     for prop in temporal:
         runs += 1
         run = _run(cfg, [], [prop], progress, report, design.name)
@@ -127,3 +152,11 @@ def check_design(catalog: Catalog, design: Design, bound: Bound, out_dir: Path,
         report(f"{design.name}, TLC run {runs}: {prop} {verdict} over {run.distinct:,} states "
                f"({run.seconds:.1f} s){': ' + run.message if run.message else ''}")
     return [verdicts[p] for p in invariants + temporal]
+
+
+def _engine(cells: list[CellVerdict], dist: DistConfig | None) -> list[CellVerdict]:
+    """Cells decided by a distributed run say so (JSON's `engine`)."""
+    if dist is not None:
+        for v in cells:
+            v.engine = "tlc-distributed"
+    return cells
