@@ -29,6 +29,10 @@ def run_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# One worker builds the module's fixture once (pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("trilemma-small")
+
+
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("check")

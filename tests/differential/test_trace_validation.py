@@ -48,6 +48,10 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
         assert posts[("PostSend", "B")] > 0 and posts[("PostRecv", "A")] > 0, posts
 
 
+# One worker builds the module's fixture once (pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("trace-validation-shift-run")
+
+
 @pytest.fixture(scope="module")
 def shift_run() -> tuple[Model, Recording]:
     model = Model.load("Shift", "default")

@@ -29,6 +29,10 @@ def _compiler() -> str:
     pytest.fail("no C compiler found (cc/gcc/clang) and none could be installed")
 
 
+# One worker builds the module's fixture once (pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("native-build")
+
+
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory):
     if not shutil.which("make"):

@@ -47,6 +47,10 @@ def _toolchain() -> None:
                     f"apt-get install {' '.join(APT_PACKAGES)}")
 
 
+# One worker builds the module's fixture once (pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("fuzz-build")
+
+
 @pytest.fixture(scope="module")
 def build(tmp_path_factory) -> Path:
     _toolchain()

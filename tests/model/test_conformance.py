@@ -50,7 +50,12 @@ def explored(design: str, bound: str = "small") -> Exploration:
     return explore(Model.load(design, bound), [])
 
 
-@pytest.mark.parametrize("design", DESIGNS)
+# Under pytest-xdist (--dist loadgroup) a design's tests share a worker, and so the TLC
+# graphs that worker's session cache holds: each design's dumps are made once.
+BY_DESIGN = [pytest.param(d, marks=pytest.mark.xdist_group(f"conformance-{d}")) for d in DESIGNS]
+
+
+@pytest.mark.parametrize("design", BY_DESIGN)
 def test_tlc_and_the_explorer_build_the_same_graph(design: str, tlc_graph: Graphs) -> None:
     tlc = tlc_graph(design)
     ex = explored(design)
@@ -61,7 +66,7 @@ def test_tlc_and_the_explorer_build_the_same_graph(design: str, tlc_graph: Graph
     assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
 
 
-@pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.parametrize("design", BY_DESIGN)
 def test_tlc_and_the_explorer_build_the_same_graph_when_both_hosts_send(
         design: str, tlc_graph: Graphs) -> None:
     tlc = tlc_graph(design, "twoway")
@@ -74,6 +79,7 @@ def test_tlc_and_the_explorer_build_the_same_graph_when_both_hosts_send(
     assert any(s.execs[1] and s.execs[1][0] for s in ex.graph.states)
 
 
+@pytest.mark.xdist_group("conformance-Shift")
 def test_a_replay_without_the_counter_filter_is_caught(
         tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:
     """SHIFT's Progress(A) altered to replay every outstanding WR (NaiveReplay's filter)."""
@@ -90,6 +96,7 @@ def test_a_replay_without_the_counter_filter_is_caught(
     assert "sq.A[2]" in text or "sq[2]" in text or "sq" in text
 
 
+@pytest.mark.xdist_group("conformance-NoFailover")
 def test_a_link_that_carries_packets_while_down_is_caught(
         tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:
     """The wire altered to deliver onto a link that is down (Transmit and the responder's
@@ -107,12 +114,14 @@ def test_a_link_that_carries_packets_while_down_is_caught(
     assert "model only:" in text and "TLC only:" in text
 
 
+@pytest.mark.xdist_group("conformance-Shift")
 def test_a_graph_from_another_design_differs(tlc_graph: Graphs) -> None:
     """Two designs that differ only in their layer are told apart."""
     mismatch = compare(explored("ShiftPrefix"), tlc_graph("Shift"))
     assert mismatch is not None and "ShiftPrefix at bound small" in str(mismatch)
 
 
+@pytest.mark.xdist_group("conformance-NoFailover")
 def test_a_damaged_dump_is_a_clear_error(tlc_graph: Graphs, tmp_path: Path) -> None:
     full = tlc_graph("NoFailover").path.read_text().splitlines()
     cut = tmp_path / "cut.dot"

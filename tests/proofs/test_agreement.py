@@ -212,6 +212,10 @@ def control_step(before: State, ev: Event) -> str | None:
 CONTROL_STEPS = ("a counter lost", "HandshakeTimeout", "a resend delivered")
 
 
+# One worker builds the module's fixture once (pytest-xdist, --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("agreement-runs")
+
+
 @pytest.fixture(scope="module")
 def runs() -> list[tuple[list, int]]:
     m = Model.load("Shift", "small")
