@@ -15,6 +15,7 @@ from shift.proofs.core import ProofVerdict, Theorem, Weakening, unsat, valid
 from shift.proofs.decisions import FAIL, REPLAY
 
 INT = z3.IntSort()
+MEMORY = z3.ArraySort(INT, INT)  # the responder's whole memory: address -> value
 
 
 def _fadd_not_idempotent(nonzero: bool = True) -> ProofVerdict:
@@ -103,6 +104,54 @@ def _write_reuse_probe(reuse: bool = True) -> ProofVerdict:
     return _probe_unsat(z3.ForAll([x], t1(x)), z3.ForAll([u], t2(u)))
 
 
+def _observe(f: z3.FuncDeclRef, mem: z3.ArrayRef, executed: bool,
+             opaque: bool) -> z3.ArithRef:
+    """A read-only observer of the whole responder memory decides: any function of it and,
+    when not `opaque`, of the responder NIC's expected PSN (2 if the WR executed, else 1)."""
+    return f(mem) if opaque else f(mem, z3.IntVal(2 if executed else 1))
+
+
+def _cas_mem(m: z3.ArrayRef, r: z3.ArithRef, e: z3.ArithRef,
+             n: z3.ArithRef) -> z3.ArrayRef:
+    return z3.If(m[r] == e, z3.Store(m, r, n), m)
+
+
+def _memory_observer_case(op: str, opaque: bool, other_writer: bool) -> ProofVerdict:
+    """T1: the WR lost, the memory as it was; T2: the WR executed (then, for CAS, a third
+    party's CAS back; for WRITE, the receiver's reuse). The observer must REPLAY in T1 and
+    not in T2. FADD needs no other writer: the initial memory is unknown, so T1 may start
+    from the memory T2 ends in, M[r] + d (without `other_writer`: both start from M, known).
+    CAS and WRITE start both from M; the other writer's store restores it (Z3 derives the
+    equal arrays)."""
+    arity = [MEMORY] if opaque else [MEMORY, INT]
+    f = z3.Function("observe", *arity, INT)
+    m, r, x = z3.Array("M", INT, INT), z3.Int("r"), z3.Int("x")
+    t1 = m
+    if op == "FADD":
+        t2 = z3.Store(m, r, m[r] + x)
+        t1 = t2 if other_writer else m
+        facts = [x != 0]
+    elif op == "CAS":  # CAS(r, e = M[r] -> x), then the third party's CAS(x -> M[r])
+        t2 = _cas_mem(m, r, m[r], x)
+        t2 = _cas_mem(t2, r, x, m[r]) if other_writer else t2
+        facts = [x != m[r]]
+    else:  # WRITE(r, x) over M[r] != x, then the receiver writes M[r] back
+        t2 = z3.Store(z3.Store(m, r, x), r, m[r]) if other_writer else z3.Store(m, r, x)
+        facts = [x != m[r]]
+    return unsat(*facts, _observe(f, t1, False, opaque) == REPLAY,
+                 _observe(f, t2, True, opaque) != REPLAY,
+                 proved="unsat", refuted="an observer exists")
+
+
+def _memory_observer(opaque: bool = True, other_writer: bool = True) -> ProofVerdict:
+    for op in ("FADD", "CAS", "WRITE"):
+        v = _memory_observer_case(op, opaque, other_writer)
+        if v.status != "proved":
+            v.detail = f"{op}: {v.detail}"
+            return v
+    return ProofVerdict("proved", "unsat for FADD, CAS with a third party, WRITE with reuse")
+
+
 THEOREMS = [
     Theorem(
         name="lemma2.fadd_not_idempotent",
@@ -175,5 +224,31 @@ THEOREMS = [
                               "the receiver does not write the region before the failover "
                               "decision: T2's probe reads the WRITE's value",
                               lambda: _write_reuse_probe(reuse=False)),),
+    ),
+    Theorem(
+        name="cases.memory_observer",
+        group="cases",
+        statement="A read-only observer of the whole responder memory cannot tell a lost WR "
+                  "from an executed one, for every memory: an executed FADD leaves what a "
+                  "lost one leaves from a memory one delta higher, a CAS undone by a third "
+                  "party and a WRITE overwritten by buffer reuse leave the memory as before.",
+        formula="forall M, r. not exists observe: Memory -> Decision. observe(T1) = REPLAY "
+                "/\\ observe(T2) != REPLAY; FADD(d != 0): T1 lost from M[r += d], T2 "
+                "executed from M; CAS(M[r] -> n != M[r]) then CAS(n -> M[r]), WRITE(v != "
+                "M[r]) then the receiver's M[r]: T1 lost from M, T2 executed from M",
+        check=_memory_observer,
+        scope="one WR, the responder's whole memory (an array over all addresses, every "
+              "content); every observer function of it; one other writer (third party, "
+              "receiver) for CAS and WRITE",
+        weakenings=(
+            Weakening("the observer reads the expected PSN",
+                      "the observer also reads the responder NIC's expected PSN (opacity "
+                      "dropped)",
+                      lambda: _memory_observer(opaque=False)),
+            Weakening("no other writer",
+                      "no third party and no buffer reuse, and the initial memory known "
+                      "for FADD: T1 leaves M, T2 the WR's effect on M",
+                      lambda: _memory_observer(other_writer=False)),
+        ),
     ),
 ]

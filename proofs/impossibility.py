@@ -81,6 +81,27 @@ def _send_sliding(view: d.View = SENDER) -> ProofVerdict:
                    [f"U={w.u} E={w.e}: " + "; ".join(w.trace(names)) for w in core])
 
 
+def atomics_once_live(p: d.ProgramShape, w: int, o: d.Outcome) -> z3.BoolRef:
+    """Rocq's Theorem 1 notion: SystemSafety (an executed FADD/CAS is not retried: applied
+    at most once) and SystemLiveness (every outstanding WR is retried if it did not
+    execute: applied at least once, no FAIL)."""
+    return z3.Implies(o.pending, z3.And(o.decision != d.FAIL, o.execs >= 1,
+                                        z3.Implies(d.atomic(p.ops[w]), o.execs <= 1)))
+
+
+def _atomic_dilemma(ops: tuple[str, ...] = ("FADD", "CAS")) -> ProofVerdict:
+    """For one WR of each op (signaled or not), no rule over both hosts' views meets
+    Rocq's safety and liveness."""
+    for op in ops:
+        for sig in (False, True):
+            r, core, s = clash(d.concrete([(op, sig)]), OPAQUE, atomics_once_live)
+            if r != z3.unsat:
+                v = conclude(s, r, refuted="a rule exists")
+                v.detail = f"{op}: {v.detail}"
+                return v
+    return ProofVerdict("proved", f"unsat for one {' or one '.join(ops)}, signaled or not")
+
+
 def impossible_with(view: d.View, n: int = 2, staged: bool = False) -> z3.CheckSatResult:
     """The impossibility query with the assumptions varied (for the weakening tests):
     sat means some rule gives exactly-once and liveness for some program with a
@@ -153,5 +174,21 @@ THEOREMS = [
             "the rule sees B's counter",
             "the rule also sees B's count of completed receives (SHIFT's handshake)",
             lambda: _send_sliding(d.View(counter=True))),),
+    ),
+    Theorem(
+        name="trilemma.atomic_dilemma",
+        group="impossibility",
+        statement="For one FADD or one CAS, no decision rule over both hosts' software "
+                  "views both never applies the atomic twice and always re-executes it "
+                  "when it was lost (the Rocq development's Theorem 1, in these worlds).",
+        formula="forall op in {FADD, CAS}. not exists rule. forall worlds. "
+                "execs'(w) <= 1 /\\ execs'(w) >= 1 /\\ rule(...) != FAIL",
+        check=_atomic_dilemma,
+        scope="one WR (FADD or CAS, signaled or not); the failure worlds of "
+              "transport.rc_prefix; every rule over A's completions and B's counter",
+        weakenings=(Weakening(
+            "the operation is idempotent",
+            "the lone WR is a WRITE, which Rocq's safety lets the rule retry",
+            lambda: _atomic_dilemma(("WRITE",))),),
     ),
 ]
