@@ -97,7 +97,7 @@ def _details(r: Result, model: Reproduced | None) -> list[str]:
 
 
 def _scopes(theorems: list[Theorem]) -> list[str]:
-    return [f"  {t.name}: {t.scope}" for t in theorems]
+    return [f"  {t.name}: {t.scope or '(no scope given)'}" for t in theorems]
 
 
 def _kill_row(t: Theorem, quiet: bool) -> list[tuple[str, str, str, str, str]]:
@@ -163,12 +163,12 @@ def run_prove(args: argparse.Namespace) -> int:
     print(f"\n{len(results) - len(bad)} of {len(results)} theorems as expected "
           f"in {total:.1f} s" + (f"; not as expected: {', '.join(r.theorem.name for r in bad)}"
                                   if bad else ""))
-    print("\nScopes (bounds, abstraction):")
-    print("\n".join(_scopes([r.theorem for r in results])))
     if models and not args.verbose:
         print("\nRefutations on the model (--verbose tells each step):")
         for name, m in models.items():
             print(f"  {name}: {m.summary()}")
+    print("\nScopes (bounds, abstraction):")
+    print("\n".join(_scopes([r.theorem for r in results])))
     if args.json:
         args.json.write_text(json.dumps(
             {"results": [_as_json(r, models.get(r.theorem.name)) for r in results]},
