@@ -65,3 +65,17 @@ def test_the_counter_a_rule_sees_is_the_notes_before_the_executed_prefix(graph: 
         assert s.peerCtr[A] == notes_before(s.program[A], e), (s.peerCtr[A], e)
         off_by_one += s.peerCtr[A] != notes_before(s.program[A], e + 1)
     assert off_by_one > 0
+
+
+def test_the_rc_prefix_lemma_holds_on_every_state_before_a_replay(graph: Any) -> None:
+    """`transport.rc_prefix`'s conclusion, on the model: on A's default path the responder
+    executed exactly WRs 1..E (E = epsn - 1), once each, and A's acknowledged prefix lies
+    within them — in every state of a one-way workload before A replays (after it, the
+    backup path executes WRs again: SHIFT gives up exactly-once)."""
+    states = [s for s in graph.states if not s.program[B] and not s.replayed[A]]
+    assert len(states) >= 20_000
+    for s in states:
+        u, e, n = world_of(s)
+        assert 0 <= u <= e <= n
+        assert list(s.execs[A][:n]) == [1] * e + [0] * (n - e)
+        assert not any(s.execs[A][n:]), s.execs[A]
