@@ -1,21 +1,30 @@
 """The achievability half of the trilemma: drop any one of the three properties and a
 concrete design keeps the other two and liveness.
 
-Each theorem does two things:
+Each theorem does three things:
 1. *sat with a witness*: with the dropped property's observation (or deduplication)
    allowed, Z3 finds a decision rule that works in every failure world (the free rule of
    `decisions`), and prints its decisions in T1 and T2;
-2. *a proof*: the design's own rule, written out, meets the requirement in every failure
-   world of every program up to `BOUND` WRs (all ops, all signaled flags), and, where the
-   argument does not depend on the program, for every number of WRs n (parametric, from
-   the RC prefix lemma `transport.rc_prefix`).
+2. *the design's rule, bounded*: the rule written out meets the requirement in every
+   failure world of every program up to `BOUND` WRs (all ops, all signaled flags);
+3. *the design's rule, for every n* (receiver query, staging): over every state of an RC
+   path that `transport.rc_prefix`'s inductive invariant allows — any queue length, the
+   responder's execution counts as the transport left them — the rule's decision and the
+   design's mechanism (the expected PSN it reads; the staging buffer's record of what it
+   copied) apply each outstanding WR exactly once.
+
+Each check takes the mechanism as a parameter, so that `weakenings` can take it away (the
+rule reads the requester's acknowledged PSN instead of the responder's expected PSN; the
+staging buffer forgets; SHIFT's rule loses its counter filter or its atomic refusal) and
+show the theorem then fails.
 """
 
 from __future__ import annotations
 
 import z3
 from shift.proofs import decisions as d
-from shift.proofs.core import ProofVerdict, Theorem, conj, solver, valid
+from shift.proofs import transport
+from shift.proofs.core import ProofVerdict, Theorem, Weakening, conj, solver, valid
 
 BOUND = 3
 
@@ -77,22 +86,36 @@ def receiver_query_rule(p: d.ProgramShape, wd: d.World, w: int,
     return z3.If(z3.IntVal(w) >= args[-1], d.REPLAY, d.SKIP)
 
 
-def _receiver_query_parametric() -> ProofVerdict:
-    """For any n: with executed = [1, epsn) (the RC lemma), the psn rule applies every
-    outstanding WR exactly once."""
-    n, w, epsn, una, last = z3.Ints("n w epsn una last")
-    before = z3.If(w < epsn, 1, 0)
-    replay = z3.If(w >= epsn, 1, 0)
-    return valid(z3.Implies(z3.And(last < w, w <= n), before + replay == 1),
-                 assumptions=[una >= 1, una <= epsn, epsn <= n + 1, last >= 0, last < una])
+def requester_ack_rule(p: d.ProgramShape, wd: d.World, w: int,
+                       args: list[z3.ExprRef]) -> z3.ArithRef:
+    """The same rule reading what A's software sees in place of the responder's expected
+    PSN: replay every WR after the last completion A polled."""
+    return z3.If(z3.IntVal(w) > args[len(p.args())], d.REPLAY, d.SKIP)
 
 
-def _receiver_query() -> ProofVerdict:
-    view = d.View(counter=True, epsn=True)
+def _outstanding_path() -> tuple[transport.Path, z3.ArithRef, z3.ArithRef, list[z3.BoolRef]]:
+    """Any state of an RC path that the RC prefix invariant allows, any n, with an
+    outstanding WR w: after the last completion A polled (`last`, acknowledged)."""
+    s = transport.path("")
+    w, last = z3.Ints("w last")
+    return s, w, last, [transport.invariant(s), last >= 0, last < s.una, last < w, w <= s.n]
+
+
+def _receiver_query_parametric(reads_epsn: bool = True) -> ProofVerdict:
+    """For every n: the responder executed w `execs[w]` times (the transport's own count);
+    the rule replays w when w >= the PSN it reads; each outstanding w then executes once."""
+    s, w, _, assume = _outstanding_path()
+    threshold = s.epsn if reads_epsn else s.una
+    return valid(s.execs[w] + z3.If(w >= threshold, 1, 0) == 1, assumptions=assume)
+
+
+def _receiver_query(reads_epsn: bool = True) -> ProofVerdict:
+    view = d.View(counter=True, epsn=reads_epsn)
+    rule = receiver_query_rule if reads_epsn else requester_ack_rule
     allowed = list(d.OPS.values())
     return _combine(_witness(view, d.exactly_once_live, False, allowed),
-                    _holds(receiver_query_rule, view, d.exactly_once_live, False, allowed),
-                    _receiver_query_parametric())
+                    _holds(rule, view, d.exactly_once_live, False, allowed),
+                    _receiver_query_parametric(reads_epsn))
 
 
 # -- drop zero-copy: Staging deduplicates by sequence number ------------------------------
@@ -102,52 +125,62 @@ def replay_all(p: d.ProgramShape, wd: d.World, w: int, args: list[z3.ExprRef]) -
     return z3.IntVal(d.REPLAY)
 
 
-def _staging_parametric() -> ProofVerdict:
-    """For any n: a staged responder applies WR w once if it ever arrived, and replaying
-    every outstanding WR makes each arrive."""
-    w, epsn, n = z3.Ints("w epsn n")
-    applied = z3.If(z3.Or(w < epsn, z3.BoolVal(True)), 1, 0)  # replayed, so it arrives
-    return valid(z3.Implies(z3.And(w >= 1, w <= n), applied == 1),
-                 assumptions=[epsn >= 1, epsn <= n + 1])
+def _staging_parametric(remembers: bool = True) -> ProofVerdict:
+    """For every n: the staging buffer records the sequence numbers it copied into place
+    (`copied[q]` exactly when the transport executed q); a replayed WR is copied only if
+    not recorded; replaying every outstanding WR, each is then applied once."""
+    s, w, _, assume = _outstanding_path()
+    copied, q = z3.Array("copied", z3.IntSort(), z3.BoolSort()), z3.Int("q")
+    record = z3.ForAll([q], copied[q] == (s.execs[q] > 0))
+    applied = s.execs[w] + z3.If(copied[w], 0, 1)  # replay_all re-posts w: copied unless recorded
+    return valid(applied == 1, assumptions=assume + ([record] if remembers else []))
 
 
-def _staging() -> ProofVerdict:
+def _staging(remembers: bool = True) -> ProofVerdict:
+    """`remembers`: the staging buffer keeps its record of copied sequence numbers across
+    the failover; without it the responder applies a replayed WR again (zero-copy)."""
     view = d.View(counter=False)  # Staging needs no counter either
     allowed = list(d.OPS.values())
-    return _combine(_witness(view, d.exactly_once_live, True, allowed),
-                    _holds(replay_all, view, d.exactly_once_live, True, allowed),
-                    _staging_parametric())
+    return _combine(_witness(view, d.exactly_once_live, remembers, allowed),
+                    _holds(replay_all, view, d.exactly_once_live, remembers, allowed),
+                    _staging_parametric(remembers))
 
 
 # -- drop exactly-once: SHIFT ---------------------------------------------------------------
 
-def shift_rule(p: d.ProgramShape, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
+def shift_rule(filters: bool = True, refuses: bool = True) -> d.Rule:
     """SHIFT's failover decision: with an atomic outstanding, fail (refuse); otherwise
-    replay every outstanding WR except the notifications the peer's counter covers."""
-    counter = p.notes_before(wd.e)  # = args[-1]: B's count of completed receives
-    last = p.last_sig(wd.u)
-    atomic_out = z3.Or(*[z3.And(z3.IntVal(v) > last, d.atomic(p.ops[v]))
-                         for v in range(1, p.n + 1)])
-    note = p.notes_before(w)
-    skip = z3.And(d.two_sided(p.ops[w]), note <= counter)
-    del args
-    return z3.If(atomic_out, d.FAIL, z3.If(skip, d.SKIP, d.REPLAY))
+    replay every outstanding WR except the notifications the peer's counter covers.
+    `filters=False` drops the counter filter, `refuses=False` the atomic refusal."""
+    def rule(p: d.ProgramShape, wd: d.World, w: int, args: list[z3.ExprRef]) -> z3.ArithRef:
+        last = args[len(p.args())]  # the last completion A polled
+        atomic_out = z3.Or(*[z3.And(z3.IntVal(v) > last, d.atomic(p.ops[v]))
+                             for v in range(1, p.n + 1)])
+        skip = z3.BoolVal(False)
+        if filters:  # args[-1]: B's count of completed receives
+            skip = z3.And(d.two_sided(p.ops[w]), p.notes_before(w) <= args[-1])
+        action = z3.If(skip, d.SKIP, d.REPLAY)
+        return z3.If(atomic_out, d.FAIL, action) if refuses else action
+    return rule
 
 
-def _shift_live() -> ProofVerdict:
+def _shift_live(rule: d.Rule) -> ProofVerdict:
     """Without atomics SHIFT never fails: it is live."""
     def live(p: d.ProgramShape, w: int, o: d.Outcome) -> z3.BoolRef:
         return z3.Implies(o.pending, o.decision != d.FAIL)
     no_atomics = [d.WRITE, d.WRITE_IMM, d.SEND, d.READ]
-    return _holds(shift_rule, d.View(counter=True), live, False, no_atomics)
+    return _holds(rule, d.View(counter=True), live, False, no_atomics)
 
 
-def _shift() -> ProofVerdict:
-    view = d.View(counter=True)
+def _shift(filters: bool = True, refuses: bool = True) -> ProofVerdict:
+    """`filters`: the rule sees B's counter and skips the notifications it covers (the
+    witness too gets the counter only then)."""
+    view = d.View(counter=filters)
     notes_only = [d.WRITE_IMM, d.SEND]
+    rule = shift_rule(filters, refuses)
     return _combine(_witness(view, d.exactly_once_live, False, notes_only, n=2),
-                    _holds(shift_rule, view, d.shift_corner, False, list(d.OPS.values())),
-                    _shift_live())
+                    _holds(rule, view, d.shift_corner, False, list(d.OPS.values())),
+                    _shift_live(rule))
 
 
 THEOREMS = [
@@ -159,8 +192,17 @@ THEOREMS = [
                   "zero-copy and liveness, for every program and failure world.",
         formula="exists rule(view + epsn) (sat);  forall prog (<= 3 WRs), worlds, w. "
                 "execs'(w) = 1 /\\ live for rule = (w >= epsn ? REPLAY : SKIP);  "
-                "forall n: una <= epsn <= n+1 => [w < epsn] + [w >= epsn] = 1",
+                "forall n, forall RC path state s with Inv_rc(s), last < una, last < w <= n: "
+                "s.execs[w] + [w >= s.epsn] = 1",
         check=_receiver_query,
+        scope="the rule: every program of 1..3 WRs (every op, signaled flag), every "
+              "failure world (U, E); the rule over the transport: every n, every state "
+              "transport.rc_prefix's invariant allows; one failover, backup healthy",
+        weakenings=(Weakening(
+            "reads the requester's acknowledged PSN",
+            "the rule reads what A's software sees (its last completion, una) in place of "
+            "the responder NIC's expected PSN: opacity kept",
+            lambda: _receiver_query(reads_epsn=False)),),
     ),
     Theorem(
         name="achieve.staging",
@@ -168,9 +210,18 @@ THEOREMS = [
         statement="Dropping zero-copy, replaying every outstanding WR into a staging "
                   "buffer that the receiver copies from once per sequence number gives "
                   "exactly-once execution, opacity and liveness.",
-        formula="exists rule(view) (sat, staged);  forall prog, worlds, w. "
-                "max([w <= E], [REPLAY]) = 1 /\\ live for rule = REPLAY;  forall n",
+        formula="exists rule(view) (sat, staged);  forall prog (<= 3 WRs), worlds, w. "
+                "max([w <= E], [REPLAY]) = 1 /\\ live for rule = REPLAY;  forall n, "
+                "forall s with Inv_rc(s), copied[q] = (s.execs[q] > 0): "
+                "s.execs[w] + [not copied[w]] = 1",
         check=_staging,
+        scope="as achieve.receiver_query; the staging buffer as a record of the sequence "
+              "numbers copied into place (its size unbounded)",
+        weakenings=(Weakening(
+            "the staging buffer forgets",
+            "the responder keeps no record of the sequence numbers it copied (a replayed "
+            "WR is applied again, as with zero-copy)",
+            lambda: _staging(remembers=False)),),
     ),
     Theorem(
         name="achieve.shift",
@@ -184,5 +235,17 @@ THEOREMS = [
                 "(<= 3 WRs), worlds, w. two_sided(w) => execs'(w) = 1, atomic(w) => "
                 "execs'(w) <= 1, not FAIL => execs'(w) >= 1;  no atomics => no FAIL",
         check=_shift,
+        scope="every program of 1..3 WRs (every op, signaled flag), every failure world; "
+              "the witness: notification-only programs of 2 WRs; not parametric in n",
+        weakenings=(
+            Weakening("no counter filter",
+                      "the rule does not see B's receive counter and replays every "
+                      "outstanding notification",
+                      lambda: _shift(filters=False)),
+            Weakening("no atomic refusal",
+                      "the rule replays an outstanding FADD or CAS instead of returning "
+                      "the error",
+                      lambda: _shift(refuses=False)),
+        ),
     ),
 ]

@@ -43,10 +43,24 @@ class Reproduction:
 
 
 @dataclass(frozen=True)
+class Weakening:
+    """One of a theorem's hypotheses taken away — the proofs' own seeded bug. `hypothesis`
+    says, in the domain's words, what is dropped (the counter filter, the staging buffer's
+    memory, what the rule sees); `check` is the theorem's check with it dropped, which must
+    come to the opposite of the theorem's expected status (`killed`): a proof must then be
+    refuted, an expected counterexample must then be gone."""
+
+    name: str
+    hypothesis: str
+    check: Callable[[], ProofVerdict]
+
+
+@dataclass(frozen=True)
 class Theorem:
-    """A named claim: `statement` in one plain-English sentence, `formula` in symbols;
-    `reproduce`, for a refutation that is a trace of the relation, says where the model
-    reproduces it."""
+    """A named claim: `statement` in one plain-English sentence, `formula` in symbols,
+    `scope` its bounds and abstraction; `reproduce`, for a refutation that is a trace of
+    the relation, says where the model reproduces it; `weakenings`, the hypotheses it
+    rests on, each shown to matter (`Weakening`)."""
 
     name: str
     group: str
@@ -55,6 +69,8 @@ class Theorem:
     check: Callable[[], ProofVerdict]
     expected: Status = "proved"
     reproduce: Reproduction | None = None
+    scope: str = ""
+    weakenings: tuple[Weakening, ...] = ()
 
 
 @dataclass
@@ -78,6 +94,16 @@ def run(theorem: Theorem) -> Result:
     except z3.Z3Exception as e:  # a solver failure is "unknown", not a crash
         verdict = ProofVerdict("unknown", f"z3: {e}")
     return Result(theorem, verdict, time.perf_counter() - start)
+
+
+OPPOSITE: dict[Status, Status] = {"proved": "refuted", "refuted": "proved"}
+
+
+def killed(theorem: Theorem, verdict: ProofVerdict) -> bool:
+    """A weakening kills its theorem when the check comes to the opposite status: a
+    counterexample where a proof was, no counterexample where one was expected. An
+    `unknown` kills nothing."""
+    return verdict.status == OPPOSITE.get(theorem.expected)
 
 
 def solver(timeout_ms: int = 30_000, ctx: z3.Context | None = None) -> z3.Solver:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from shift.proofs import achievability, cases, impossibility, safety, transport
+from shift.proofs import (
+    achievability,
+    cases,
+    consensus,
+    impossibility,
+    indistinguishability,
+    safety,
+    transport,
+)
 from shift.proofs.core import Theorem
 
 THEOREMS: list[Theorem] = [
     *transport.THEOREMS,
+    *indistinguishability.THEOREMS,
     *impossibility.THEOREMS,
     *cases.THEOREMS,
+    *consensus.THEOREMS,
     *achievability.THEOREMS,
     *safety.THEOREMS,
 ]

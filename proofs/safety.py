@@ -11,7 +11,7 @@ import z3
 from shift.proofs import bmc
 from shift.proofs import invariants as iv
 from shift.proofs.abstract_state import AbstractState
-from shift.proofs.core import ProofVerdict, Reproduction, Theorem
+from shift.proofs.core import ProofVerdict, Reproduction, Theorem, Weakening
 from shift.proofs.programs import WORKLOADS, Program, fixed, program
 from shift.proofs.properties import PROPERTIES
 from shift.proofs.protocol import SHIFT, SHIFT_PREFIX, ReplayPolicy, lossy_control_actions
@@ -23,6 +23,8 @@ BASE = ("shape", "rc", "handshake", "replay")
 # program without atomics (workload 2) it is designs.toml's NaiveReplay, which replays every
 # outstanding WR: the model reproduces the ablation's trace on that design.
 SHIFT_NO_FILTER = ReplayPolicy("Shift without the counter filter", "none", True)
+# SHIFT that forgets to refuse atomics (the C core's seeded bug of that name).
+SHIFT_NO_REFUSAL = ReplayPolicy("Shift without the atomic refusal", "counter", False)
 
 
 def inductive(d: ReplayPolicy, props: list[str], groups: tuple[str, ...],
@@ -60,10 +62,30 @@ def violation(d: ReplayPolicy, prop: str, workload: list[tuple[str, int, int, bo
     return ProofVerdict("unknown", str(r))
 
 
+def trace_from_init(d: ReplayPolicy, prop: str, workload: list[tuple[str, int, int, bool]],
+                    depth: int) -> ProofVerdict:
+    """A trace from Init breaking `prop`, searched with no invariant as a hint (the
+    invariants are SHIFT's, not those of a weakened design): refuted with the trace, or
+    proved up to `depth`."""
+    p = fixed(workload)
+    r, lines = bmc.find_violation(p, d, PROPERTIES[prop], depth, step=depth,
+                                  timeout_ms=60_000, without=lossy_control_actions(p, d))
+    if r == z3.sat:
+        return ProofVerdict("refuted", f"{prop} violated in {len(lines) - 1} steps", lines)
+    return ProofVerdict("proved" if r == z3.unsat else "unknown", f"{prop}: {r}")
+
+
 NCCL_SIMPLE = WORKLOADS[1]
 TWO_SENDS = WORKLOADS[2]
+FADD_NOTE = WORKLOADS[3]  # <<FADD, WRITE_IMM>>
 BUFFER_REUSE = WORKLOADS[4]
 SIGNALED_WRITE = WORKLOADS[5]  # <<WRITE signaled, WRITE_IMM>>
+PROTOCOL_SCOPE = ("every program of 4 WRs (every op, signaled flag, value; one region), "
+                  "one direction; one failover: faults on the default path at any time, "
+                  "backup path healthy, no fail-back; counters lost and resent on path 2; "
+                  "transport as transport.rc_prefix's lemma")
+ALL_FOUR = ["NotificationIntegrity", "DataAtNotification", "CompletionIntegrity",
+            "AtomicSafety"]
 
 THEOREMS = [
     Theorem(
@@ -75,6 +97,13 @@ THEOREMS = [
         formula="Init => Inv_NI,  Inv_NI /\\ Next => Inv_NI',  Inv_NI => "
                 "NotificationIntegrity  (Inv_NI: shape, rc, handshake, replay, notes)",
         check=lambda: inductive(SHIFT, ["NotificationIntegrity"], ("notes",)),
+        scope=PROTOCOL_SCOPE,
+        weakenings=(Weakening(
+            "no counter filter",
+            "the replay re-posts the notifications B's counter shows received: a trace "
+            "from Init of program 2 (two SENDs) slides the queue, as "
+            "ablation.no_counter_filter",
+            lambda: violation(SHIFT_NO_FILTER, "NotificationIntegrity", TWO_SENDS, 16)),),
     ),
     Theorem(
         name="shift.atomic_safety",
@@ -83,6 +112,11 @@ THEOREMS = [
                   "twice: the layer refuses to fail over with an atomic outstanding.",
         formula="Init => Inv_AS,  Inv_AS /\\ Next => Inv_AS',  Inv_AS => AtomicSafety",
         check=lambda: inductive(SHIFT, ["AtomicSafety"], ("atomics",)),
+        scope=PROTOCOL_SCOPE,
+        weakenings=(Weakening(
+            "no atomic refusal",
+            "the layer fails over with an FADD outstanding and replays it",
+            lambda: trace_from_init(SHIFT_NO_REFUSAL, "AtomicSafety", FADD_NOTE, 14)),),
     ),
     Theorem(
         name="shift.data_at_notification",
@@ -93,6 +127,11 @@ THEOREMS = [
         formula="no_reuse(prog) => (Init => Inv_D,  Inv_D /\\ Next => Inv_D',  Inv_D => "
                 "DataAtNotification)",
         check=lambda: inductive(SHIFT, ["DataAtNotification"], ("data",), "no_reuse"),
+        scope=PROTOCOL_SCOPE + "; assumes no buffer reuse (at most one WR writes the region)",
+        weakenings=(Weakening(
+            "buffer reuse allowed",
+            "two WRs may write the region (the trace: shift.stale_data_with_reuse, F3)",
+            lambda: inductive(SHIFT, ["DataAtNotification"], ("data",))),),
     ),
     Theorem(
         name="shift.completion_integrity",
@@ -103,6 +142,12 @@ THEOREMS = [
         formula="nccl_signaling(prog) => (Init => Inv_C,  Inv_C /\\ Next => Inv_C',  Inv_C "
                 "=> CompletionIntegrity)",
         check=lambda: inductive(SHIFT, ["CompletionIntegrity"], ("order",), "nccl"),
+        scope=PROTOCOL_SCOPE + "; assumes NCCL's signaling (only notifications and "
+                               "atomics signaled)",
+        weakenings=(Weakening(
+            "any WR signaled",
+            "a WRITE may be signaled (the trace: shift.completion_order_signaled_write, F5)",
+            lambda: inductive(SHIFT, ["CompletionIntegrity"], ("order",))),),
     ),
     Theorem(
         name="shift.stale_data_with_reuse",
@@ -112,6 +157,13 @@ THEOREMS = [
         formula="exists trace from Init of Program(4): not DataAtNotification",
         check=lambda: violation(SHIFT, "DataAtNotification", BUFFER_REUSE, 22,
                                 BASE + ("notes", "memory")),
+        scope="Workloads.tla's program 4; traces from Init of <= 22 steps of the relation "
+              "(no lost control message), states restricted to proved invariants",
+        weakenings=(Weakening(
+            "no buffer reuse",
+            "program 1 (one WRITE, then the notification): no second write to the region",
+            lambda: violation(SHIFT, "DataAtNotification", NCCL_SIMPLE, 22,
+                              BASE + ("notes", "memory"))),),
         expected="refuted",
         reproduce=Reproduction("Shift", 4, "DataAtNotification"),
     ),
@@ -125,6 +177,13 @@ THEOREMS = [
                 "not CompletionIntegrity",
         check=lambda: violation(SHIFT, "CompletionIntegrity", SIGNALED_WRITE, 20,
                                 BASE + ("notes",)),
+        scope="Workloads.tla's program 5; traces from Init of <= 20 steps of the relation",
+        weakenings=(Weakening(
+            "the WRITE unsignaled",
+            "program 1: the same WRITE and notification, the WRITE unsignaled (NCCL's "
+            "signaling)",
+            lambda: violation(SHIFT, "CompletionIntegrity", NCCL_SIMPLE, 20,
+                              BASE + ("notes",))),),
         expected="refuted",
         reproduce=Reproduction("Shift", 5, "CompletionIntegrity"),
     ),
@@ -135,6 +194,11 @@ THEOREMS = [
                   "(the trilemma: it gives up exactly-once).",
         formula="exists trace from Init of Program(1): not ExactlyOnceExecution",
         check=lambda: violation(SHIFT, "ExactlyOnceExecution", NCCL_SIMPLE, 12),
+        scope="Workloads.tla's program 1; traces from Init of <= 12 steps of the relation",
+        weakenings=(Weakening(
+            "notifications only",
+            "program 2 (two SENDs): no one-sided WR, every WR filtered by B's counter",
+            lambda: violation(SHIFT, "ExactlyOnceExecution", TWO_SENDS, 12)),),
         expected="refuted",
         reproduce=Reproduction("Shift", 1, "ExactlyOnceExecution"),
     ),
@@ -150,6 +214,12 @@ THEOREMS = [
                                                   "DataAtNotification",
                                                   "CompletionIntegrity", "AtomicSafety"],
                                 ("notes", "atomics", "data", "order")),
+        scope=PROTOCOL_SCOPE + "; buffer reuse and signaled WRITEs included",
+        weakenings=(Weakening(
+            "SHIFT's filter for the prefix",
+            "the replay skips only the notifications B counted, not every WR before the "
+            "last of them (SHIFT's rule)",
+            lambda: inductive(SHIFT, ALL_FOUR, ("notes", "atomics", "data", "order"))),),
     ),
     Theorem(
         name="ablation.no_counter_filter",
@@ -160,6 +230,11 @@ THEOREMS = [
         formula="exists trace from Init of Program(2) under skip = none: "
                 "not NotificationIntegrity",
         check=lambda: violation(SHIFT_NO_FILTER, "NotificationIntegrity", TWO_SENDS, 16),
+        scope="Workloads.tla's program 2; traces from Init of <= 16 steps of the relation",
+        weakenings=(Weakening(
+            "the counter filter restored",
+            "SHIFT's replay, which skips the notifications B's counter covers",
+            lambda: violation(SHIFT, "NotificationIntegrity", TWO_SENDS, 16)),),
         expected="refuted",
         reproduce=Reproduction("NaiveReplay", 2, "NotificationIntegrity"),
     ),

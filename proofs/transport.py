@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import z3
-from shift.proofs.core import ProofVerdict, Theorem, conj, disj, solver
+from shift.proofs.core import ProofVerdict, Theorem, Weakening, conj, disj, solver
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -60,8 +60,10 @@ def _same(s: Path, t: Path, *changed: str) -> z3.BoolRef:
                  if f not in changed])
 
 
-def next_(s: Path, t: Path, staged: bool = False) -> z3.BoolRef:
-    """One step of the path: post, transmit, deliver/drop a request or ACK, timeout, fault."""
+def next_(s: Path, t: Path, dedup: bool = True) -> z3.BoolRef:
+    """One step of the path: post, transmit, deliver/drop a request or ACK, timeout, fault.
+    `dedup`: a duplicate (PSN below the expected one) is re-ACKed and not re-executed;
+    without it the responder applies the duplicate again."""
     p = z3.Int("p_step")
     keep = z3.Bool("keep_step")
     req_after = z3.If(keep, s.req, z3.Store(s.req, p, False))
@@ -73,8 +75,10 @@ def next_(s: Path, t: Path, staged: bool = False) -> z3.BoolRef:
     execute = z3.And(s.rtsB, p == s.epsn, t.execs == z3.Store(s.execs, p, s.execs[p] + 1),
                      t.epsn == s.epsn + 1, t.ack == z3.Store(ack_after, p, True),
                      t.req == req_after, _same(s, t, "execs", "epsn", "ack", "req"))
+    again = s.execs if dedup else z3.Store(s.execs, p, s.execs[p] + 1)
     duplicate = z3.And(s.rtsB, p < s.epsn, t.ack == z3.Store(ack_after, p, True),
-                       t.req == req_after, _same(s, t, "ack", "req"))
+                       t.req == req_after, t.execs == again,
+                       _same(s, t, "ack", "req", "execs"))
     discard = z3.And(t.req == z3.Store(s.req, p, False), _same(s, t, "req"))
     deliver_req = z3.And(s.req[p], z3.Or(execute, duplicate, discard))
     acknowledge = z3.And(s.ack[p], s.rtsA, p >= s.una, t.una == p + 1, t.ack == ack_after,
@@ -84,7 +88,6 @@ def next_(s: Path, t: Path, staged: bool = False) -> z3.BoolRef:
     error = z3.And(s.rtsA, z3.Not(t.rtsA), _same(s, t, "rtsA"))
     fail_b = z3.And(s.rtsB, z3.Not(t.rtsB), _same(s, t, "rtsB"))
     steps = [post, transmit, deliver_req, acknowledge, drop_ack, go_back, error, fail_b]
-    del staged
     return z3.Exists([p, keep], disj(steps))
 
 
@@ -108,11 +111,34 @@ def lemma(s: Path) -> z3.BoolRef:
                  z3.ForAll([q], s.execs[q] == z3.If(z3.And(q >= 1, q < s.epsn), 1, 0))])
 
 
-def _check_inductive() -> ProofVerdict:
+def _short_violation(dedup: bool, depth: int = 4) -> ProofVerdict | None:
+    """A trace from Init of at most `depth` steps to a state where the lemma fails (post,
+    transmit, execute, deliver the still-in-flight copy is the shortest one, without
+    `dedup`), as its witness; None if there is none."""
+    states = [path("0")]
+    sol = solver()
+    sol.add(init(states[0]))
+    for k in range(1, depth + 1):
+        states.append(path(str(k)))
+        sol.add(next_(states[-2], states[-1], dedup))
+    sol.add(disj([z3.Not(lemma(st)) for st in states[1:]]))
+    if sol.check() != z3.sat:
+        return None
+    m = sol.model()
+    return ProofVerdict("refuted", f"the lemma fails on a trace from Init of <= {depth} steps",
+                        [f"step {k}: n={m.eval(st.n)} epsn={m.eval(st.epsn)} "
+                         f"execs[1]={m.eval(st.execs[1])}" for k, st in enumerate(states)])
+
+
+def _check_inductive(dedup: bool = True) -> ProofVerdict:
+    """No short counterexample from Init, then the invariant inductive and the lemma."""
+    short = _short_violation(dedup)
+    if short is not None:
+        return short
     s, t = path(""), path("'")
     for name, claim in [("Init => Inv", z3.Implies(init(s), invariant(s))),
                         ("Inv /\\ Next => Inv'",
-                         z3.Implies(z3.And(invariant(s), next_(s, t)), invariant(t))),
+                         z3.Implies(z3.And(invariant(s), next_(s, t, dedup)), invariant(t))),
                         ("Inv => Lemma", z3.Implies(invariant(s), lemma(s)))]:
         sol = solver()
         sol.add(z3.Not(claim))
@@ -134,5 +160,11 @@ THEOREMS = [
         formula="Init => Inv,  Inv /\\ Next => Inv',  Inv => una <= epsn <= n+1 /\\ "
                 "forall q. execs[q] = (1 <= q < epsn ? 1 : 0)",
         check=_check_inductive,
+        scope="one path, one QP epoch, every queue length n; the wire as sets of PSNs "
+              "(any loss, duplication, reordering), any retry count, faults at any time",
+        weakenings=(Weakening("the responder re-executes duplicates",
+                              "a request below the expected PSN is applied again instead "
+                              "of only re-ACKed",
+                              lambda: _check_inductive(dedup=False)),),
     ),
 ]

@@ -4,9 +4,12 @@ Each theorem is expected to be proved, or refuted where the theorem is a counter
 (SHIFT losing exactly-once, say). A refutation that is a trace of SHIFT's relation is then
 reproduced on the executable model: its explorer finds the shortest concrete trace that
 breaks the property, told step by step as `shift replay` tells it (under --verbose, with
-Z3's abstract witness); a refutation the model does not reproduce is said plainly. Exit
-status: 0 when every status is the expected one, 1 when one is not (or Z3 answers unknown),
-2 on bad input.
+Z3's abstract witness); a refutation the model does not reproduce is said plainly. Every
+theorem is listed with its scope (bounds, abstraction). `--weakened` runs the kill table
+instead: each theorem's checks with one hypothesis dropped, each of which must come to the
+opposite status. Exit status: 0 when every status is the expected one (with --weakened:
+every weakening kills its theorem), 1 when one is not (or Z3 answers unknown), 2 on bad
+input.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 from pathlib import Path
 
 from shift.errors import UsageError
-from shift.proofs.core import Result, Theorem, run
+from shift.proofs.core import OPPOSITE, Result, Theorem, killed, run
 from shift.proofs.registry import THEOREMS, by_name
 from shift.reproduce import Reproduced, reproduce
 
@@ -33,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="print each theorem's statement, formula and witness (for a "
                         "refutation: the model's trace, narrated, and Z3's abstract one)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--weakened", action="store_true",
+                   help="the kill table: run each theorem with each of its hypotheses "
+                        "dropped; each must come to the opposite status")
     p.set_defaults(run=run_prove)
 
 
@@ -64,6 +70,8 @@ def _table(results: list[Result]) -> str:
 def _as_json(r: Result, model: Reproduced | None) -> dict:
     return {"theorem": r.theorem.name, "group": r.theorem.group,
             "statement": r.theorem.statement, "formula": r.theorem.formula,
+            "scope": r.theorem.scope,
+            "weakenings": [w.name for w in r.theorem.weakenings],
             "status": r.verdict.status, "expected": r.theorem.expected,
             "as_expected": r.as_expected, "seconds": round(r.seconds, 3),
             "detail": r.verdict.detail, "witness": r.verdict.witness,
@@ -75,7 +83,7 @@ def _details(r: Result, model: Reproduced | None) -> list[str]:
     reproduced, its concrete trace (the lines `shift replay` prints for it), then Z3's
     abstract witness."""
     t = r.theorem
-    out = [f"{t.name}: {t.statement}", f"  formula: {t.formula}",
+    out = [f"{t.name}: {t.statement}", f"  formula: {t.formula}", f"  scope: {t.scope}",
            f"  {r.verdict.status}: {r.verdict.detail}"]
     if model is not None:
         out.append(f"  {model.summary()}")
@@ -88,12 +96,49 @@ def _details(r: Result, model: Reproduced | None) -> list[str]:
     return out
 
 
+def _scopes(theorems: list[Theorem]) -> list[str]:
+    return [f"  {t.name}: {t.scope or '(no scope given)'}" for t in theorems]
+
+
+def _kill_row(t: Theorem, quiet: bool) -> list[tuple[str, str, str, str, str]]:
+    rows = []
+    for w in t.weakenings:
+        r = run(Theorem(t.name, t.group, w.hypothesis, "", w.check, OPPOSITE[t.expected]))
+        rows.append((t.name, w.name, r.verdict.status,
+                     "killed" if killed(t, r.verdict) else "SURVIVED", f"{r.seconds:.2f}"))
+        if not quiet:
+            print(f"[prove] {t.name} / {w.name}: {r.verdict.status} in {r.seconds:.1f} s; "
+                  f"{r.verdict.detail}", file=sys.stderr, flush=True)
+    if not rows:
+        rows.append((t.name, "(none)", "-", "SURVIVED", "0.00"))
+    return rows
+
+
+def run_weakened(theorems: list[Theorem], quiet: bool) -> int:
+    """The proofs' kill table: every theorem must fail under each weakened hypothesis."""
+    rows = [("theorem", "weakened hypothesis", "status", "verdict", "seconds")]
+    for t in theorems:
+        rows += _kill_row(t, quiet)
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for k, row in enumerate(rows):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+    survived = [f"{r[0]} / {r[1]}" for r in rows[1:] if r[3] != "killed"]
+    n = len(rows) - 1
+    print(f"\nkilled {n - len(survived)}/{n}"
+          + (f"; survived: {', '.join(survived)}" if survived else ""))
+    return 1 if survived else 0
+
+
 def run_prove(args: argparse.Namespace) -> int:
     theorems = _select(args.theorem)
     if args.list:
         for t in theorems:
-            print(f"{t.name}: {t.statement}")
+            print(f"{t.name}: {t.statement}\n  scope: {t.scope}")
         return 0
+    if args.weakened:
+        return run_weakened(theorems, args.quiet)
     results = []
     models: dict[str, Reproduced] = {}
     for k, t in enumerate(theorems, 1):
@@ -122,6 +167,8 @@ def run_prove(args: argparse.Namespace) -> int:
         print("\nRefutations on the model (--verbose tells each step):")
         for name, m in models.items():
             print(f"  {name}: {m.summary()}")
+    print("\nScopes (bounds, abstraction):")
+    print("\n".join(_scopes([r.theorem for r in results])))
     if args.json:
         args.json.write_text(json.dumps(
             {"results": [_as_json(r, models.get(r.theorem.name)) for r in results]},

@@ -34,7 +34,7 @@ from shift.model.next import Model
 from shift.model.state import DIR, Cqe, Ctl, State, set_at, taken
 from shift.proofs.abstract_state import DEFAULT, ERROR, FALLBACK, AbstractState, flat, fresh
 from shift.proofs.programs import DIRECTIONS, Program, fixed
-from shift.proofs.protocol import SHIFT, init, next_
+from shift.proofs.protocol import NAIVE, SHIFT, SHIFT_PREFIX, ReplayPolicy, init, next_
 from shift.vocabulary import HOSTS, Event
 
 LAYER = {"Default": DEFAULT, "Fallback": FALLBACK, "Error": ERROR}
@@ -95,18 +95,18 @@ def constrain(t: AbstractState, values: dict[str, Any]) -> list[z3.BoolRef]:
 
 
 class Relation:
-    """SHIFT's relation for one direction's program, built once: (s, t) and a solver
-    holding Next."""
+    """A design's relation (SHIFT's unless told) for one direction's program, built once:
+    (s, t) and a solver holding Next."""
 
-    def __init__(self, workload: int, sender: int) -> None:
-        self.sender = sender
+    def __init__(self, workload: int, sender: int, policy: ReplayPolicy = SHIFT) -> None:
+        self.sender, self.policy = sender, policy
         self.p = fixed(DIRECTIONS[(workload, HOSTS[sender])])
         self.s, self.t = fresh(self.p.n, "s"), fresh(self.p.n, "t")
         self.initial = z3.Solver()
         self.initial.add(init(self.p, self.t))
         self.next = z3.Solver()
         self.next.set("timeout", 30_000)
-        self.next.add(next_(self.p, SHIFT, self.s, self.t, stutter=True))
+        self.next.add(next_(self.p, policy, self.s, self.t, stutter=True))
 
     def view(self, s: State) -> dict[str, Any]:
         return readable(self.p, s, self.sender)
@@ -130,13 +130,13 @@ class Relation:
             solver.pop()
 
 
-RELATIONS: dict[tuple[int, int], Relation] = {}
+RELATIONS: dict[tuple[int, int, str], Relation] = {}
 
 
-def relation(workload: int, sender: int) -> Relation:
-    key = (workload, sender)
+def relation(workload: int, sender: int, policy: ReplayPolicy = SHIFT) -> Relation:
+    key = (workload, sender, policy.name)
     if key not in RELATIONS:
-        RELATIONS[key] = Relation(workload, sender)
+        RELATIONS[key] = Relation(workload, sender, policy)
     return RELATIONS[key]
 
 
@@ -145,7 +145,8 @@ def senders(workload: int) -> list[int]:
     return [h for h in (A, B) if (workload, HOSTS[h]) in DIRECTIONS]
 
 
-def follow(m: Model, events: list, workload: int) -> str | None:
+def follow(m: Model, events: list, workload: int,
+           policy: ReplayPolicy = SHIFT) -> str | None:
     """Walk the model's run through the relation, once per direction; the first step it
     cannot take, or None. Each step asks for a successor of the previous abstract state
     (history fields chosen by Z3). A greedy choice could in principle block a later step,
@@ -153,7 +154,7 @@ def follow(m: Model, events: list, workload: int) -> str | None:
     which is exact."""
     states = m.run(events)
     for h in senders(workload):
-        rel = relation(workload, h)
+        rel = relation(workload, h, policy)
         current = rel.step(None, rel.view(states[0]))
         if current is None:
             return f"{HOSTS[h]}'s WRs: step 0, Init: the initial states differ"
@@ -177,7 +178,7 @@ def _exact(rel: Relation, events: list, states: list[State]) -> str | None:
     steps = [z3.And(init(p, s), *constrain(s, rel.view(states[0])))]
     for k, state in enumerate(states[1:], 1):
         t = fresh(p.n, f"x{k}")
-        steps.append(z3.And(next_(p, SHIFT, s, t, stutter=True),
+        steps.append(z3.And(next_(p, rel.policy, s, t, stutter=True),
                             *constrain(t, rel.view(state))))
         s = t
     solver.add(*steps)
@@ -279,6 +280,70 @@ def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]
     object.__setattr__(m2, "run", corrupt)
     mismatch = follow(m2, events, workload)
     assert mismatch is not None and mismatch.startswith("A's WRs: step 5,"), mismatch
+
+
+
+# --------------------------------------------------------------------------------------
+# The other designs the relation encodes (issue 21, item 2): ShiftPrefix and NaiveReplay
+# --------------------------------------------------------------------------------------
+OTHER_DESIGNS = {"ShiftPrefix": SHIFT_PREFIX, "NaiveReplay": NAIVE}
+
+
+def backup_healthy(g: Any, v: int) -> bool:
+    """The encoding's bound: no QP of the backup path has failed on the way to state v."""
+    while v >= 0:
+        if "ERR" in (g.states[v].qp[A][1], g.states[v].qp[B][1]):
+            return False
+        v = g.parent[v]
+    return True
+
+
+def prefix_skipped_a_write(g: Any, v: int) -> bool:
+    """Workload 4 (WRITE, notification, WRITE, notification) after A's replay, B having
+    counted the first notification, whose ACK A never got: ShiftPrefix skips the WRITE
+    before it, which SHIFT re-posts."""
+    st = g.states[v]
+    return (len(st.program[A]) == 4 and not st.program[B] and st.replayed[A]
+            and st.peerCtr[A] >= 1 and st.una[A][0] - 1 < 2)
+
+
+def sampled_runs(design: str, deepest: int, random_: int,
+                 apart: int) -> tuple[list[tuple[list, int]], list[tuple[list, int]]]:
+    """Within the encoding's bound (backup path healthy) in the design's `small` graph:
+    the deepest states and a random sample, as runs; and `apart` of the deepest whose run
+    failed over (for ShiftPrefix: and skipped a WRITE SHIFT re-posts), where the design
+    should differ from SHIFT."""
+    g = explore(Model.load(design, "small"), []).graph
+    inside = [v for v in range(len(g.states)) if backup_healthy(g, v)]
+    by_depth = sorted(inside, key=lambda v: -g.depth[v])
+    picked = by_depth[:deepest] + random.Random(21).sample(inside, random_)
+    differ = [v for v in by_depth if any(m != "Default" for m in g.states[v].sendMode)
+              and (design != "ShiftPrefix" or prefix_skipped_a_write(g, v))][:apart]
+
+    def run(v: int) -> tuple[list, int]:
+        events = g.events_to(v)
+        return events, events[0].args[0]
+    return [run(v) for v in picked], [run(v) for v in differ]
+
+
+def failed_over(m: Model, events: list) -> bool:
+    return any(mode != "Default" for mode in m.run(events)[-1].sendMode)
+
+
+@pytest.mark.parametrize("design", list(OTHER_DESIGNS))
+def test_every_sampled_step_of_another_design_is_a_step_of_its_relation(design: str) -> None:
+    """ShiftPrefix's and NaiveReplay's model runs at `small` within the encoding's bound
+    (the backup path healthy; 10 deepest states, 30 random ones, every workload) are runs
+    of the relation with that design's ReplayPolicy; and of 5 deep runs that failed over
+    (ShiftPrefix: and skipped a WRITE that SHIFT re-posts), some are not runs of SHIFT's
+    relation: the check tells the designs apart."""
+    m = Model.load(design, "small")
+    runs, differ = sampled_runs(design, 10, 30, 5)
+    assert sum(failed_over(m, e) for e, _ in runs) >= 10
+    for events, workload in runs + differ:
+        mismatch = follow(m, events, workload, OTHER_DESIGNS[design])
+        assert mismatch is None, f"{design}: {' '.join(map(str, events))}\n{mismatch}"
+    assert any(follow(m, e, w, SHIFT) is not None for e, w in differ), design
 
 
 # --------------------------------------------------------------------------------------
