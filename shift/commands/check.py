@@ -22,7 +22,7 @@ from shift.model.properties import INVARIANTS, TEMPORAL
 from shift.spec.catalog import Bound, Catalog, Design, load_catalog, not_covered
 from shift.spec.workloads import read_workloads
 from shift.tlaplus.values import TlaSet, TlaValueError, parse_value
-from shift.tlc import distributed, explorer
+from shift.tlc import explorer, processes
 from shift.tlc.check import CellVerdict, check_design
 from shift.tlc.distributed import DistConfig
 from shift.tlc.java import find_jar, find_java
@@ -219,9 +219,7 @@ def dist_config(args: argparse.Namespace) -> DistConfig | None:
 
 def run(args: argparse.Namespace) -> int:
     dist = dist_config(args)
-    if dist is None:
-        return _run(args, None)
-    distributed.reset()
+    processes.reset()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return _run(args, dist)
@@ -296,7 +294,7 @@ def _run(args: argparse.Namespace, dist: DistConfig | None) -> int:
         try:
             tlc: list[CellVerdict] = [v for f in futures for v in f.result()]
         except KeyboardInterrupt:
-            distributed.stop_all()  # the runs in the pool's threads end with their processes
+            processes.stop_all()  # the runs in the pool's threads end with their processes
             raise
         model: list[CellVerdict] = []
         for d, f in zip(on_model, explored, strict=True):

@@ -24,7 +24,6 @@ import contextlib
 import queue
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shift.errors import SpecError
-from shift.tlc import output
+from shift.tlc import output, processes
 from shift.tlc.java import find_jar, find_java
 from shift.tlc.runner import ERROR, INVARIANT, OK, Progress, RunConfig, RunResult, write_cfg
 
@@ -57,49 +56,6 @@ class DistConfig:
     threads: int = 1  # threads of each local worker
     timeout: float | None = None  # wall-time limit of one run, seconds
     report_ms: int = 2000  # the server's progress interval
-
-
-# Every process a run started, so that Ctrl-C (or SIGTERM) on the main thread can stop
-# those of the runs in other threads; once cancelled, no run starts another.
-_LIVE: set[subprocess.Popen[str]] = set()
-_LOCK = threading.Lock()
-_CANCELLED = threading.Event()
-
-
-def _start(cmd: list[str], cwd: Path, out: int | object) -> subprocess.Popen[str]:
-    with _LOCK:
-        if _CANCELLED.is_set():
-            raise KeyboardInterrupt
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True)
-        _LIVE.add(proc)
-    return proc
-
-
-def _stop(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
-    """SIGTERM (the JVM runs its shutdown hooks), then SIGKILL; always reaped."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    with _LOCK:
-        _LIVE.discard(proc)
-
-
-def stop_all() -> None:
-    """Stop every process of every distributed run, and start no more."""
-    _CANCELLED.set()
-    with _LOCK:
-        live = list(_LIVE)
-    for proc in live:
-        _stop(proc)
-
-
-def reset() -> None:
-    """Allow runs again after stop_all (a test that runs `shift check` twice)."""
-    _CANCELLED.clear()
 
 
 def free_port() -> int:
@@ -139,7 +95,7 @@ class _Server:
     """The server process, its output read by a thread into a queue (None at its end)."""
 
     def __init__(self, cmd: list[str], work: Path) -> None:
-        self.proc = _start(cmd, work, subprocess.PIPE)
+        self.proc = processes.start(cmd, work, subprocess.PIPE)
         self.lines: list[str] = []
         self.queue: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -195,7 +151,7 @@ class _Run:
         for i in range(self.dist.workers):
             log = self.work / f"worker-{i + 1}.log"
             with log.open("w") as out:
-                self.workers.append(_start(worker_cmd(self.dist, self.port, self.work),
+                self.workers.append(processes.start(worker_cmd(self.dist, self.port, self.work),
                                            self.work, out))
             self.logs.append(log)
         self.say(f"TLC server ready on port {self.port}; started {self.dist.workers} local "
@@ -241,11 +197,11 @@ class _Run:
         if not self.failure:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.server.proc.wait(30)
-        _stop(self.server.proc)
+        processes.stop(self.server.proc)
         for w in self.workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.wait(15 if not self.failure else 0.1)
-            _stop(w)
+            processes.stop(w)
         return self.server.proc.returncode
 
 
@@ -270,9 +226,9 @@ def violated_invariant(cfg: RunConfig, work: Path, invariants: list[str],
     cmd = [find_java(), "-Xmx512m", "-cp", find_jar(), "tlc2.TLC", "-tool", "-deadlock",
            "-workers", "1", "-metadir", str(work / "check-states"), "-config", "DistCheck.cfg",
            "DistCheck.tla"]
-    proc = _start(cmd, work, subprocess.PIPE)
+    proc = processes.start(cmd, work, subprocess.PIPE)
     said, _ = proc.communicate()
-    _stop(proc)
+    processes.stop(proc)
     m = re.search(r"Invariant (\w+) is violated by the initial state", said)
     return m.group(1) if m and m.group(1) in invariants else None
 

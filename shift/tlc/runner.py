@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shift.errors import SpecError
-from shift.tlc import output
+from shift.tlc import output, processes
 from shift.tlc.java import find_jar, find_java
 
 OK, INVARIANT, TEMPORAL, ERROR = "ok", "invariant", "temporal", "error"
@@ -99,8 +99,8 @@ def run_tlc(cfg: RunConfig, invariants: list[str], temporal: list[str],
                "-metadir", str(work / "states"), "-config", "MC.cfg", f"{cfg.module}.tla"]
         started = time.monotonic()
         lines: list[str] = []
-        with subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) as proc:
+        proc = processes.start(cmd, work, subprocess.PIPE)
+        try:
             assert proc.stdout is not None
             for raw in proc.stdout:
                 line = raw.rstrip("\n")
@@ -110,4 +110,8 @@ def run_tlc(cfg: RunConfig, invariants: list[str], temporal: list[str],
                     if d:
                         progress(int(d.group(1).replace(",", "")), int(d.group(2).replace(",", "")))
             returncode = proc.wait()
+        finally:
+            processes.stop(proc)  # an interrupted run leaves no TLC behind
+            assert proc.stdout is not None
+            proc.stdout.close()
         return _interpret(cfg, lines, returncode, time.monotonic() - started)
