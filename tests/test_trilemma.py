@@ -25,7 +25,7 @@ DESIGNS = ["Shift", "ShiftPrefix", "NaiveReplay", "NoFailover", "ReceiverQuery",
 def run_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "shift", "check", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=900,
+        cwd=cwd, capture_output=True, text=True, timeout=2400,
     )
 
 
