@@ -17,6 +17,9 @@ from impl_helpers import ROOT, c_compiler, guide_block
 from shift import native
 from shift.cli import main
 
+# one worker builds the wheel once (pytest-xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("c-library-wheel")
+
 NOT_NEEDED = ("native/fuzz/corpus/",)  # 4,600 fuzz inputs: not part of a build
 
 

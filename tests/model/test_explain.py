@@ -25,6 +25,9 @@ from shift.model.next import step as model_step
 from shift.model.state import REGIONS, State, num_notes, set_at
 from shift.vocabulary import DIRECTIONS, HOSTS, PATHS, VOCABULARY, Event, make
 
+# the random runs (cached per process) back two tests (pytest-xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("explain-runs")
+
 # The designs whose whole graph at `small` is checked: SHIFT's layer (fail-back, refusal,
 # the counter filter), a layer with no fail-back and no refusal, and no layer at all.
 GRAPH_DESIGNS = ("Shift", "NaiveReplay", "NoFailover")

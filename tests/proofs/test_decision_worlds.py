@@ -15,6 +15,9 @@ from shift.model.explore import explore
 from shift.model.next import Model
 from shift.proofs import decisions as d
 
+# one worker explores the graph once (pytest-xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("decision-worlds-graph")
+
 A, B = 0, 1
 
 
