@@ -34,7 +34,7 @@ from .verbs import (
     RETURNING,
     STATE_NAMES,
     STEP_NAMES,
-    TWO_SIDED,
+    WITH_IMM,
     DesignCode,
     Op,
     Status,
@@ -242,9 +242,12 @@ class Connection:
             flags |= lib.SHIFT_SEND_INELIGIBLE
         inline = bool_arg("inline", wr.inline)
         int_arg("compare", wr.compare)
+        if wr.imm is not None and op not in WITH_IMM:
+            raise ValueError(f"imm: {op.value} carries no immediate data "
+                             f"(WRITE_IMM and SEND_IMM do)")
         imm = wr.id & U32 if wr.imm is None else int_arg("imm", wr.imm, 0, U32)
         c.opcode = OP_CODES[op]
-        c.imm_data = imm if op in TWO_SIDED else 0
+        c.imm_data = imm if op in WITH_IMM else 0
         c.num_sge = 0
         c.sg.addr = c.sg.length = c.sg.lkey = 0
         c.remote_addr = c.rkey = c.compare_add = c.swap = 0
@@ -262,7 +265,7 @@ class Connection:
                 self.app_write(HOST_NAMES[h], region, value)
                 c.sg.addr = local.addr + (region - 1) * SLOT
                 c.sg.lkey = local.lkey
-        elif op == Op.SEND:  # the payload: inline, placed in the receive WR's buffer
+        elif op in (Op.SEND, Op.SEND_IMM):  # the payload: inline, into the receive's buffer
             c.num_sge = 1
             c.sg.length = SLOT
             self._inline[0] = value

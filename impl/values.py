@@ -18,9 +18,11 @@ class Wr:
     WRITE/WRITE_IMM store ``value`` there, FADD adds it, CAS swaps it in when the slot
     holds ``compare``, READ reads it. ``inline`` WRITEs carry the value in the WR (fixed
     at post time); otherwise the NIC reads it from the requester's buffer for that region
-    at transmit time (zero-copy: see ``AppWrite``). ``imm`` defaults to the id for
-    notifications. ``eligible=False`` marks a WR that must not be re-executed on another
-    path (the layer refuses a failover while it is outstanding).
+    at transmit time (zero-copy: see ``AppWrite``). SEND and SEND_IMM carry ``value`` as
+    their payload into the buffer of the receive WR they consume. ``imm`` (WRITE_IMM and
+    SEND_IMM only: a plain SEND has none, as in verbs) defaults to the id.
+    ``eligible=False`` marks a WR that must not be re-executed on another path (the layer
+    refuses a failover while it is outstanding).
     """
 
     id: int
