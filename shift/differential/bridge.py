@@ -3,8 +3,8 @@
 - WR w of host h's program (Workloads.tla's ProgramOf(k, h): A's, and B's in the two-way
   workloads) is `Wr(id=w, op, region, value, signaled)` posted by h (the spec's SEND as
   SEND_IMM); notifications carry their WR id as immediate data, so the receiver's
-  completion names the sender's WR as `rcvSeen` does; inline payloads, so a replay carries the value posted (the model's WRs
-  are values);
+  completion names the sender's WR as `rcvSeen` does; inline payloads, so a replay
+  carries the value posted (the model's WRs are values);
 - region r is the r-th 8-byte slot of each host's registered memory (the model's
   `mem[h]`: the peer's WRITEs land there, its application reads it); receive WR r has its
   own buffer at its host (`bufs[h][r]`: a SEND's payload lands there), a READ/atomic WR w
