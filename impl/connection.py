@@ -5,7 +5,7 @@ post sends and receives on the same QPs (two-way traffic)."""
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from shift.vocabulary import VOCABULARY, Event, parse
@@ -16,6 +16,7 @@ from .memory import MemoryRegion
 from .validate import U32, bool_arg, host_arg, int_arg, op_arg, path_arg
 from .values import (
     Completion,
+    FailoverEvent,
     HostState,
     ImplObservation,
     RawRecvWr,
@@ -36,6 +37,7 @@ from .verbs import (
     STEP_NAMES,
     WITH_IMM,
     DesignCode,
+    EventType,
     Op,
     Status,
     WcOpcode,
@@ -124,6 +126,7 @@ class Connection:
         self._mr = (self.register("A", nbytes, ALL_ACCESS), self.register("B", nbytes, ALL_ACCESS))
         self._src, self._dst = self._mr  # A's and B's (one-way names: A sends to B)
         self._wc = ffi.new("struct shift_wc *")
+        self._ev = ffi.new("struct shift_event *")
         self._wcs = ffi.new("struct shift_wc[]", 256)
         self._inline = ffi.new("uint64_t *")
         # per host: the send and the receive completions its application polled
@@ -435,6 +438,25 @@ class Connection:
             raise CompletionError(first_error, out)
         return out
 
+    # -- the layer's events
+    def poll_event(self, host: str) -> FailoverEvent | None:
+        """The oldest of host's failover events its application has not taken (None if
+        there is none): its paths going down, failovers starting, finishing or refused,
+        fail-backs (`EventType`). Taking them, or not, changes nothing in the layer."""
+        h = host_arg(host)
+        if event_result(lib.shift_poll_event(self._eph(host), self._ev), "poll_event") == 0:
+            return None
+        ev = self._ev
+        return FailoverEvent(HOST_NAMES[h], EventType(ev.type), ev.path, Status(ev.status),
+                             ev.wrs)
+
+    def events(self, host: str) -> Iterator[FailoverEvent]:
+        """host's failover events not yet taken, oldest first, each taken as the
+        iteration reaches it (``for ev in conn.events("A")``)."""
+        host_arg(host)
+        while (ev := self.poll_event(host)) is not None:
+            yield ev
+
     # -- the layer and the wire
     def progress(self, host: str) -> str:
         """Progress(host): one step of the layer's background work; returns its name."""
@@ -570,7 +592,13 @@ class Connection:
         endpoints take part in each); :meth:`stats_by_host` gives both."""
         i = self._query(host_arg(host))
         return Stats(i.failovers, i.replayed_wrs, i.skipped_wrs, i.refused_wrs, i.failbacks,
-                     i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected)
+                     i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected,
+                     i.events_dropped)
+
+    def qp_num(self, host: str) -> int:
+        """host's application QP number (the default QP's): what `Completion.qp_num`
+        carries, the same before, during and after a failover."""
+        return int(self._query(host_arg(host)).qp_num)
 
     def stats_by_host(self) -> dict[str, Stats]:
         """Each host's statistics: ``{"A": Stats, "B": Stats}``."""

@@ -22,7 +22,7 @@ from ._native import ffi, lib
 __all__ = [
     "ALL_ACCESS", "DESIGN_CODES", "DIRECTIONS", "HOSTS", "HOST_NAMES", "OP_CODES", "PATHS",
     "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "WITH_IMM", "Access",
-    "DesignCode", "Op", "Status", "WcOpcode", "c_enum", "c_name",
+    "DesignCode", "EventType", "Op", "Status", "WcOpcode", "c_enum", "c_name",
 ]
 
 
@@ -71,6 +71,11 @@ Op.__doc__ = ("Operations of a work request: the event vocabulary's (docs/design
 
 WcOpcode = IntEnum("WcOpcode", c_enum("enum shift_wc_opcode", "SHIFT_WC_"), module=__name__)
 WcOpcode.__doc__ = "Completion opcodes: ``ibv_wc_opcode`` values under their verbs names."
+
+EventType = IntEnum("EventType", c_enum("enum shift_event_type", "SHIFT_EVENT_"),
+                    module=__name__)
+EventType.__doc__ = ("What the failover layer tells the application about its paths "
+                     "(`enum shift_event_type`): PATH_DOWN, FAILOVER_STARTED, ...")
 
 # The verbs opcode each operation is posted as.
 OP_CODES = {

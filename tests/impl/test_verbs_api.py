@@ -5,9 +5,9 @@ that can be deregistered, and the layer's events an application polls."""
 from __future__ import annotations
 
 import pytest
-from impl_helpers import drive
+from impl_helpers import assert_nccl_delivered, drive, post_round
 from shift.impl import Status, WcOpcode, Wr
-from shift.impl._native import lib
+from shift.impl._native import ffi, lib
 
 
 def _recv_completions(conn, host="B"):
@@ -67,3 +67,51 @@ def test_plain_sends_are_notifications_through_a_failover(fabric, copy_posts):
     assert (stats.failovers, stats.skipped, stats.replayed) == (1, 3, 0)
     sends = [c for c in conn.completions if c.host == "A"]
     assert [(c.wr_id, c.status) for c in sends] == [(k, Status.SUCCESS) for k in range(1, 5)]
+
+
+# ---------------------------------------------------------------- qp_num ----------
+
+def _qp_number(conn, host: str, path: int) -> int:
+    """The number of host's simnic QP on path (the backup QP's, for path 2)."""
+    qp = ffi.new("sn_qp *")
+    assert lib.shift_sim_qp(conn.handle, "AB".index(host), path, qp) == 0
+    attr = ffi.new("struct sn_qp_attr *")
+    assert lib.sn_query_qp(qp[0], attr) == 0
+    return attr.qp_num
+
+
+@pytest.mark.parametrize("copy_posts", [False, True])
+def test_qp_num_stays_the_application_s_across_a_failover_and_back(fabric, copy_posts):
+    conn = fabric.connect("Shift", regions=4, copy_posts=copy_posts, record=True)
+    qpn = {h: conn.qp_num(h) for h in "AB"}
+    assert qpn == {h: _qp_number(conn, h, 1) for h in "AB"}  # the default QPs'
+    assert all(_qp_number(conn, h, 2) != qpn[h] for h in "AB")
+    post_round(conn, 1)
+    drive(conn)
+    post_round(conn, 2)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert conn.state("A") == "Fallback"
+    post_round(conn, 3)  # on the backup QP
+    drive(conn)
+    conn.nic_recover("A", 1)
+    drive(conn)
+    post_round(conn, 4)  # the fence, then the default path again
+    drive(conn)
+    post_round(conn, 5)
+    drive(conn)
+    assert conn.stats("A").failbacks == 1
+    assert_nccl_delivered(conn, 5)
+    for h in "AB":
+        got = [c for c in conn.completions if c.host == h]
+        assert len(got) == 5 and {c.qp_num for c in got} == {qpn[h]}
+    assert {h: conn.qp_num(h) for h in "AB"} == qpn
+
+
+def test_a_refused_wr_s_completion_names_the_application_s_qp(fabric):
+    conn = fabric.connect("Shift", regions=2, record=True)
+    conn.post_send("A", Wr(1, "FADD", region=1, value=1))
+    conn.nic_fail("A", 1)
+    drive(conn)
+    (c,) = [c for c in conn.completions if c.host == "A"]
+    assert c.refused and c.qp_num == conn.qp_num("A") > 0
