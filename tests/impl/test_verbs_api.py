@@ -4,9 +4,20 @@ that can be deregistered, and the layer's events an application polls."""
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 from impl_helpers import assert_nccl_delivered, drive, post_round
-from shift.impl import Status, WcOpcode, Wr
+from shift.impl import (
+    ClosedError,
+    CompletionError,
+    EventType,
+    Fabric,
+    RawSendWr,
+    Status,
+    WcOpcode,
+    Wr,
+)
 from shift.impl._native import ffi, lib
 
 
@@ -115,3 +126,201 @@ def test_a_refused_wr_s_completion_names_the_application_s_qp(fabric):
     drive(conn)
     (c,) = [c for c in conn.completions if c.host == "A"]
     assert c.refused and c.qp_num == conn.qp_num("A") > 0
+
+
+# ---------------------------------------------------------------- deregistration ----
+
+def _keys(mr):
+    return ffi.new("struct shift_mr_keys *", {
+        "lkey": mr.lkey, "rkey": mr.rkey, "lkey_backup": mr.lkey_backup,
+        "rkey_backup": mr.rkey_backup})
+
+
+def test_a_deregistered_region_can_be_neither_used_nor_deregistered_again(conn):
+    mr = conn.register("A", 16)
+    mr.write(0, b"x" * 8)
+    mr.deregister()
+    assert not mr.registered
+    for call in (lambda: mr.read(), lambda: mr.write(0, b"y"), mr.deregister):
+        with pytest.raises(ClosedError, match="is deregistered"):
+            call()
+    # the C entry point: the same keys again, a forged key, NULL, a bad host
+    assert lib.shift_sim_dereg_mr(conn.handle, 0, _keys(mr)) == errno.EINVAL
+    other = conn.register("A", 16)
+    forged = _keys(other)
+    forged.rkey_backup ^= 1
+    assert lib.shift_sim_dereg_mr(conn.handle, 0, forged) == errno.EINVAL
+    assert lib.shift_sim_dereg_mr(conn.handle, 0, ffi.NULL) == errno.EINVAL
+    assert lib.shift_sim_dereg_mr(conn.handle, 2, _keys(other)) == errno.EINVAL
+    assert lib.shift_sim_dereg_mr(conn.handle, 1, _keys(other)) == errno.EINVAL  # A's
+    other.deregister()  # unharmed by the bad calls
+
+
+def _raw_write(conn, wr_id, src, dst_addr, dst_rkey):
+    return RawSendWr(wr_id, lib.SHIFT_WR_RDMA_WRITE, addr=src.addr, length=8, lkey=src.lkey,
+                     remote_addr=dst_addr, rkey=dst_rkey)
+
+
+@pytest.mark.parametrize("copy_posts", [False, True])
+def test_a_write_from_a_deregistered_region_is_loc_prot_err_not_a_failover(fabric,
+                                                                           copy_posts):
+    conn = fabric.connect("Shift", regions=2, copy_posts=copy_posts, record=True)
+    src, dst = conn.register("A", 8), conn.register("B", 8)
+    src.write(0, (7).to_bytes(8, "little"))
+    conn.post_send("A", _raw_write(conn, 1, src, dst.addr, dst.rkey))
+    drive(conn)
+    assert dst.read() == (7).to_bytes(8, "little")
+    src.deregister()
+    conn.post_send("A", _raw_write(conn, 2, src, dst.addr + 0, dst.rkey))
+    conn.pump()
+    with pytest.raises(CompletionError) as e:
+        conn.poll("A", check=True)
+    assert (e.value.completion.wr_id, e.value.status_name) == (2, "LOC_PROT_ERR")
+    assert not e.value.completion.refused
+    drive(conn)
+    assert [s.failovers for s in conn.stats_by_host().values()] == [0, 0]
+    assert conn.state("A") == "Error"  # the application's error ends the connection
+    assert list(conn.events("A")) == []  # ... and is no path's failure
+
+
+def test_a_write_to_a_region_the_peer_deregistered_is_rem_access_err(conn):
+    src, dst = conn.register("A", 8), conn.register("B", 8)
+    dst.deregister()
+    conn.post_send("A", _raw_write(conn, 1, src, dst.addr, dst.rkey))
+    conn.pump()
+    (c,) = conn.poll("A")
+    assert (c.wr_id, c.status) == (1, Status.REM_ACCESS_ERR)
+    assert conn.stats("A").failovers == 0 and conn.state("A") == "Error"
+
+
+# ---------------------------------------------------------------- events ------------
+
+def _events(conn, host):
+    return [(e.type.name, e.path, e.status.name, e.wrs) for e in conn.events(host)]
+
+
+@pytest.mark.parametrize("copy_posts", [False, True])
+@pytest.mark.parametrize("fault, repair, status", [
+    (("NicFail", "A", 1), ("NicRecover", "A", 1), "WR_FLUSH_ERR"),
+    (("LinkDown", 1), ("LinkUp", 1), "RETRY_EXC_ERR"),
+])
+def test_a_failover_and_fail_back_in_events(fabric, copy_posts, fault, repair, status):
+    """A's layer sees the default path fail, fails over, replays, fails back; B's is
+    woken by A's counter (it saw no failure) and moves its receive WRs back at A's
+    notice. Each host's events say so, in order, with the paths concerned."""
+    conn = fabric.connect("Shift", regions=4, copy_posts=copy_posts, record=True)
+    post_round(conn, 1)
+    drive(conn)
+    assert _events(conn, "A") == _events(conn, "B") == []  # a failure-free round
+    post_round(conn, 2)
+    conn.apply(fault)
+    drive(conn)
+    replayed = conn.stats("A").replayed
+    assert replayed == 2  # round 2's WRITE and WRITE_WITH_IMM
+    assert _events(conn, "A") == [
+        ("PATH_DOWN", 1, status, 0), ("FAILOVER_STARTED", 2, status, 0),
+        ("FAILOVER_FINISHED", 2, "SUCCESS", replayed)]
+    assert _events(conn, "B") == [
+        ("FAILOVER_STARTED", 2, "SUCCESS", 0), ("FAILOVER_FINISHED", 2, "SUCCESS", 0)]
+    conn.apply(repair)
+    drive(conn)  # reconnect and probe: the layer waits for the fence
+    post_round(conn, 3)  # its WRITE_WITH_IMM is the fence
+    drive(conn)
+    assert _events(conn, "A") == [("FAIL_BACK", 1, "SUCCESS", 0)]
+    assert _events(conn, "B") == [("RECV_FAIL_BACK", 1, "SUCCESS", 0)]
+    assert_nccl_delivered(conn, 3)
+    assert conn.poll_event("A") is None and conn.poll_event("B") is None
+
+
+def test_a_refused_failover_in_events(fabric):
+    conn = fabric.connect("Shift", regions=2, record=True)
+    conn.post_send("A", Wr(1, "WRITE", region=1, value=3, signaled=False))
+    conn.post_send("A", Wr(2, "FADD", region=2, value=1))
+    conn.nic_fail("A", 1)
+    drive(conn)
+    refused = conn.stats("A").refused
+    assert refused == 2
+    assert _events(conn, "A") == [
+        ("PATH_DOWN", 1, "WR_FLUSH_ERR", 0), ("FAILOVER_STARTED", 2, "WR_FLUSH_ERR", 0),
+        ("FAILOVER_REFUSED", 1, "WR_FLUSH_ERR", refused)]
+    assert conn.state("A") == "Error"
+
+
+def test_the_backup_path_failing_too_in_events(fabric):
+    conn = fabric.connect("Shift", regions=4, fail_back=False, record=True)
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert [e[0] for e in _events(conn, "A")] == [
+        "PATH_DOWN", "FAILOVER_STARTED", "FAILOVER_FINISHED"]
+    post_round(conn, 2)
+    conn.nic_fail("A", 2)  # no third path: the error reaches the application
+    drive(conn)
+    assert _events(conn, "A") == [("PATH_DOWN", 2, "WR_FLUSH_ERR", 0)]
+    assert conn.host_state("A").send_state == "Error"
+
+
+def test_no_failover_has_no_events(fabric):
+    conn = fabric.connect("NoFailover", regions=4, record=True)
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    got = [c.status for c in conn.completions if c.host == "A"]
+    assert got and set(got) == {Status.WR_FLUSH_ERR}  # the application has the error
+    assert _events(conn, "A") == _events(conn, "B") == []
+
+
+def test_the_event_queue_keeps_the_newest_and_counts_what_it_dropped(fabric):
+    """Failovers and fail-backs nobody polls the events of: the queue keeps the last
+    SHIFT_EVENT_QUEUE, in order, and counts the rest; the layer goes on unaffected."""
+    conn = fabric.connect("Shift", regions=4, record=True)
+    cycles = 10  # 4 events each on A (path down, started, finished, fail-back)
+    for k in range(1, cycles + 1):
+        post_round(conn, 2 * k - 1)
+        conn.link_down(1)
+        drive(conn)
+        conn.link_up(1)
+        drive(conn)
+        post_round(conn, 2 * k)  # the fence
+        drive(conn)
+    assert conn.stats("A").failovers == conn.stats("A").failbacks == cycles
+    assert_nccl_delivered(conn, 2 * cycles)
+    kept = [e[0] for e in _events(conn, "A")]
+    assert len(kept) == lib.SHIFT_EVENT_QUEUE
+    assert kept == ["PATH_DOWN", "FAILOVER_STARTED", "FAILOVER_FINISHED", "FAIL_BACK"] * (
+        lib.SHIFT_EVENT_QUEUE // 4)
+    assert conn.stats("A").events_dropped == 4 * cycles - lib.SHIFT_EVENT_QUEUE
+
+
+def test_polling_events_changes_nothing():
+    def run(poll_events: bool):
+        taken = []
+        with Fabric(retries=1) as fabric:
+            conn = fabric.connect("Shift", regions=4, record=True)
+            for k in range(1, 5):
+                post_round(conn, k)
+                if k == 2:
+                    conn.nic_fail("B", 1)
+                if k == 3:
+                    conn.nic_recover("B", 1)
+                drive(conn)
+                if poll_events:
+                    taken += [*conn.events("A"), *conn.events("B")]
+            return conn.observe().as_dict(), conn.stats_by_host(), len(taken)
+    polled, unpolled = run(True), run(False)
+    assert polled[2] >= 6 and unpolled[2] == 0  # a failover and a fail-back, both hosts
+    assert polled[:2] == unpolled[:2]
+
+
+def test_the_c_event_api_checks_its_arguments(conn):
+    ev = ffi.new("struct shift_event *")
+    assert lib.shift_poll_event(ffi.NULL, ev) == -errno.EINVAL
+    ep = ffi.new("shift_ep *")
+    assert lib.shift_sim_ep(conn.handle, 0, ep) == 0
+    assert lib.shift_poll_event(ep[0], ffi.NULL) == -errno.EINVAL
+    assert lib.shift_poll_event(ep[0], ev) == 0
+    names = [lib.shift_event_name(t) for t in range(0, 8)]
+    names = [ffi.string(n).decode() if n else None for n in names]
+    assert names == [None, "PATH_DOWN", "FAILOVER_STARTED", "FAILOVER_FINISHED",
+                     "FAILOVER_REFUSED", "FAIL_BACK", "RECV_FAIL_BACK", None]
+    assert [(t.name, t.value) for t in EventType] == [(n, i) for i, n in enumerate(names) if n]
