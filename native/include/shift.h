@@ -23,13 +23,14 @@
  *
  * Return values, for every entry point of shift_verbs.h, simnic.h, shift.h and
  * shift_sim.h (the one statement of the convention):
- *  - a call that does one thing and succeeds or fails (create, destroy, register,
+ *  - a call that does one thing and succeeds or fails (create, destroy, (de)register,
  *    post, modify, query, connect, check) returns 0 or a positive errno, as
  *    ibv_post_send and ibv_modify_qp do;
  *  - a call that returns a count or what it did - the polls and the events of the
  *    event vocabulary: shift_poll_cq, shift_poll_step, shift_poll_event,
  *    shift_progress, shift_timer, shift_ctl_input, shift_sim_timeout, sn_poll_cq,
- *    sn_transmit ... sn_nic_recover, sn_pump - returns it (>= 0) or a negative errno, as ibv_poll_cq does;
+ *    sn_transmit ... sn_nic_recover, sn_pump - returns it (>= 0) or a negative errno,
+ *    as ibv_poll_cq does;
  *  - a call that cannot fail answers a bad argument in its own terms: the name
  *    functions NULL ("unknown" for shift_wc_status_str), simnic's wire and health
  *    queries 0.
