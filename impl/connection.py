@@ -453,9 +453,8 @@ class Connection:
     def events(self, host: str) -> Iterator[FailoverEvent]:
         """host's failover events not yet taken, oldest first, each taken as the
         iteration reaches it (``for ev in conn.events("A")``)."""
-        host_arg(host)
-        while (ev := self.poll_event(host)) is not None:
-            yield ev
+        host_arg(host)  # a bad host raises here, not at the first iteration
+        return iter(lambda: self.poll_event(host), None)
 
     # -- the layer and the wire
     def progress(self, host: str) -> str:

@@ -312,6 +312,13 @@ def test_polling_events_changes_nothing():
     assert polled[:2] == unpolled[:2]
 
 
+def test_events_of_an_unknown_host_are_a_value_error_at_once(conn):
+    with pytest.raises(ValueError, match="unknown host 'C'"):
+        conn.events("C")
+    with pytest.raises(ValueError, match="unknown host 'C'"):
+        conn.poll_event("C")
+
+
 def test_the_c_event_api_checks_its_arguments(conn):
     ev = ffi.new("struct shift_event *")
     assert lib.shift_poll_event(ffi.NULL, ev) == -errno.EINVAL
