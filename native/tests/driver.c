@@ -757,6 +757,35 @@ static void test_layer_verbs_api(void)
     lay_close(&L);
 }
 
+/* Failovers and fail-backs nobody polls the events of: the queue keeps the newest
+ * SHIFT_EVENT_QUEUE, in order, and counts what it dropped. */
+static void test_layer_event_queue_full(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_WIRE_PROBE);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    enum { CYCLES = 10 };
+    for (uint64_t k = 1; k <= CYCLES; k++) {
+        lay_round(&L, 2 * k - 1, 0);
+        CHECK(sn_link_down(L.f, 1) == 1);
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        CHECK(sn_link_up(L.f, 1) == 1);
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        lay_round(&L, 2 * k, 0); /* the fence */
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+    }
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == CYCLES &&
+          ia.failbacks == CYCLES && ia.events_dropped == 4 * CYCLES - SHIFT_EVENT_QUEUE);
+    int ev[3 * SHIFT_EVENT_QUEUE + 3];
+    CHECK(take_events(L.ep[0], ev, SHIFT_EVENT_QUEUE + 1) == SHIFT_EVENT_QUEUE);
+    for (int i = 0; i < SHIFT_EVENT_QUEUE; i += 4)
+        CHECK(ev[3 * i] == SHIFT_EVENT_PATH_DOWN &&
+              ev[3 * (i + 3)] == SHIFT_EVENT_FAIL_BACK);
+    lay_close(&L);
+}
+
 /* Host h posts a SEND of value v (inline) and a receive WR id into its buffer k. */
 static void tw_send(lay_t *L, int h, uint64_t id, uint64_t v)
 {
@@ -2418,6 +2447,7 @@ int main(void)
     test_layer_atomic_refused();
     test_layer_both_sides();
     test_layer_verbs_api();
+    test_layer_event_queue_full();
     test_layer_two_way(0);
     test_layer_two_way(SHIFT_EP_COPY_POSTS);
     test_layer_two_way(SHIFT_EP_WIRE_PROBE);
