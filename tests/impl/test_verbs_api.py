@@ -260,6 +260,24 @@ def test_the_backup_path_failing_too_in_events(fabric):
     assert conn.host_state("A").send_state == "Error"
 
 
+@pytest.mark.parametrize("design", ["NaiveReplay", "ShiftPrefix"])
+def test_the_other_failover_designs_tell_their_failover(fabric, design):
+    """NaiveReplay fails over and never back; ShiftPrefix as Shift."""
+    conn = fabric.connect(design, regions=4, record=True)
+    post_round(conn, 1)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    conn.nic_recover("A", 1)
+    drive(conn)
+    post_round(conn, 2)
+    drive(conn)
+    assert_nccl_delivered(conn, 2)
+    back = [("FAIL_BACK", 1)] if design == "ShiftPrefix" else []
+    assert [e[:2] for e in _events(conn, "A")] == [
+        ("PATH_DOWN", 1), ("FAILOVER_STARTED", 2), ("FAILOVER_FINISHED", 2), *back]
+    assert conn.stats("A").failbacks == len(back)
+
+
 def test_no_failover_has_no_events(fabric):
     conn = fabric.connect("NoFailover", regions=4, record=True)
     post_round(conn, 1)
