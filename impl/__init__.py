@@ -10,6 +10,7 @@
         ...
         conn.poll("B", check=True)   # completions; an error raises with all it took
         conn.stats("A")              # A's failovers, replayed, refused WRs
+        list(conn.events("A"))       # PATH_DOWN, FAILOVER_STARTED, ... as they happened
 
 The guide, with the event loop and a complete example: docs/library.md.
 
@@ -25,6 +26,7 @@ from .fabric import Fabric
 from .memory import MemoryRegion
 from .values import (
     Completion,
+    FailoverEvent,
     HostState,
     ImplObservation,
     RawRecvWr,
@@ -34,11 +36,11 @@ from .values import (
     Stats,
     Wr,
 )
-from .verbs import ALL_ACCESS, Access, DesignCode, Op, Status, WcOpcode
+from .verbs import ALL_ACCESS, Access, DesignCode, EventType, Op, Status, WcOpcode
 
 __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
-    "CoreError", "DesignCode", "Fabric", "HostState", "ImplObservation", "MemoryRegion", "Op",
-    "PostError", "PreparedChain", "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen",
-    "Stats", "Status", "WcOpcode", "Wr",
+    "CoreError", "DesignCode", "EventType", "Fabric", "FailoverEvent", "HostState",
+    "ImplObservation", "MemoryRegion", "Op", "PostError", "PreparedChain", "RawRecvWr",
+    "RawSendWr", "ReceiverSeen", "SenderSeen", "Stats", "Status", "WcOpcode", "Wr",
 ]

@@ -5,7 +5,7 @@ post sends and receives on the same QPs (two-way traffic)."""
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from shift.vocabulary import VOCABULARY, Event, parse
@@ -16,6 +16,7 @@ from .memory import MemoryRegion
 from .validate import U32, bool_arg, host_arg, int_arg, op_arg, path_arg
 from .values import (
     Completion,
+    FailoverEvent,
     HostState,
     ImplObservation,
     RawRecvWr,
@@ -34,8 +35,9 @@ from .verbs import (
     RETURNING,
     STATE_NAMES,
     STEP_NAMES,
-    TWO_SIDED,
+    WITH_IMM,
     DesignCode,
+    EventType,
     Op,
     Status,
     WcOpcode,
@@ -124,6 +126,7 @@ class Connection:
         self._mr = (self.register("A", nbytes, ALL_ACCESS), self.register("B", nbytes, ALL_ACCESS))
         self._src, self._dst = self._mr  # A's and B's (one-way names: A sends to B)
         self._wc = ffi.new("struct shift_wc *")
+        self._ev = ffi.new("struct shift_event *")
         self._wcs = ffi.new("struct shift_wc[]", 256)
         self._inline = ffi.new("uint64_t *")
         # per host: the send and the receive completions its application polled
@@ -242,9 +245,12 @@ class Connection:
             flags |= lib.SHIFT_SEND_INELIGIBLE
         inline = bool_arg("inline", wr.inline)
         int_arg("compare", wr.compare)
+        if wr.imm is not None and op not in WITH_IMM:
+            raise ValueError(f"imm: {op.value} carries no immediate data "
+                             f"(WRITE_IMM and SEND_IMM do)")
         imm = wr.id & U32 if wr.imm is None else int_arg("imm", wr.imm, 0, U32)
         c.opcode = OP_CODES[op]
-        c.imm_data = imm if op in TWO_SIDED else 0
+        c.imm_data = imm if op in WITH_IMM else 0
         c.num_sge = 0
         c.sg.addr = c.sg.length = c.sg.lkey = 0
         c.remote_addr = c.rkey = c.compare_add = c.swap = 0
@@ -262,7 +268,7 @@ class Connection:
                 self.app_write(HOST_NAMES[h], region, value)
                 c.sg.addr = local.addr + (region - 1) * SLOT
                 c.sg.lkey = local.lkey
-        elif op == Op.SEND:  # the payload: inline, placed in the receive WR's buffer
+        elif op in (Op.SEND, Op.SEND_IMM):  # the payload: inline, into the receive's buffer
             c.num_sge = 1
             c.sg.length = SLOT
             self._inline[0] = value
@@ -432,6 +438,24 @@ class Connection:
             raise CompletionError(first_error, out)
         return out
 
+    # -- the layer's events
+    def poll_event(self, host: str) -> FailoverEvent | None:
+        """The oldest of host's failover events its application has not taken (None if
+        there is none): its paths going down, failovers starting, finishing or refused,
+        fail-backs (`EventType`). Taking them, or not, changes nothing in the layer."""
+        h = host_arg(host)
+        if event_result(lib.shift_poll_event(self._eph(host), self._ev), "poll_event") == 0:
+            return None
+        ev = self._ev
+        return FailoverEvent(HOST_NAMES[h], EventType(ev.type), ev.path, Status(ev.status),
+                             ev.wrs)
+
+    def events(self, host: str) -> Iterator[FailoverEvent]:
+        """host's failover events not yet taken, oldest first, each taken as the
+        iteration reaches it (``for ev in conn.events("A")``)."""
+        host_arg(host)  # a bad host raises here, not at the first iteration
+        return iter(lambda: self.poll_event(host), None)
+
     # -- the layer and the wire
     def progress(self, host: str) -> str:
         """Progress(host): one step of the layer's background work; returns its name."""
@@ -567,7 +591,13 @@ class Connection:
         endpoints take part in each); :meth:`stats_by_host` gives both."""
         i = self._query(host_arg(host))
         return Stats(i.failovers, i.replayed_wrs, i.skipped_wrs, i.refused_wrs, i.failbacks,
-                     i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected)
+                     i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected,
+                     i.events_dropped)
+
+    def qp_num(self, host: str) -> int:
+        """host's application QP number (the default QP's): what `Completion.qp_num`
+        carries, the same before, during and after a failover."""
+        return int(self._query(host_arg(host)).qp_num)
 
     def stats_by_host(self) -> dict[str, Stats]:
         """Each host's statistics: ``{"A": Stats, "B": Stats}``."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CompletionError
-from .verbs import Op, Status, WcOpcode
+from .verbs import EventType, Op, Status, WcOpcode
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,11 @@ class Wr:
     WRITE/WRITE_IMM store ``value`` there, FADD adds it, CAS swaps it in when the slot
     holds ``compare``, READ reads it. ``inline`` WRITEs carry the value in the WR (fixed
     at post time); otherwise the NIC reads it from the requester's buffer for that region
-    at transmit time (zero-copy: see ``AppWrite``). ``imm`` defaults to the id for
-    notifications. ``eligible=False`` marks a WR that must not be re-executed on another
-    path (the layer refuses a failover while it is outstanding).
+    at transmit time (zero-copy: see ``AppWrite``). SEND and SEND_IMM carry ``value`` as
+    their payload into the buffer of the receive WR they consume. ``imm`` (WRITE_IMM and
+    SEND_IMM only: a plain SEND has none, as in verbs) defaults to the id.
+    ``eligible=False`` marks a WR that must not be re-executed on another path (the layer
+    refuses a failover while it is outstanding).
     """
 
     id: int
@@ -69,8 +71,9 @@ class Completion:
 
     ``refused`` marks a WR the layer failed on purpose: a failover was refused because an
     atomic or an ineligible WR was outstanding (the first refused WR carries the path's
-    error status, the others ``WR_FLUSH_ERR``). ``qp_num`` is the QP the completion came
-    from, as the C core reports it: the backup QP's number after a failover."""
+    error status, the others ``WR_FLUSH_ERR``). ``qp_num`` is the application's QP (the
+    default QP's number, `Connection.qp_num`), the same before and after a failover,
+    whichever QP the completion came from."""
 
     host: str
     wr_id: int
@@ -95,6 +98,22 @@ class Completion:
         if self.status != Status.SUCCESS:
             raise CompletionError(self)
         return self
+
+
+@dataclass(frozen=True)
+class FailoverEvent:
+    """What a host's failover layer tells its application (`Connection.events`,
+    `shift_poll_event`), in the order it happened: ``type`` (`EventType`), the ``path``
+    it concerns (1 default, 2 backup), and as the type says a ``status`` (PATH_DOWN: the
+    completion status that showed the failure; FAILOVER_STARTED: that error, SUCCESS when
+    the peer's counter started it; FAILOVER_REFUSED: the first refused WR's) and ``wrs``
+    (FAILOVER_FINISHED: the WRs replayed; FAILOVER_REFUSED: the WRs failed)."""
+
+    host: str
+    type: EventType
+    path: int
+    status: Status = Status.SUCCESS
+    wrs: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,6 +185,7 @@ class Stats:
     ctl_received: int  # control messages the layer took
     backup_state_bytes: int
     ctl_rejected: int = 0  # control messages refused as not the peer's (shift_ctl_input)
+    events_dropped: int = 0  # events the queue lost, oldest first, unpolled (`events`)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from ._native import ffi, lib
 
 __all__ = [
     "ALL_ACCESS", "DESIGN_CODES", "DIRECTIONS", "HOSTS", "HOST_NAMES", "OP_CODES", "PATHS",
-    "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "Access", "DesignCode",
-    "Op", "Status", "WcOpcode", "c_enum", "c_name",
+    "RECV_STATE_NAMES", "STATE_NAMES", "STEP_NAMES", "TWO_SIDED", "WITH_IMM", "Access",
+    "DesignCode", "EventType", "Op", "Status", "WcOpcode", "c_enum", "c_name",
 ]
 
 
@@ -65,22 +65,30 @@ Status = IntEnum("Status", _by_name("enum shift_wc_status", "SHIFT_WC_", vocab.S
                  module=__name__)
 Status.__doc__ = "Work completion status: ``ibv_wc_status`` values under their verbs names."
 
-Op = StrEnum("Op", {o: o for o in vocab.OPS}, module=__name__)
-Op.__doc__ = "Operations of the event vocabulary (docs/design.md, the event vocabulary)."
+Op = StrEnum("Op", {o: o for o in vocab.LIBRARY_OPS}, module=__name__)
+Op.__doc__ = ("Operations of a work request: the event vocabulary's (docs/design.md), where "
+              "SEND is verbs' plain SEND, and SEND_IMM (verbs' SEND_WITH_IMM).")
 
 WcOpcode = IntEnum("WcOpcode", c_enum("enum shift_wc_opcode", "SHIFT_WC_"), module=__name__)
 WcOpcode.__doc__ = "Completion opcodes: ``ibv_wc_opcode`` values under their verbs names."
 
-# The verbs opcode each operation is posted as (a notification carries immediate data).
+EventType = IntEnum("EventType", c_enum("enum shift_event_type", "SHIFT_EVENT_"),
+                    module=__name__)
+EventType.__doc__ = ("What the failover layer tells the application about its paths "
+                     "(`enum shift_event_type`): PATH_DOWN, FAILOVER_STARTED, ...")
+
+# The verbs opcode each operation is posted as.
 OP_CODES = {
     Op.WRITE: lib.SHIFT_WR_RDMA_WRITE,
     Op.WRITE_IMM: lib.SHIFT_WR_RDMA_WRITE_WITH_IMM,
-    Op.SEND: lib.SHIFT_WR_SEND_WITH_IMM,
+    Op.SEND: lib.SHIFT_WR_SEND,
     Op.READ: lib.SHIFT_WR_RDMA_READ,
     Op.FADD: lib.SHIFT_WR_ATOMIC_FETCH_AND_ADD,
     Op.CAS: lib.SHIFT_WR_ATOMIC_CMP_AND_SWP,
+    Op.SEND_IMM: lib.SHIFT_WR_SEND_WITH_IMM,
 }
-TWO_SIDED = (Op.WRITE_IMM, Op.SEND)
+TWO_SIDED = (Op.WRITE_IMM, Op.SEND, Op.SEND_IMM)  # notifications: they consume a receive WR
+WITH_IMM = (Op.WRITE_IMM, Op.SEND_IMM)  # they carry immediate data
 # The completion opcodes of the WRs that return a value into their local buffer.
 RETURNING = (lib.SHIFT_WC_RDMA_READ, lib.SHIFT_WC_COMP_SWAP, lib.SHIFT_WC_FETCH_ADD)
 

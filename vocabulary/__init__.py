@@ -26,11 +26,11 @@ from .events import (
 )
 from .layer import LAYER_STATES, PROGRESS_STEPS, RECV_MODES, SEND_MODES
 from .observation import OBSERVATION_FIELDS
-from .verbs import OPS, STATUSES
+from .verbs import LIBRARY_OPS, OPS, STATUSES
 
 __all__ = [
     "DIRECTIONS", "DIR_T", "FAULT_EVENTS", "HOSTS", "HOST_T", "INT_T",
-    "LAYER_STATES", "OBSERVATION_FIELDS", "OPS", "PATHS", "PATH_T", "PROGRESS_STEPS",
-    "RECV_MODES", "SEND_MODES", "STATUSES", "VOCABULARY", "Event", "Signature", "from_json",
-    "make", "parse",
+    "LAYER_STATES", "LIBRARY_OPS", "OBSERVATION_FIELDS", "OPS", "PATHS", "PATH_T",
+    "PROGRESS_STEPS", "RECV_MODES", "SEND_MODES", "STATUSES", "VOCABULARY", "Event",
+    "Signature", "from_json", "make", "parse",
 ]

@@ -9,8 +9,13 @@ its number from the compiled library.
 from __future__ import annotations
 
 # The operations of Workloads.tla's WRs. A notification (WRITE_IMM, SEND) carries its WR
-# id as immediate data, so the binding posts SEND as the verbs SEND_WITH_IMM.
+# id as immediate data, so the differential bridge posts the spec's SEND as SEND_IMM.
 OPS = ("WRITE", "WRITE_IMM", "SEND", "READ", "FADD", "CAS")
+
+# The operations the library posts, as verbs has them: the spec's, where SEND is verbs'
+# plain SEND (no immediate data), and SEND_IMM, verbs' SEND_WITH_IMM. Both are
+# notifications to the layer (they consume a receive WR: exactly once, in order).
+LIBRARY_OPS = (*OPS, "SEND_IMM")
 
 # Work completion statuses: `ibv_wc_status`'s names, in its order. The specification
 # produces three (SUCCESS, RETRY_EXC_ERR, WR_FLUSH_ERR); an application of the C core may

@@ -52,7 +52,9 @@ static void check_monotone(const struct shift_ep_info *a, const struct shift_ep_
     GROWS(ctl_received);
     GROWS(ctl_rejected);
     GROWS(backend_errors);
+    GROWS(events_dropped);
 #undef GROWS
+    FZ_CHECK(b->qp_num == a->qp_num, a->qp_num, b->qp_num); /* the application's QP */
 }
 
 void check_ep(fz_ep *e)

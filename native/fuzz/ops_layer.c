@@ -189,6 +189,11 @@ void op_ep_poll(void)
         FZ_CHECK(r <= 2 && (e || r == -EINVAL), r, 0);
         if (r == 1 && e)
             took(e->owner, wc, 1, e->check_ids);
+        struct shift_ep_info info;
+        /* a connection's completion names the application's QP (simnic tells it) */
+        if (r == 1 && e && e->check_ids == 2 && shift_ep_query(h, &info) == 0)
+            FZ_CHECK(wc[0].qp_num == info.qp_num && info.qp_num != 0, wc[0].qp_num,
+                     info.qp_num);
         return;
     }
     int n = fz_u8(W->in) < 240 ? (int)(fz_small(W->in, 9) % 16) : -(int)fz_u8(W->in);

@@ -23,13 +23,14 @@
  *
  * Return values, for every entry point of shift_verbs.h, simnic.h, shift.h and
  * shift_sim.h (the one statement of the convention):
- *  - a call that does one thing and succeeds or fails (create, destroy, register,
+ *  - a call that does one thing and succeeds or fails (create, destroy, (de)register,
  *    post, modify, query, connect, check) returns 0 or a positive errno, as
  *    ibv_post_send and ibv_modify_qp do;
  *  - a call that returns a count or what it did - the polls and the events of the
- *    event vocabulary: shift_poll_cq, shift_poll_step, shift_progress, shift_timer,
- *    shift_ctl_input, shift_sim_timeout, sn_poll_cq, sn_transmit ... sn_nic_recover,
- *    sn_pump - returns it (>= 0) or a negative errno, as ibv_poll_cq does;
+ *    event vocabulary: shift_poll_cq, shift_poll_step, shift_poll_event,
+ *    shift_progress, shift_timer, shift_ctl_input, shift_sim_timeout, sn_poll_cq,
+ *    sn_transmit ... sn_nic_recover, sn_pump - returns it (>= 0) or a negative errno,
+ *    as ibv_poll_cq does;
  *  - a call that cannot fail answers a bad argument in its own terms: the name
  *    functions NULL ("unknown" for shift_wc_status_str), simnic's wire and health
  *    queries 0.
@@ -162,6 +163,13 @@ struct shift_backend_ops {
      * ends and neither side uses it. Without it (NULL), the layer knows its own end
      * only: it reconnects (reset_qp) whenever it fails back, as one-way SHIFT does. */
     int (*query_pair)(void *ctx, void *qp, unsigned *flags);
+    /* Optional. The QP's number (ibv_qp.qp_num) in *qpn, asked once for the default QP
+     * when the endpoint is made. The application's QP is the default one: the layer
+     * puts its number in every completion it gives the application, whichever QP the
+     * completion came from (the backup QP's after a failover) or if the layer made it.
+     * Without it (NULL), a completion carries the number of the QP it came from (0 for
+     * one the layer made). */
+    int (*query_qp_num)(void *ctx, void *qp, uint32_t *qpn);
 };
 
 enum shift_pair_flags {
@@ -221,7 +229,47 @@ struct shift_ep_info {
                              * took (0 before one) (spec: peerSeq) */
     uint32_t ctr_seq;       /* the sequence number of its own latest counter, one per
                              * Handshake (0 before one) (spec: ctrSeq) */
+    uint32_t qp_num;        /* the application's QP number (the default QP's), in every
+                             * completion it polls; 0 if the backend cannot tell */
+    uint64_t events_dropped; /* events the queue lost, oldest first (shift_poll_event) */
 };
+
+/* What the layer tells the application about its paths (shift_poll_event), in the
+ * order it happened. `path` is the path an event concerns; `status` and `wrs` as said. */
+enum shift_event_type {
+    /* The layer took `path` for failed: an error completion polled from its QP, or a
+     * failed post to it (status: the completion's, WR_FLUSH_ERR for a post); for the
+     * backup path also a handshake that got no answer (RETRY_EXC_ERR). Not when the
+     * peer's counter starts the failover: this host saw no failure. */
+    SHIFT_EVENT_PATH_DOWN = 1,
+    /* The endpoint leaves the default path (spec: Trigger); path 2. status: the error
+     * that started it, or SUCCESS when the peer's counter did. */
+    SHIFT_EVENT_FAILOVER_STARTED = 2,
+    /* The send side replayed its outstanding WRs on the backup path (path 2) and works
+     * there; wrs: the WRs replayed (the notifications the peer had are not). */
+    SHIFT_EVENT_FAILOVER_FINISHED = 3,
+    /* An atomic or ineligible WR was outstanding: the send side refused to fail over
+     * (path 1); its outstanding WRs failed (wrs of them, status: the first one's) and
+     * it is in Error. */
+    SHIFT_EVENT_FAILOVER_REFUSED = 4,
+    /* The send side is back on the default path (path 1): the fence completed, the
+     * notice went to the peer, the held WRs were released. */
+    SHIFT_EVENT_FAIL_BACK = 5,
+    /* The receive side is back on the default path (path 1): the peer's fail-back
+     * notice arrived and the receive WRs moved back. */
+    SHIFT_EVENT_RECV_FAIL_BACK = 6
+};
+
+struct shift_event {
+    int type;               /* enum shift_event_type */
+    int path;               /* 1 (default) or 2 (backup) */
+    int status;             /* enum shift_wc_status, as the type says; else SUCCESS */
+    uint64_t wrs;           /* WRs replayed or refused, as the type says; else 0 */
+};
+
+/* Events an endpoint keeps until the application polls them; past it the oldest
+ * is dropped (counted in shift_ep_info.events_dropped). */
+enum { SHIFT_EVENT_QUEUE = 32 };
 
 /* ---- the core API (verbs-like) ---- */
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
@@ -229,8 +277,16 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
 int shift_ep_destroy(shift_ep ep);
 int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
                  struct shift_mr_keys *keys);
+/* Deregister a region shift_reg_mr registered, on both NICs. keys: as shift_reg_mr
+ * gave them; all four must name one region of this endpoint that is still registered,
+ * else EINVAL (a second dereg too). A WR that uses its keys afterwards fails as on
+ * verbs: its completion is LOC_PROT_ERR (the lkey), REM_ACCESS_ERR at the peer's WR
+ * (the rkey) - the application's error, which no failover hides. */
+int shift_dereg_mr(shift_ep ep, const struct shift_mr_keys *keys);
 /* tell the endpoint the peer's keys of one region on both paths (out of band) */
 int shift_add_remote_keys(shift_ep ep, uint32_t rkey, uint32_t rkey_backup);
+/* forget the peer's keys of a region it deregistered: EINVAL if rkey is not known */
+int shift_del_remote_keys(shift_ep ep, uint32_t rkey);
 int shift_post_send(shift_ep ep, struct shift_send_wr *wr, struct shift_send_wr **bad);
 int shift_post_recv(shift_ep ep, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
 /* Up to n completions for the application (>= 0) or -errno. */
@@ -259,6 +315,12 @@ int shift_timer(shift_ep ep, int path);
  * sends) this endpoint posted, sends_posted. A bad handle is -EINVAL, counted nowhere. */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
+/* The oldest event the application has not taken: 1 and *ev, 0 if there is none, or
+ * -EINVAL (a bad handle, a NULL ev). Events only report: polling them, or not, changes
+ * nothing in the layer. */
+int shift_poll_event(shift_ep ep, struct shift_event *ev);
+/* The name of an event type ("PATH_DOWN"); NULL out of range. */
+const char *shift_event_name(int type);
 const char *shift_state_name(int state);
 const char *shift_recv_state_name(int state);
 const char *shift_design_name(int design);

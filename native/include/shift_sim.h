@@ -35,6 +35,9 @@ int shift_sim_ep(shift_conn c, int host, shift_ep *out);
 /* register [addr, addr+len) of host on both its NICs; the peer learns the keys */
 int shift_sim_reg_mr(shift_conn c, int host, uint64_t addr, size_t length, int access,
                      struct shift_mr_keys *keys);
+/* deregister a region of host that shift_sim_reg_mr registered; the peer forgets its
+ * keys (shift_dereg_mr, shift_del_remote_keys) */
+int shift_sim_dereg_mr(shift_conn c, int host, const struct shift_mr_keys *keys);
 /* Timeout(host, path): the NIC's timers; if none went off, the layer's handshake timer
  * (shift_timer, the event HandshakeTimeout(host) alone) */
 int shift_sim_timeout(shift_conn c, int host, int path);

@@ -438,6 +438,8 @@ static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
          * connection (not in the spec) */
         if (failover(e) && !e->dead) {
             if (path_error(wc->status)) {
+                if (e->send_mode != SHIFT_STATE_ERROR)
+                    ep_event(e, SHIFT_EVENT_PATH_DOWN, path, wc->status, 0);
                 e->send_mode = SHIFT_STATE_ERROR;
                 e->err_path = path;
             } else {
@@ -539,19 +541,29 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
     }
 }
 
+/* A completion for the application names its QP, the default one, whichever QP it
+ * came from or if the layer made it (0: the backend cannot tell; then the QP's own). */
+static int app_poll_step(ep_s *e, struct shift_wc *out)
+{
+    int r = poll_step(e, out);
+    if (r == 1 && e->qpn)
+        out->qp_num = e->qpn;
+    return r;
+}
+
 int shift_poll_step(shift_ep h, struct shift_wc *out)
 {
     ep_s *e = ep_get(h);
     if (!e || !out)
         return -EINVAL;
-    return poll_step(e, out);
+    return app_poll_step(e, out);
 }
 
 /* poll wc[k..n) one completion at a time */
 COLD_PATH static int poll_steps(ep_s *e, int k, int n, struct shift_wc *wc)
 {
     while (k < n) {
-        int r = poll_step(e, &wc[k]);
+        int r = app_poll_step(e, &wc[k]);
         if (r < 0)
             return k ? k : r;
         if (r == 0)
@@ -570,8 +582,8 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
     if (!e->direct || e->bhead != e->btail || n == 0 || polls2(e) || e->rhead != e->rtail)
         return poll_steps(e, 0, n, wc);
     /* failure-free, no receive WR outstanding: the default QP's completions are the
-     * sends', and go to the application as they are (a receive completion's wr_id is
-     * the layer's: take_recv translates it) */
+     * sends', and go to the application as they are, its QP's number included (a
+     * receive completion's wr_id is the layer's: take_recv translates it) */
     int r = poll_backend(e, 1, n, wc);
     for (int k = 0; k < r; k++)
         if (wc[k].status != SHIFT_WC_SUCCESS && direct_error(e, &wc[k]))

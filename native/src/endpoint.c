@@ -1,13 +1,14 @@
 /*
  * endpoint.c - an endpoint's life: creating it over a backend table with its two QPs,
- * destroying it, registering memory on both NICs and translating keys to the backup
- * NIC's, querying both sides' states and its statistics, and the names of states and
- * designs.
+ * destroying it, registering and deregistering memory on both NICs and translating keys
+ * to the backup NIC's, querying both sides' states and its statistics, its queue of
+ * events for the application, and the names of states, designs and events.
  */
 #include "layer.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------ keys ---------- */
 
@@ -17,6 +18,14 @@ uint32_t xlate(const keypair *t, int n, uint32_t key)
         if (t[i].k[0] == key)
             return t[i].k[1];
     return key;
+}
+
+uint32_t lkey_backup(const ep_s *e, uint32_t lkey)
+{
+    for (int i = 0; i < e->nreg; i++)
+        if (e->regs[i].keys.lkey == lkey)
+            return e->regs[i].keys.lkey_backup;
+    return lkey;
 }
 
 static int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
@@ -115,6 +124,12 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         ops->destroy_qp(ctx, e->qp[1]);
         goto fail;
     }
+    /* the application's QP number, which its completions keep across a failover */
+    if (ops->query_qp_num && (err = ops->query_qp_num(ctx, e->qp[1], &e->qpn)) != 0) {
+        ops->destroy_qp(ctx, e->qp[1]);
+        ops->destroy_qp(ctx, e->qp[2]);
+        goto fail;
+    }
     e->h = h_new(e, H_EP);
     if (!e->h) {
         ops->destroy_qp(ctx, e->qp[1]);
@@ -155,11 +170,12 @@ int shift_ep_destroy(shift_ep h)
         return EBUSY;
     e->ops->destroy_qp(e->ctx, e->qp[1]);
     e->ops->destroy_qp(e->ctx, e->qp[2]);
-    for (int i = 0; i < e->nmr; i++)
-        e->ops->dereg_mr(e->ctx, e->mrs[i]);
+    for (int i = 0; i < e->nreg; i++) {
+        e->ops->dereg_mr(e->ctx, e->regs[i].mr[0]);
+        e->ops->dereg_mr(e->ctx, e->regs[i].mr[1]);
+    }
     h_free(e->h);
-    free(e->mrs);
-    free(e->lk);
+    free(e->regs);
     free(e->rk);
     free(e->pq);
     free(e->rpend);
@@ -185,27 +201,42 @@ int shift_reg_mr(shift_ep h, uint64_t addr, size_t length, int access,
         e->ops->dereg_mr(e->ctx, mr[1]);
         return err;
     }
-    if (e->nmr + 2 > e->capmr) {
-        int c = e->capmr ? e->capmr * 2 : 8;
-        void **m = realloc(e->mrs, (size_t)c * sizeof *m);
-        if (!m)
-            goto nomem;
-        e->mrs = m;
-        e->capmr = c;
+    if (e->nreg == e->capreg) {
+        int c = e->capreg ? e->capreg * 2 : 8;
+        region_t *m = realloc(e->regs, (size_t)c * sizeof *m);
+        if (!m) {
+            e->ops->dereg_mr(e->ctx, mr[1]);
+            e->ops->dereg_mr(e->ctx, mr[2]);
+            return ENOMEM;
+        }
+        e->regs = m;
+        e->capreg = c;
     }
-    if (keys_add(&e->lk, &e->nlk, &e->caplk, lk[1], lk[2]))
-        goto nomem;
-    e->mrs[e->nmr++] = mr[1];
-    e->mrs[e->nmr++] = mr[2];
-    keys->lkey = lk[1];
-    keys->rkey = rk[1];
-    keys->lkey_backup = lk[2];
-    keys->rkey_backup = rk[2];
+    region_t *g = &e->regs[e->nreg++];
+    g->keys = (struct shift_mr_keys){lk[1], rk[1], lk[2], rk[2]};
+    g->mr[0] = mr[1];
+    g->mr[1] = mr[2];
+    *keys = g->keys;
     return 0;
-nomem:
-    e->ops->dereg_mr(e->ctx, mr[1]);
-    e->ops->dereg_mr(e->ctx, mr[2]);
-    return ENOMEM;
+}
+
+int shift_dereg_mr(shift_ep h, const struct shift_mr_keys *keys)
+{
+    ep_s *e = ep_get(h);
+    if (!e || !keys)
+        return EINVAL;
+    for (int i = 0; i < e->nreg; i++) {
+        region_t *g = &e->regs[i];
+        if (memcmp(&g->keys, keys, sizeof *keys) != 0)
+            continue;
+        /* a backend that cannot release a registration still loses it from the layer:
+         * the keys are dead to the application either way (counted) */
+        backend_error(e, e->ops->dereg_mr(e->ctx, g->mr[0]));
+        backend_error(e, e->ops->dereg_mr(e->ctx, g->mr[1]));
+        *g = e->regs[--e->nreg];
+        return 0;
+    }
+    return EINVAL;
 }
 
 int shift_add_remote_keys(shift_ep h, uint32_t rkey, uint32_t rkey_backup)
@@ -214,6 +245,50 @@ int shift_add_remote_keys(shift_ep h, uint32_t rkey, uint32_t rkey_backup)
     if (!e)
         return EINVAL;
     return keys_add(&e->rk, &e->nrk, &e->caprk, rkey, rkey_backup);
+}
+
+int shift_del_remote_keys(shift_ep h, uint32_t rkey)
+{
+    ep_s *e = ep_get(h);
+    if (!e)
+        return EINVAL;
+    for (int i = 0; i < e->nrk; i++)
+        if (e->rk[i].k[0] == rkey) {
+            e->rk[i] = e->rk[--e->nrk];
+            return 0;
+        }
+    return EINVAL;
+}
+
+/* ------------------------------------------------------------ events -------- */
+
+void ep_event(ep_s *e, int type, int path, int status, uint64_t wrs)
+{
+    if (e->evtail - e->evhead == SHIFT_EVENT_QUEUE) {
+        e->evhead++; /* the newest tells the application more than the oldest */
+        e->st.events_dropped++;
+    }
+    e->evq[e->evtail++ % SHIFT_EVENT_QUEUE] = (struct shift_event){type, path, status, wrs};
+}
+
+int shift_poll_event(shift_ep h, struct shift_event *ev)
+{
+    ep_s *e = ep_get(h);
+    if (!e || !ev)
+        return -EINVAL;
+    if (e->evhead == e->evtail)
+        return 0;
+    *ev = e->evq[e->evhead++ % SHIFT_EVENT_QUEUE];
+    return 1;
+}
+
+const char *shift_event_name(int type)
+{
+    static const char *const n[] = {NULL, "PATH_DOWN", "FAILOVER_STARTED", "FAILOVER_FINISHED",
+                                    "FAILOVER_REFUSED", "FAIL_BACK", "RECV_FAIL_BACK"};
+    if (type < SHIFT_EVENT_PATH_DOWN || type > SHIFT_EVENT_RECV_FAIL_BACK)
+        return NULL;
+    return n[type];
 }
 
 int shift_ep_query(shift_ep h, struct shift_ep_info *info)
@@ -276,8 +351,9 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->buffered = e->btail - e->bhead;
     info->recvs_completed = e->recv_done;
     info->backup_state_bytes = shift_backup_state_bytes(e->pcap, e->rcap) +
-                               (uint64_t)(e->caplk + e->caprk) * sizeof(keypair) +
-                               (uint64_t)e->capmr * sizeof(void *);
+                               (uint64_t)e->caprk * sizeof(keypair) +
+                               (uint64_t)e->capreg * sizeof(region_t);
+    info->qp_num = e->qpn;
     return 0;
 }
 

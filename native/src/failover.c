@@ -104,6 +104,7 @@ static int post_backup(ep_s *e, pend_t *p)
             err = post_pend(e, p, 2, 0);
         e->send_mode = SHIFT_STATE_ERROR;
         e->err_path = 2;
+        ep_event(e, SHIFT_EVENT_PATH_DOWN, 2, SHIFT_WC_WR_FLUSH_ERR, 0);
     }
     if (err) {
         buf_send(e, p, SHIFT_WC_WR_FLUSH_ERR);
@@ -128,19 +129,20 @@ static void trigger_default(ep_s *e, int status)
                 refuse = 1;
         }
     if (refuse) {
-        int first = 1;
+        uint64_t n = 0;
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];
             if (p->flags & PF_DONE)
                 continue;
-            buf_send(e, p, first ? status : SHIFT_WC_WR_FLUSH_ERR);
+            buf_send(e, p, n ? SHIFT_WC_WR_FLUSH_ERR : status);
             p->flags |= PF_DONE;
-            first = 0;
-            e->st.refused_wrs++;
+            n++;
         }
+        e->st.refused_wrs += n;
         pend_gc(e);
         e->send_mode = SHIFT_STATE_ERROR;
         e->err_path = 1;
+        ep_event(e, SHIFT_EVENT_FAILOVER_REFUSED, 1, status, n);
         return;
     }
     for (uint64_t s = e->phead; s < e->ptail; s++)
@@ -170,8 +172,9 @@ static void abandon(ep_s *e)
  * move the default QP to ERR (stale packets on the dead path can no longer execute),
  * drain its CQ; the send side enters Fallback (or refuses, or abandons a fail-back), the
  * receive side, if its receive WRs were on the default QP, starts moving them
- * (Moving: the Handshake reposts them); the counter is to be sent (again). */
-void trigger(ep_s *e, int status)
+ * (Moving: the Handshake reposts them); the counter is to be sent (again). `seen` is
+ * the status this endpoint saw (the event's), SUCCESS if the peer's counter woke it. */
+static void start_failover(ep_s *e, int status, int seen)
 {
     stale_rq2_check(e);
     /* A failed move to ERR leaves a QP the backend already lost (the failure is why we
@@ -187,6 +190,7 @@ void trigger(ep_s *e, int status)
     }
     e->epoch++;
     e->st.failovers++;
+    ep_event(e, SHIFT_EVENT_FAILOVER_STARTED, 2, seen, 0);
     e->probing = 0;
     if (e->send_mode == SHIFT_STATE_DEFAULT)
         trigger_default(e, status);
@@ -198,6 +202,14 @@ void trigger(ep_s *e, int status)
         e->recv_mode = SHIFT_RECV_MOVING;
     }
     e->sent_ctr = 0;
+}
+
+/* The failover starts from this endpoint's own sight of a failed default path: an
+ * error completion polled from the default QP, or a failed post to it. */
+void trigger(ep_s *e, int status)
+{
+    ep_event(e, SHIFT_EVENT_PATH_DOWN, 1, status, 0);
+    start_failover(e, status, status);
 }
 
 /* Not in the spec: the connection dies of an application error (protection, access,
@@ -216,6 +228,8 @@ void go_dead(ep_s *e, int path)
  * with status), the receive side's receive WRs come back flushed; the endpoint is dead. */
 static void give_up(ep_s *e, int status)
 {
+    if (e->send_mode != SHIFT_STATE_ERROR || e->err_path != 2) /* (else said already) */
+        ep_event(e, SHIFT_EVENT_PATH_DOWN, 2, status, 0);
     /* (a failed move to ERR: the drain below takes what the CQ holds all the same) */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0));
     drain(e, 2);
@@ -312,6 +326,7 @@ static void replay(ep_s *e)
     if (executed > e->known_exec)
         e->known_exec = executed;
     int blocked = 0;
+    uint64_t replayed = 0;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         pend_t *p = &e->pq[s & e->pmask];
         if (p->flags & PF_DONE)
@@ -333,13 +348,16 @@ static void replay(ep_s *e)
         }
         if (!post_backup(e, p))
             continue;
-        e->st.replayed_wrs++;
+        replayed++;
         if (p->wr.send_flags & SHIFT_SEND_SIGNALED)
             blocked = 1;
     }
     pend_gc(e);
+    e->st.replayed_wrs += replayed;
     e->replayed = 1;
     e->fresh = 0;
+    if (e->send_mode != SHIFT_STATE_ERROR) /* (else the backup path failed: PATH_DOWN) */
+        ep_event(e, SHIFT_EVENT_FAILOVER_FINISHED, 2, SHIFT_WC_SUCCESS, replayed);
 }
 
 /* Empty the default QP's CQ after this endpoint re-established the pair: what it holds
@@ -443,6 +461,7 @@ static void release(ep_s *e)
     e->has_fence = 0;
     e->replayed = 0;
     e->st.failbacks++;
+    ep_event(e, SHIFT_EVENT_FAIL_BACK, 1, SHIFT_WC_SUCCESS, 0);
     /* a doorbell the backend refuses is a failed post on the default QP (datapath.c):
      * the held WRs never left, and a failover takes them off it */
     if (backend_error(e, e->ops->ring(e->ctx, e->qp[1])))
@@ -577,6 +596,7 @@ static void take_failback(ep_s *e)
     rpend_gc(e);
     e->stale_rq2 = later;
     e->recv_mode = SHIFT_RECV_DEFAULT;
+    ep_event(e, SHIFT_EVENT_RECV_FAIL_BACK, 1, SHIFT_WC_SUCCESS, 0);
 }
 
 /* spec: DeliverControl, a counter. A new one (seq > peerSeq): the answer this endpoint
@@ -611,7 +631,8 @@ int shift_progress(shift_ep h)
     if (!failover(e) || e->dead)
         return SHIFT_STEP_NONE;
     if (on_path1(e) && e->fresh && !e->sent_ctr) {
-        trigger(e, SHIFT_WC_WR_FLUSH_ERR); /* woken by the peer's counter */
+        /* woken by the peer's counter (a refusal fails the first WR as flushed) */
+        start_failover(e, SHIFT_WC_WR_FLUSH_ERR, SHIFT_WC_SUCCESS);
         return SHIFT_STEP_TRIGGER;
     }
     if (!e->sent_ctr && !on_path1(e)) {

@@ -54,6 +54,13 @@ typedef struct {
     uint32_t k[2];
 } keypair;
 
+/* a region the application registered (shift_reg_mr): its keys on both NICs and the
+ * backend's registrations of it */
+typedef struct {
+    struct shift_mr_keys keys;
+    void *mr[2];               /* the default NIC's, the backup NIC's */
+} region_t;
+
 typedef struct ep_s {
     uint64_t h;
     const struct shift_backend_ops *ops;
@@ -115,10 +122,14 @@ typedef struct ep_s {
     uint32_t ctr_seq, peer_seq;/* its counters sent; the last of the peer's it took */
     uint32_t ctl_left;         /* retransmissions left to the control timer */
     int owned;                 /* a connection holds it: shift_ep_destroy says EBUSY */
-    keypair *lk, *rk;
-    int nlk, caplk, nrk, caprk;
-    void **mrs;
-    int nmr, capmr;
+    region_t *regs;            /* its registered regions (the backup lkey of each) */
+    int nreg, capreg;
+    keypair *rk;               /* the peer's rkeys: the default NIC's, the backup NIC's */
+    int nrk, caprk;
+    uint32_t qpn;              /* the application's QP number: the default QP's (0: unknown) */
+    /* the events the application has not polled (shift_poll_event), oldest first */
+    struct shift_event evq[SHIFT_EVENT_QUEUE];
+    uint32_t evhead, evtail;
     struct shift_ep_info st; /* statistics part */
 } ep_s;
 
@@ -254,7 +265,11 @@ INTERNAL void trigger(ep_s *e, int status);
 INTERNAL void go_dead(ep_s *e, int path);
 /* a fail-back's stale receives leave the backup QP once no send of this side is there */
 INTERNAL void stale_rq2_check(ep_s *e);
-/* endpoint.c: the backup NIC's key of a default NIC's key */
+/* endpoint.c: the backup NIC's key of a default NIC's key: the peer's rkey, its own
+ * lkey (a key it does not know is left as it is) */
 INTERNAL uint32_t xlate(const keypair *t, int n, uint32_t key);
+INTERNAL uint32_t lkey_backup(const ep_s *e, uint32_t lkey);
+/* an event for the application (shift_poll_event); a full queue drops its oldest */
+INTERNAL void ep_event(ep_s *e, int type, int path, int status, uint64_t wrs);
 
 #endif

@@ -161,7 +161,7 @@ int post_pend(ep_s *e, pend_t *p, int path, int nodb)
     struct shift_send_wr w = p->wr;
     if (path == 2) {
         if (w.num_sge && !(w.send_flags & SHIFT_SEND_INLINE))
-            w.sg.lkey = xlate(e->lk, e->nlk, w.sg.lkey);
+            w.sg.lkey = lkey_backup(e, w.sg.lkey);
         w.rkey = xlate(e->rk, e->nrk, w.rkey);
     }
     if (nodb)
@@ -175,7 +175,7 @@ int post_rpend(ep_s *e, rpend_t *r, int path)
         return e->ops->post_recv(e->ctx, e->qp[1], &r->wr);
     struct shift_recv_wr w = r->wr;
     if (w.num_sge)
-        w.sg.lkey = xlate(e->lk, e->nlk, w.sg.lkey);
+        w.sg.lkey = lkey_backup(e, w.sg.lkey);
     return e->ops->post_recv(e->ctx, e->qp[2], &w);
 }
 

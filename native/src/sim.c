@@ -212,6 +212,14 @@ static int b_dereg_mr(void *c, void *mr)
     return sn_dereg_mr(mr);
 }
 
+/* (not injected: asked once, when the endpoint is made) */
+static int b_query_qp_num(void *c, void *qp, uint32_t *qpn)
+{
+    (void)c;
+    *qpn = ((sn_qp_s *)qp)->qpn;
+    return 0;
+}
+
 static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
 {
     int err = fault(c, SHIFT_OP_CTL_SEND);
@@ -233,6 +241,7 @@ static const struct shift_backend_ops sim_ops = {
     .ctl_send = b_ctl_send,
     .sq_pending = b_sq_pending,
     .query_pair = b_query_pair,
+    .query_qp_num = b_query_qp_num,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
@@ -342,6 +351,19 @@ int shift_sim_reg_mr(shift_conn ch, int host, uint64_t addr, size_t length, int 
     if (err)
         return err;
     return shift_add_remote_keys(c->ep[1 - host], keys->rkey, keys->rkey_backup);
+}
+
+int shift_sim_dereg_mr(shift_conn ch, int host, const struct shift_mr_keys *keys)
+{
+    conn_s *c = conn_get(ch);
+    if (!c || !keys || (host != 0 && host != 1))
+        return EINVAL;
+    int err = shift_dereg_mr(c->ep[host], keys);
+    if (err)
+        return err;
+    /* (a region registered on the endpoint alone left the peer's keys unknown) */
+    shift_del_remote_keys(c->ep[1 - host], keys->rkey);
+    return 0;
 }
 
 int shift_sim_timeout(shift_conn ch, int host, int path)

@@ -676,6 +676,116 @@ static void test_layer_both_sides(void)
     lay_close(&L);
 }
 
+/* One host's events, as (type, path, status) triples, into ev; how many. */
+static int take_events(shift_ep ep, int *ev, int max)
+{
+    struct shift_event e;
+    int n = 0;
+    while (n < max && shift_poll_event(ep, &e) == 1) {
+        ev[3 * n] = e.type;
+        ev[3 * n + 1] = e.path;
+        ev[3 * n + 2] = e.status;
+        n++;
+    }
+    return n;
+}
+
+/* The verbs-shaped API: completions name the application's QP across a failover and
+ * back; each host's events tell the failover and the fail-back, in order; a
+ * deregistered region's keys fail the WR that uses them, and nothing else. */
+static void test_layer_verbs_api(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_WIRE_PROBE);
+    struct shift_wc sa[32], sb[32];
+    int na = 0, nb = 0;
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && shift_ep_query(L.ep[1], &ib) == 0);
+    CHECK(ia.qp_num != 0 && ib.qp_num != 0 && ia.qp_num != ib.qp_num);
+    lay_round(&L, 1, 0);
+    lay_round(&L, 2, 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(sn_nic_recover(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    lay_round(&L, 3, 0); /* the fence */
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 3 && nb == 3);
+    for (int i = 0; i < na; i++)
+        CHECK(sa[i].qp_num == ia.qp_num && sb[i].qp_num == ib.qp_num);
+    int ev[3 * 8];
+    static const int a_ev[] = {SHIFT_EVENT_PATH_DOWN, 1, SHIFT_WC_WR_FLUSH_ERR,
+                               SHIFT_EVENT_FAILOVER_STARTED, 2, SHIFT_WC_WR_FLUSH_ERR,
+                               SHIFT_EVENT_FAILOVER_FINISHED, 2, SHIFT_WC_SUCCESS,
+                               SHIFT_EVENT_FAIL_BACK, 1, SHIFT_WC_SUCCESS};
+    CHECK(take_events(L.ep[0], ev, 8) == 4 && memcmp(ev, a_ev, sizeof a_ev) == 0);
+    static const int b_ev[] = {SHIFT_EVENT_FAILOVER_STARTED, 2, SHIFT_WC_SUCCESS,
+                               SHIFT_EVENT_FAILOVER_FINISHED, 2, SHIFT_WC_SUCCESS,
+                               SHIFT_EVENT_RECV_FAIL_BACK, 1, SHIFT_WC_SUCCESS};
+    CHECK(take_events(L.ep[1], ev, 8) == 3 && memcmp(ev, b_ev, sizeof b_ev) == 0);
+    struct shift_event e;
+    CHECK(shift_poll_event(L.ep[0], &e) == 0 && shift_poll_event(L.ep[0], NULL) == -EINVAL);
+    CHECK(shift_poll_event(NULL, &e) == -EINVAL);
+    CHECK(strcmp(shift_event_name(SHIFT_EVENT_RECV_FAIL_BACK), "RECV_FAIL_BACK") == 0 &&
+          shift_event_name(0) == NULL && shift_event_name(SHIFT_EVENT_RECV_FAIL_BACK + 1) == NULL);
+    /* a second region of A: deregistered once, then its keys are dead */
+    struct shift_mr_keys k2, forged;
+    CHECK(shift_sim_reg_mr(L.c, 0, L.a_src + 8192, 64, 15, &k2) == 0);
+    forged = k2;
+    forged.lkey_backup ^= 1;
+    CHECK(shift_dereg_mr(L.ep[0], &forged) == EINVAL && shift_dereg_mr(L.ep[0], NULL) == EINVAL);
+    CHECK(shift_dereg_mr(NULL, &k2) == EINVAL && shift_dereg_mr(L.ep[1], &k2) == EINVAL);
+    CHECK(shift_sim_dereg_mr(L.c, 2, &k2) == EINVAL && shift_sim_dereg_mr(NULL, 0, &k2) == EINVAL);
+    CHECK(shift_sim_dereg_mr(L.c, 0, &k2) == 0);
+    CHECK(shift_sim_dereg_mr(L.c, 0, &k2) == EINVAL && shift_dereg_mr(L.ep[0], &k2) == EINVAL);
+    CHECK(shift_del_remote_keys(L.ep[1], k2.rkey) == EINVAL); /* forgotten already */
+    CHECK(shift_del_remote_keys(NULL, k2.rkey) == EINVAL);
+    struct shift_send_wr w = {0};
+    w.wr_id = 99;
+    w.opcode = SHIFT_WR_RDMA_WRITE;
+    w.send_flags = SHIFT_SEND_SIGNALED;
+    w.num_sge = 1;
+    w.sg = (struct shift_sge){L.a_src + 8192, 8, k2.lkey};
+    w.remote_addr = L.b_dst;
+    w.rkey = L.k[1].rkey;
+    CHECK(shift_post_send(L.ep[0], &w, NULL) == 0);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 4 && sa[3].wr_id == 99 && sa[3].status == SHIFT_WC_LOC_PROT_ERR);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 1 &&
+          ia.state == SHIFT_STATE_ERROR && ia.events_dropped == 0);
+    CHECK(take_events(L.ep[0], ev, 8) == 0); /* the application's error: no path's */
+    lay_close(&L);
+}
+
+/* Failovers and fail-backs nobody polls the events of: the queue keeps the newest
+ * SHIFT_EVENT_QUEUE, in order, and counts what it dropped. */
+static void test_layer_event_queue_full(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_WIRE_PROBE);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    enum { CYCLES = 10 };
+    for (uint64_t k = 1; k <= CYCLES; k++) {
+        lay_round(&L, 2 * k - 1, 0);
+        CHECK(sn_link_down(L.f, 1) == 1);
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        CHECK(sn_link_up(L.f, 1) == 1);
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        lay_round(&L, 2 * k, 0); /* the fence */
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+    }
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == CYCLES &&
+          ia.failbacks == CYCLES && ia.events_dropped == 4 * CYCLES - SHIFT_EVENT_QUEUE);
+    int ev[3 * SHIFT_EVENT_QUEUE + 3];
+    CHECK(take_events(L.ep[0], ev, SHIFT_EVENT_QUEUE + 1) == SHIFT_EVENT_QUEUE);
+    for (int i = 0; i < SHIFT_EVENT_QUEUE; i += 4)
+        CHECK(ev[3 * i] == SHIFT_EVENT_PATH_DOWN &&
+              ev[3 * (i + 3)] == SHIFT_EVENT_FAIL_BACK);
+    lay_close(&L);
+}
+
 /* Host h posts a SEND of value v (inline) and a receive WR id into its buffer k. */
 static void tw_send(lay_t *L, int h, uint64_t id, uint64_t v)
 {
@@ -2336,6 +2446,8 @@ int main(void)
             test_layer_nccl(host, step);
     test_layer_atomic_refused();
     test_layer_both_sides();
+    test_layer_verbs_api();
+    test_layer_event_queue_full();
     test_layer_two_way(0);
     test_layer_two_way(SHIFT_EP_COPY_POSTS);
     test_layer_two_way(SHIFT_EP_WIRE_PROBE);

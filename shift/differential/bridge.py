@@ -1,10 +1,10 @@
 """The mapping: a model event as a call of the C implementation (docs/differential.md).
 
 - WR w of host h's program (Workloads.tla's ProgramOf(k, h): A's, and B's in the two-way
-  workloads) is `Wr(id=w, op, region, value, signaled)` posted by h; notifications carry
-  their WR id as immediate data, so the receiver's completion names the sender's WR as
-  `rcvSeen` does; inline payloads, so a replay carries the value posted (the model's WRs
-  are values);
+  workloads) is `Wr(id=w, op, region, value, signaled)` posted by h (the spec's SEND as
+  SEND_IMM); notifications carry their WR id as immediate data, so the receiver's
+  completion names the sender's WR as `rcvSeen` does; inline payloads, so a replay
+  carries the value posted (the model's WRs are values);
 - region r is the r-th 8-byte slot of each host's registered memory (the model's
   `mem[h]`: the peer's WRITEs land there, its application reads it); receive WR r has its
   own buffer at its host (`bufs[h][r]`: a SEND's payload lands there), a READ/atomic WR w
@@ -40,9 +40,12 @@ DESIGNS = tuple(d.value for d in DesignCode)
 
 
 def wr_of(program: Sequence[Any], w: int) -> Wr:
-    """Program WR w (1-based) as the implementation's work request (its poster's)."""
+    """Program WR w (1-based) as the implementation's work request (its poster's). The
+    spec's SEND names its WR to the receiver: the library's SEND_IMM (verbs'
+    SEND_WITH_IMM), whose immediate data carries the id."""
     x = program[w - 1]
-    return Wr(id=w, op=x.op, region=x.region, value=x.value, signaled=x.signaled)
+    op = "SEND_IMM" if x.op == "SEND" else x.op
+    return Wr(id=w, op=op, region=x.region, value=x.value, signaled=x.signaled)
 
 
 class Bridge:

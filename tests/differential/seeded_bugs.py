@@ -113,7 +113,7 @@ MUTANTS = (
            "(0 && skips_prefix(e) && s < executed)",
            "ShiftPrefix replays the WRs before the last counted notification, as Shift does"),
     Mutant("recv-backup-default-key", "pending.c",
-           "    if (w.num_sge)\n        w.sg.lkey = xlate(e->lk, e->nlk, w.sg.lkey);\n",
+           "    if (w.num_sge)\n        w.sg.lkey = lkey_backup(e, w.sg.lkey);\n",
            "    /* seeded: the lkey is not translated */\n",
            "a receive reposted on the backup QP keeps the default NIC's lkey"),
     Mutant("cas-not-refused", "failover.c",

@@ -89,6 +89,11 @@ def test_the_guide_s_c_example_runs_against_the_installed_package(
     lines = run.stdout.splitlines()
     assert lines[:6] == [f"B: notification {k}, slot {k} = {100 * k}" for k in range(1, 7)]
     assert lines[6] == "A: Default, failovers 1, replayed 2, failbacks 1"
+    assert lines[7:] == [
+        "A: PATH_DOWN on path 1", "A: FAILOVER_STARTED on path 2",
+        "A: FAILOVER_FINISHED on path 2", "A: FAIL_BACK on path 1",
+        "B: FAILOVER_STARTED on path 2", "B: FAILOVER_FINISHED on path 2",
+        "B: RECV_FAIL_BACK on path 1"]
 
 
 def test_shift_config_of_this_installation() -> None:

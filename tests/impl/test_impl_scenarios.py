@@ -439,18 +439,18 @@ def test_a_send_payload_lands_in_the_buffer_of_the_receive_it_consumes(conn):
 @pytest.mark.parametrize("copy_posts", [False, True])
 def test_two_way_ping_pong_survives_a_failover_and_fails_back_both_ways(fabric, fault,
                                                                         copy_posts):
-    """Both hosts send and receive on one connection (ibv_rc_pingpong): each SEND lands
+    """Both hosts send and receive on one connection (ibv_rc_pingpong): each SEND_IMM lands
     once, in order, in its own receive WR's buffer at the peer, through a failover while
     both directions are in flight and the fail-back of both directions."""
     conn = fabric.connect("Shift", regions=2, copy_posts=copy_posts, record=True)
     for k in range(1, 7):
         conn.post_recv("A", k)
         conn.post_recv("B", k)
-    conn.post_send("A", Wr(1, "SEND", value=101))
-    conn.post_send("B", Wr(1, "SEND", value=201))
+    conn.post_send("A", Wr(1, "SEND_IMM", value=101))
+    conn.post_send("B", Wr(1, "SEND_IMM", value=201))
     drive(conn)
-    conn.post_send("A", Wr(2, "SEND", value=102))
-    conn.post_send("B", Wr(2, "SEND", value=202))
+    conn.post_send("A", Wr(2, "SEND_IMM", value=102))
+    conn.post_send("B", Wr(2, "SEND_IMM", value=202))
     conn.post_send("A", Wr(3, "WRITE", region=1, value=7))  # B's region 1
     conn.post_send("B", Wr(3, "WRITE", region=2, value=8))  # A's region 2
     conn.apply(fault)
@@ -459,8 +459,8 @@ def test_two_way_ping_pong_survives_a_failover_and_fails_back_both_ways(fabric, 
     conn.apply(("NicRecover" if fault[0] == "NicFail" else "LinkUp", *fault[1:]))
     drive(conn)
     for k in range(4, 7):  # the first is each side's fence; then the default path again
-        conn.post_send("A", Wr(k, "SEND", value=100 + k))
-        conn.post_send("B", Wr(k, "SEND", value=200 + k))
+        conn.post_send("A", Wr(k, "SEND_IMM", value=100 + k))
+        conn.post_send("B", Wr(k, "SEND_IMM", value=200 + k))
         drive(conn)
     obs = conn.observe()
     for h, sent, got in (("A", obs.snd_seen, obs.rcv_seen_a), ("B", obs.snd_seen_b, obs.rcv_seen)):
@@ -529,7 +529,7 @@ def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
     assert conn.host_state("A").send_state == "Error"
     assert conn.host_state("A").recv_state == "Fallback"
     conn.post_send("A", Wr(2, "WRITE", region=1, value=5))  # flushed at once
-    conn.post_send("B", Wr(1, "SEND", value=9))  # lands in A's receive WR 1 afterwards
+    conn.post_send("B", Wr(1, "SEND_IMM", value=9))  # lands in A's receive WR 1 afterwards
     conn.pump()
     assert conn.received(1, "A") == 9
     first, second = conn.poll_cq("A"), conn.poll_cq("A")
