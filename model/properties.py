@@ -134,16 +134,16 @@ TEMPORAL = ("Liveness",)
 
 def _done_at(s: State, h: int) -> bool:
     """Done's conjunct for host h: everything posted, every signaled WR completed and,
-    unless h's layer refused on purpose or h's application saw an error of its own (a
-    bad key: AppFailed), every completion a success and every notification taken by the
-    peer."""
+    unless h's layer refused on purpose or an application of either host saw an error
+    of its own (a bad key: AppFailed, which fails the QP pair), every completion a
+    success and every notification taken by the peer."""
     prog = s.program[h]
     if s.posted[h] != len(prog) or s.recvPosted[h] != num_notes(s.program[peer(h)]):
         return False
     completed = {e.wr for e in s.sndSeen[h]}
     if any(w.signaled and k not in completed for k, w in enumerate(prog, 1)):
         return False
-    if s.refused[h] or any(e.status in APP_ERRORS for e in s.sndSeen[h]):
+    if s.refused[h] or any(e.status in APP_ERRORS for seen in s.sndSeen for e in seen):
         return True
     return (all(e.status == SUCCESS for e in s.sndSeen[h])
             and taken(s, peer(h)) == num_notes(prog))

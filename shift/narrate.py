@@ -167,8 +167,13 @@ def headline(before: State, after: State) -> str:
     if name == "Transmit":
         h, p = args
         sent = [m for c in wire_changes(before, after) for m in c.entered]
-        return (f"{h}'s NIC {p} transmits {packet(after, h, sent[0])}" if sent else
-                f"{h}'s NIC {p} transmits into a dead link: the packet is lost")
+        if sent:
+            return f"{h}'s NIC {p} transmits {packet(after, h, sent[0])}"
+        qp_before, qp_after = before.get("qp") or {}, after.get("qp") or {}
+        if qp_before.get(h) != qp_after.get(h):
+            return (f"{h}'s NIC {p} finds the next WR's lkey bad: LOC_PROT_ERR, "
+                    "the QP to the error state")
+        return f"{h}'s NIC {p} transmits into a dead link: the packet is lost"
     if name in ("Deliver", "Drop"):
         p, d = args
         s = sender_of(d)

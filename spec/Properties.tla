@@ -71,9 +71,10 @@ ZeroCopy == copies = 0
 
 (***************************************************************************)
 (* The workload is finished: every WR posted, every signaled WR completed *)
-(* at its sender, and - unless its layer refused on purpose or its       *)
-(* application saw an error of its own (a bad key) - every completion a   *)
-(* success and every notification taken by the peer.                     *)
+(* at its sender, and - unless its layer refused on purpose or an        *)
+(* application of either host saw an error of its own (a bad key: it     *)
+(* fails the QP pair, as plain RC does) - every completion a success and *)
+(* every notification taken by the peer.                                  *)
 (***************************************************************************)
 AppFailed(h) == \E i \in DOMAIN sndSeen[h] : sndSeen[h][i].status \in AppErrors
 
@@ -82,7 +83,7 @@ Done ==
         /\ posted[h] = Len(program[h]) /\ recvPosted[h] = NumNotes(program[Peer(h)])
         /\ \A w \in DOMAIN program[h] :
                Signaled(h, w) => \E i \in DOMAIN sndSeen[h] : sndSeen[h][i].wr = w
-        /\ refused[h] = {} /\ ~AppFailed(h) =>
+        /\ refused[h] = {} /\ ~AppFailed(h) /\ ~AppFailed(Peer(h)) =>
                /\ \A i \in DOMAIN sndSeen[h] : sndSeen[h][i].status = "SUCCESS"
                /\ Len(NotesTaken(Peer(h))) = NumNotes(program[h])
 

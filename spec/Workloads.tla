@@ -79,6 +79,7 @@ Applied(w, old) ==
 (*     WRITE, a WRITE whose lkey is bad, then the notification (bound     *)
 (*     apperr only; 9 and 10 are the numbers docs/extending.md adds).    *)
 (* 12: the same with a bad rkey: the responder NAKs the second WRITE.    *)
+(* 13: A's notification while B's own WRs go the other way (BProgram).  *)
 (***************************************************************************)
 Program(k) ==
     CASE k = 1 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
@@ -92,6 +93,7 @@ Program(k) ==
                       WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 12 -> << WR("WRITE", 1, 1, TRUE, 0), BadKey(WR("WRITE", 1, 2, FALSE, 0), "RKEY"),
                       WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 13 -> << WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 7 -> << WR("SEND", 0, 1, TRUE, 1) >>
       [] k = 8 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
 
@@ -103,9 +105,13 @@ Program(k) ==
 (*    RDMA WRITE of the entry into A's region 1, as net_ib's PostFifo     *)
 (*    posts it (no notification: A's proxy polls the region), signaled    *)
 (*    (PostFifo signals one post in a window so that its queue drains).   *)
+(* 13: an application error on B (issue 16): a signaled WRITE into A's   *)
+(*     region 1, then a WRITE whose lkey is bad, on the QPs that carry   *)
+(*     A's notification to B.                                             *)
 (***************************************************************************)
 BProgram(k) ==
     CASE k = 7 -> << Reply(WR("SEND", 0, 2, TRUE, 1), 1) >>
+      [] k = 13 -> << WR("WRITE", 1, 1, TRUE, 0), BadKey(WR("WRITE", 1, 2, FALSE, 0), "LKEY") >>
       [] k = 8 -> << WR("WRITE", 1, 1, TRUE, 0) >>
       [] OTHER -> << >>
 

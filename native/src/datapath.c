@@ -588,16 +588,24 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
         }
         if (!path)
             return e->send_mode == SHIFT_STATE_ERROR ? take_flushed(e, out) : 0;
-        int nq = 0;
+        int nq = 0, apperr = 0;
         if (path == 1 && wc.status != SHIFT_WC_SUCCESS && failover(e) && !e->dead &&
-            app_fault(e, &wc, &nq))
-            /* spec: AppError(h): no failover; the default CQ's completions go to the
-             * application in order (the flushes before the error, its own status) */
+            app_fault(e, &wc, &nq)) {
+            /* spec: AppError(h): no failover; the layer takes the default CQ's
+             * completions and holds them for the application in order (the flushes
+             * before the error, its own status, the flushes after): this poll is the
+             * layer's step, as a trigger's is */
             go_dead(e, 1);
+            apperr = 1;
+        }
         int r = take_one(e, path, &wc, out);
+        if (apperr && r == 1) {
+            buf_push(e, out);
+            r = 2;
+        }
         /* the flushes read past wc, and the fault's completion, follow it in order (a
          * failover's drain would have discarded them: all of them are after its error) */
-        for (int i = 0; i < nq && r != 2; i++) {
+        for (int i = 0; i < nq && (r != 2 || apperr); i++) {
             struct shift_wc o;
             int q = take_one(e, 1, &e->q1[i], &o);
             if (q == 1)
