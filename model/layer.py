@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from shift.model.config import Constants, DesignRecord
 from shift.model.state import (
+    APP_ERRORS,
     ATOMICS,
     DEFAULT,
     DIR,
@@ -105,6 +106,36 @@ def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
                        recvDone=set_at(s.recvDone, h, s.recvDone[h] + len(recvs)),
                        rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),
                        recvMode=set_at(s.recvMode, h, MOVING))
+
+
+def first_fault(s: State, h: int) -> str:
+    """FirstFault(h): what failed h's default QP: the status of the first CQE of its CQ
+    that is an error other than a flush (SUCCESS when none). A flush only says the QP is
+    in the error state; the CQE of the WR that put it there may come after it."""
+    for c in s.cq[h][0]:
+        if c.status not in (SUCCESS, FLUSH):
+            return c.status
+    return SUCCESS
+
+
+def app_fault(s: State, h: int) -> bool:
+    """FirstFault(h) \\in AppErrors: h's default QP failed because of its application."""
+    return first_fault(s, h) in APP_ERRORS
+
+
+def app_error(s: State, h: int) -> State:
+    """AppError(h): h's default QP failed because of its application: no failover. Every
+    completion of the default CQ goes to the application in order (the error on its WR
+    with its own status, the flushes around it), no WR stays outstanding, and the send
+    side fails later WRs at once (Error)."""
+    cs = s.cq[h][0]
+    recvs = {c.recv for c in cs}
+    good = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)
+    return s._replace(cq=set_in(s.cq, h, 0, ()), buffered=set_at(s.buffered, h, s.buffered[h] + cs),
+                      pending=set_at(s.pending, h, ()),
+                      rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),
+                      recvDone=set_at(s.recvDone, h, s.recvDone[h] + good),
+                      sendMode=set_at(s.sendMode, h, ERROR))
 
 
 def _resend(s: State, wire: Wire, h: int, ask: bool) -> Wire:

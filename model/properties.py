@@ -17,7 +17,11 @@ from collections.abc import Callable
 from shift.model import observable
 from shift.model.observe import observe
 from shift.model.state import (
+    APP_ERRORS,
     ATOMICS,
+    DEFAULT,
+    ERROR,
+    KEY_STATUS,
     SUCCESS,
     State,
     num_notes,
@@ -91,6 +95,29 @@ def zero_copy(s: State) -> bool:
     return s.copies == 0
 
 
+def first_bad_key(s: State, h: int) -> int:
+    """FirstBadKey(h): the first of h's WRs with a bad key (0: none)."""
+    return next((k for k, w in enumerate(s.program[h], 1) if w.key != "OK"), 0)
+
+
+def app_error_contained(s: State) -> bool:
+    """In a run where the environment did nothing (no fault, no drop): no side of either
+    host left the default path, an application-error status reached an application only
+    on a WR with that bad key, and the first WR with a bad key completed, if it did,
+    with its own status."""
+    if s.faults or s.drops:
+        return True
+    for h in HOST_IDS:
+        if s.sendMode[h] not in (DEFAULT, ERROR) or s.recvMode[h] != DEFAULT:
+            return False
+        first, prog = first_bad_key(s, h), s.program[h]
+        for e in s.sndSeen[h]:
+            own = KEY_STATUS[prog[e.wr - 1].key]
+            if (e.status in APP_ERRORS or e.wr == first) and e.status != own:
+                return False
+    return True
+
+
 INVARIANTS: dict[str, Callable[[State], bool]] = {
     "ExactlyOnceExecution": exactly_once_execution,
     "NotificationIntegrity": notification_integrity,
@@ -99,6 +126,7 @@ INVARIANTS: dict[str, Callable[[State], bool]] = {
     "AtomicSafety": atomic_safety,
     "Opacity": opacity,
     "ZeroCopy": zero_copy,
+    "AppErrorContained": app_error_contained,
 }
 
 TEMPORAL = ("Liveness",)
@@ -106,15 +134,16 @@ TEMPORAL = ("Liveness",)
 
 def _done_at(s: State, h: int) -> bool:
     """Done's conjunct for host h: everything posted, every signaled WR completed and,
-    unless h's layer refused on purpose, every completion a success and every
-    notification taken by the peer."""
+    unless h's layer refused on purpose or an application of either host saw an error
+    of its own (a bad key: AppFailed, which fails the QP pair), every completion a
+    success and every notification taken by the peer."""
     prog = s.program[h]
     if s.posted[h] != len(prog) or s.recvPosted[h] != num_notes(s.program[peer(h)]):
         return False
     completed = {e.wr for e in s.sndSeen[h]}
     if any(w.signaled and k not in completed for k, w in enumerate(prog, 1)):
         return False
-    if s.refused[h]:
+    if s.refused[h] or any(e.status in APP_ERRORS for seen in s.sndSeen for e in seen):
         return True
     return (all(e.status == SUCCESS for e in s.sndSeen[h])
             and taken(s, peer(h)) == num_notes(prog))

@@ -36,6 +36,10 @@ WRITERS = frozenset({"WRITE", "WRITE_IMM", "FADD", "CAS"})
 REGIONS = (1, 2)
 
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
+# State.tla's AppErrors: the statuses of a WR with a bad key (Workloads.tla's KeyStatus).
+LOC_PROT, REM_ACCESS = "LOC_PROT_ERR", "REM_ACCESS_ERR"
+APP_ERRORS = frozenset({LOC_PROT, REM_ACCESS})
+KEY_STATUS = {"OK": SUCCESS, "LKEY": LOC_PROT, "RKEY": REM_ACCESS}
 RTS, ERR = "RTS", "ERR"
 DEFAULT, FALLBACK, WAIT_SIGNALED, WAIT_DRAINED, ERROR = SEND_MODES
 MOVING = RECV_MODES[1]
@@ -85,6 +89,13 @@ class Ack(NamedTuple):
     kind: str = "ack"
 
 
+class Nak(NamedTuple):
+    """The responder's NAK of a request with a bad rkey (remote access error)."""
+
+    psn: int
+    kind: str = "nak"
+
+
 class Ctl(NamedTuple):
     what: str  # "counter" | "failback"
     count: int
@@ -93,7 +104,7 @@ class Ctl(NamedTuple):
     kind: str = "ctl"
 
 
-Packet = Req | Ack | Ctl
+Packet = Req | Ack | Nak | Ctl
 Channel = tuple[Packet, ...]
 # Functions over two keys (hosts, paths or directions), see the module doc.
 Hosts = tuple  # (A's, B's)

@@ -14,6 +14,8 @@ from shift.model.state import (
     DIR,
     FLUSH,
     HOST,
+    LOC_PROT,
+    REM_ACCESS,
     RETRY_EXC,
     RETURNS,
     RTS,
@@ -23,6 +25,7 @@ from shift.model.state import (
     WRITERS,
     Ack,
     Cqe,
+    Nak,
     Packet,
     Req,
     State,
@@ -40,15 +43,30 @@ def push(link: tuple[bool, bool], wire: Wire, i: int, j: int, m: Packet) -> Wire
     return set_in(wire, i, j, wire[i][j] + (m,))
 
 
+def failed_at(s: State, h: int, i: int, k: int, status: str) -> tuple[Cqe, ...]:
+    """RCTransport.tla's FailedAt(h, p, k, status): the CQEs of h's QP on path i+1 entering
+    the error state because its WR at PSN k failed: in post order, the unacknowledged WRs
+    before it flushed, it with status, every later one flushed, then every receive WR."""
+    q, una = s.sq[h][i], s.una[h][i]
+    return (tuple(Cqe(w, 0, FLUSH, 0) for w in q[una - 1:k - 1]) + (Cqe(q[k - 1], 0, status, 0),)
+            + tuple(Cqe(w, 0, FLUSH, 0) for w in q[k:])
+            + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
+
+
 def transmit(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
-    """Transmit(h, p): h's NIC sends the next request of path p's send queue (held on path
-    1 while h's layer waits for the fence to drain)."""
+    """Transmit(h, p): h's NIC processes the next request of path p's send queue: sends it,
+    or, when its lkey is bad, fails it with LOC_PROT_ERR and moves the QP to the error
+    state (held on path 1 while h's layer waits for the fence to drain)."""
     h, i = HOST[host], p - 1
     if s.qp[h][i] != RTS:
         return None
     n, q = s.nxt[h][i], s.sq[h][i]
     if n > len(q) or (p == 1 and s.sendMode[h] == WAIT_DRAINED):
         return None
+    if s.program[h][q[n - 1] - 1].key == "LKEY":
+        return s._replace(qp=set_in(s.qp, h, i, "ERR"),
+                          cq=set_in(s.cq, h, i, s.cq[h][i] + failed_at(s, h, i, n, LOC_PROT)),
+                          rq=set_in(s.rq, h, i, ()))
     return s._replace(wire=push(s.link, s.wire, i, h, Req(n, q[n - 1])),
                       nxt=set_in(s.nxt, h, i, n + 1))
 
@@ -96,6 +114,18 @@ def duplicate_val(s: State, g: int, i: int, w: int, psn: int) -> int:
     return 0
 
 
+def _remote_access(s: State, g: int, i: int, m: Req, rest: Wire) -> State:
+    """RemoteAccess(g, p, m, rest): g's responder finds m's rkey bad: it executes nothing,
+    NAKs m and moves its QP to the error state (its own WRs in flight there and its receive
+    WRs flushed)."""
+    q, una = s.sq[g][i], s.una[g][i]
+    flushed = (tuple(Cqe(w, 0, FLUSH, 0) for w in q[una - 1:])
+               + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[g][i]))
+    return s._replace(wire=push(s.link, rest, i, g, Nak(m.psn)),
+                      qp=set_in(s.qp, g, i, "ERR"), cq=set_in(s.cq, g, i, s.cq[g][i] + flushed),
+                      rq=set_in(s.rq, g, i, ()))
+
+
 def _respond(s: State, g: int, i: int, m: Req, staged: bool, rest: Wire) -> State:
     """Respond(g, p, m, staged, rest): execute the expected PSN, re-ACK a duplicate
     without executing it, discard a request ahead of it, one that finds no receive WR, or
@@ -106,20 +136,31 @@ def _respond(s: State, g: int, i: int, m: Req, staged: bool, rest: Wire) -> Stat
     rnr = x.op in TWO_SIDED and not s.rq[g][i] and not (staged and s.execs[src][m.wr - 1] > 0)
     if not (s.nic[g][i] and s.qp[g][i] == RTS) or m.psn > e or (m.psn == e and rnr):
         return s._replace(wire=rest)
+    if m.psn == e and x.key == "RKEY":
+        return _remote_access(s, g, i, m, rest)
     if m.psn == e:
         return _execute(s, g, i, m.wr, m.psn, staged, rest)
     return s._replace(wire=push(s.link, rest, i, g,
                                 Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn))))
 
 
-def _acknowledge(s: State, h: int, i: int, m: Ack, max_retries: int, rest: Wire) -> State:
+def _acknowledge(s: State, h: int, i: int, m: Ack | Nak, max_retries: int,
+                 rest: Wire) -> State:
     """Acknowledge(h, p, m): h's requester takes a cumulative ACK: every WR up to its PSN
-    is complete; the signaled ones get a successful CQE. A QP in the error state ignores
-    it."""
+    is complete; the signaled ones get a successful CQE. A NAK acknowledges every WR before
+    its PSN; the WR at it fails with REM_ACCESS_ERR, the QP enters the error state (later
+    WRs and the receive WRs flushed). A QP in the error state ignores both."""
     una = s.una[h][i]
     if s.qp[h][i] != RTS or m.psn < una:
         return s._replace(wire=rest)
     q, prog = s.sq[h][i], s.program[h]
+    if isinstance(m, Nak):
+        good = tuple(Cqe(w, 0, SUCCESS, 0) for w in q[una - 1:m.psn - 1] if prog[w - 1].signaled)
+        failed = ((Cqe(q[m.psn - 1], 0, REM_ACCESS, 0),)
+                  + tuple(Cqe(w, 0, FLUSH, 0) for w in q[m.psn:])
+                  + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
+        return s._replace(wire=rest, cq=set_in(s.cq, h, i, s.cq[h][i] + good + failed),
+                          qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()))
     last = q[m.psn - 1]
     done = tuple(Cqe(w, 0, SUCCESS, m.val if w == last else 0)
                  for w in q[una - 1:m.psn] if prog[w - 1].signaled)
@@ -129,8 +170,8 @@ def _acknowledge(s: State, h: int, i: int, m: Ack, max_retries: int, rest: Wire)
 
 
 def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
-    """DeliverPacket(p, d): the request or ACK at the head of a channel arrives at host
-    To(d): its responder answers a request, its requester takes an ACK."""
+    """DeliverPacket(p, d): the request, ACK or NAK at the head of a channel arrives at host
+    To(d): its responder answers a request, its requester takes an ACK or a NAK."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind == "ctl":
@@ -140,7 +181,7 @@ def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: s
     to = 1 - j
     if isinstance(m, Req):
         return _respond(s, to, i, m, d.staged, rest)
-    assert isinstance(m, Ack)
+    assert isinstance(m, Ack | Nak)
     return _acknowledge(s, to, i, m, b.max_retries, rest)
 
 

@@ -70,6 +70,8 @@ def describe_wr(x: dict[str, Any]) -> str:
     if op == "WRITE_IMM" and r:
         what = f"region {r} := {v}, immediate data"
     notes = f", notification {x['note']}" if x.get("note") else ""
+    if x.get("key", "OK") != "OK":
+        notes += f", bad {'lkey' if x['key'] == 'LKEY' else 'rkey'}"
     return (f"{OP_NAMES.get(op, op)} ({what}{notes}, "
             f"{'signaled' if x['signaled'] else 'unsignaled'})")
 
@@ -79,6 +81,8 @@ def packet(state: State, sender: str, m: dict[str, Any]) -> str:
         return f"{op_name(state, sender, m['wr'])} #{m['wr']} (PSN {m['psn']})"
     if m["kind"] == "ack":
         return f"ACK PSN {m['psn']}" + (f" returning {m['val']}" if m.get("val") else "")
+    if m["kind"] == "nak":
+        return f"NAK PSN {m['psn']} (remote access error)"
     if m["what"] != "counter":
         return "fail-back notice"
     seq = f" #{m['seq']}" if m.get("seq") else ""
@@ -163,8 +167,13 @@ def headline(before: State, after: State) -> str:
     if name == "Transmit":
         h, p = args
         sent = [m for c in wire_changes(before, after) for m in c.entered]
-        return (f"{h}'s NIC {p} transmits {packet(after, h, sent[0])}" if sent else
-                f"{h}'s NIC {p} transmits into a dead link: the packet is lost")
+        if sent:
+            return f"{h}'s NIC {p} transmits {packet(after, h, sent[0])}"
+        qp_before, qp_after = before.get("qp") or {}, after.get("qp") or {}
+        if qp_before.get(h) != qp_after.get(h):
+            return (f"{h}'s NIC {p} finds the next WR's lkey bad: LOC_PROT_ERR, "
+                    "the QP to the error state")
+        return f"{h}'s NIC {p} transmits into a dead link: the packet is lost"
     if name in ("Deliver", "Drop"):
         p, d = args
         s = sender_of(d)

@@ -224,10 +224,48 @@ Trigger(h, D, status) ==
         /\ sentCtr' = [sentCtr EXCEPT ![h] = FALSE]
 
 (***************************************************************************)
+(* What failed host h's default QP: the status of the first CQE of its   *)
+(* CQ that is an error other than a flush ("SUCCESS" when there is none). *)
+(* A flush says only that the QP is in the error state; the CQE of the   *)
+(* WR that put it there is in the same CQ, before or after it (before   *)
+(* when WRs were still in flight ahead of it: FailedAt), so the layer     *)
+(* reads the CQ, not the CQE it happens to poll.                         *)
+(* Model: layer.first_fault. C: first_fault.                              *)
+(***************************************************************************)
+FirstFault(h) ==
+    LET errs == SelectSeq(cq[h][1], LAMBDA e : e.status \notin {"SUCCESS", "WR_FLUSH_ERR"})
+    IN  IF errs = << >> THEN "SUCCESS" ELSE Head(errs).status
+
+(***************************************************************************)
+(* Host h's default QP failed because of its application (a bad key: the *)
+(* first fault is LOC_PROT_ERR or REM_ACCESS_ERR), not because of the   *)
+(* path: no failover. The layer hands the application every completion  *)
+(* of the default CQ in order - the error on its WR with its own status, *)
+(* the flushes of the WRs around it, the completions before it - and    *)
+(* its send side fails every later WR at once (Error), as the QP in the  *)
+(* error state does under plain RC. Its send side was on the default QP  *)
+(* (only Default sends there), so no WR is left outstanding. Nothing    *)
+(* goes to the peer.                                                    *)
+(* Model: layer.app_error. C: app_error.                                  *)
+(***************************************************************************)
+AppError(h) ==
+    LET cs   == cq[h][1]
+        good == SelectSeq(cs, LAMBDA c : IsRecv(c) /\ c.status = "SUCCESS")
+    IN  /\ cq' = [cq EXCEPT ![h][1] = << >>]
+        /\ buffered' = [buffered EXCEPT ![h] = @ \o cs]
+        /\ pending' = [pending EXCEPT ![h] = << >>]
+        /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(cs))]
+        /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
+        /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
+        /\ UNCHANGED << sq, qp, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr, replayed,
+                        fence >>
+
+(***************************************************************************)
 (* The application polls; the layer answers from the completions it      *)
 (* holds, else from a CQ it polls. An error CQE from the default QP     *)
-(* starts a failover instead of reaching the application. An error from *)
-(* the backup QP reaches it (and puts a send side in Error): SHIFT as    *)
+(* starts a failover instead of reaching the application - unless the   *)
+(* QP's first fault is the application's (AppError). An error from the  *)
+(* backup QP reaches it (and puts a send side in Error): SHIFT as        *)
 (* published has no third path.                                         *)
 (* Model: apps.poll_cq. C: shift_poll_step.                               *)
 (***************************************************************************)
@@ -242,7 +280,9 @@ PollCq(h, D) ==
                 c == Head(cq[h][p])
             IN  /\ p = 1 => Polls1(h)
                 /\ cq[h][p] # << >>
-                /\ IF c.status # "SUCCESS" /\ D.failover /\ p = 1
+                /\ IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ FirstFault(h) \in AppErrors
+                   THEN AppError(h)
+                   ELSE IF c.status # "SUCCESS" /\ D.failover /\ p = 1
                    THEN Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen >>
                    ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ See(h, c)

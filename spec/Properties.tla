@@ -39,6 +39,30 @@ CompletionIntegrity ==
 AtomicSafety ==
     \A h \in Hosts : \A w \in DOMAIN execs[h] : program[h][w].op \in Atomics => execs[h][w] <= 1
 
+(***************************************************************************)
+(* An application error is the application's, not the path's (issue 16). *)
+(* In a run where the environment did nothing (no fault, no lost packet), *)
+(* whatever WRs with bad keys the applications posted: no side of either  *)
+(* host left the default path (a send side in Error has handed its       *)
+(* errors to the application), an application-error status reached an    *)
+(* application only on a WR with that bad key, and the first WR with a    *)
+(* bad key a host posted completed, if it did, with its own status       *)
+(* (LOC_PROT_ERR, REM_ACCESS_ERR), not a flush.                          *)
+(***************************************************************************)
+FirstBadKey(h) ==
+    LET bad == { w \in DOMAIN program[h] : program[h][w].key # "OK" }
+    IN  IF bad = {} THEN 0 ELSE CHOOSE w \in bad : \A v \in bad : w <= v
+
+AppErrorContained ==
+    faults = 0 /\ drops = 0 =>
+        \A h \in Hosts :
+            /\ sendMode[h] \in {"Default", "Error"} /\ recvMode[h] = "Default"
+            /\ \A i \in DOMAIN sndSeen[h] :
+                   LET w == sndSeen[h][i].wr
+                   IN  /\ sndSeen[h][i].status \in AppErrors =>
+                              sndSeen[h][i].status = KeyStatus(program[h][w])
+                       /\ w = FirstBadKey(h) => sndSeen[h][i].status = KeyStatus(program[h][w])
+
 \* No failover decision read a responder NIC's transport state.
 Opacity == ~queried
 
@@ -47,15 +71,19 @@ ZeroCopy == copies = 0
 
 (***************************************************************************)
 (* The workload is finished: every WR posted, every signaled WR completed *)
-(* at its sender, and - unless its layer refused on purpose - every       *)
-(* completion a success and every notification taken by the peer.        *)
+(* at its sender, and - unless its layer refused on purpose or an        *)
+(* application of either host saw an error of its own (a bad key: it     *)
+(* fails the QP pair, as plain RC does) - every completion a success and *)
+(* every notification taken by the peer.                                  *)
 (***************************************************************************)
+AppFailed(h) == \E i \in DOMAIN sndSeen[h] : sndSeen[h][i].status \in AppErrors
+
 Done ==
     \A h \in Hosts :
         /\ posted[h] = Len(program[h]) /\ recvPosted[h] = NumNotes(program[Peer(h)])
         /\ \A w \in DOMAIN program[h] :
                Signaled(h, w) => \E i \in DOMAIN sndSeen[h] : sndSeen[h][i].wr = w
-        /\ refused[h] = {} =>
+        /\ refused[h] = {} /\ ~AppFailed(h) /\ ~AppFailed(Peer(h)) =>
                /\ \A i \in DOMAIN sndSeen[h] : sndSeen[h][i].status = "SUCCESS"
                /\ Len(NotesTaken(Peer(h))) = NumNotes(program[h])
 

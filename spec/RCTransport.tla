@@ -24,21 +24,40 @@ Signaled(h, w) == program[h][w].signaled
 Flushed(ws) == [i \in DOMAIN ws |-> Cqe(ws[i], 0, "WR_FLUSH_ERR", 0)]
 FlushedRecvs(rs) == [i \in DOMAIN rs |-> Cqe(0, rs[i], "WR_FLUSH_ERR", 0)]
 
+\* The CQEs of host h's QP on path p entering the error state because its WR at
+\* PSN k failed with status: in post order, as a send queue returns them - the
+\* WRs still unacknowledged before it flushed, it with status, every later WR
+\* flushed - then every receive WR of the QP flushed. The error CQE may so come
+\* after flushes: a flush says only that the QP is in the error state.
+FailedAt(h, p, k, status) ==
+    Flushed(SubSeq(sq[h][p], una[h][p], k - 1))
+    \o << Cqe(sq[h][p][k], 0, status, 0) >>
+    \o Flushed(SubSeq(sq[h][p], k + 1, Len(sq[h][p])))
+    \o FlushedRecvs(rq[h][p])
+
 (***************************************************************************)
-(* Host h's NIC sends the next request of path p's send queue. The       *)
-(* failover layer holds path 1's doorbell while it waits for the fence   *)
-(* to drain.                                                              *)
+(* Host h's NIC processes the next request of path p's send queue: it    *)
+(* sends it; or, when the WR's lkey is bad (an application error), it    *)
+(* fails it with LOC_PROT_ERR and moves the QP to the error state, which *)
+(* flushes the WRs in flight before it and every later one. The failover *)
+(* layer holds path 1's doorbell while it waits for the fence to drain.  *)
 (* Model: transport.transmit. C: sn_transmit.                             *)
 (***************************************************************************)
 Transmit(h, p) ==
     /\ qp[h][p] = "RTS"
     /\ nxt[h][p] <= Len(sq[h][p])
     /\ ~(p = 1 /\ sendMode[h] = "WaitDrained")
-    /\ wire' = Send(p, From(h), [kind |-> "req", psn |-> nxt[h][p], wr |-> sq[h][p][nxt[h][p]]])
-    /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
+    /\ IF program[h][sq[h][p][nxt[h][p]]].key = "LKEY"
+       THEN /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
+            /\ cq' = [cq EXCEPT ![h][p] = @ \o FailedAt(h, p, nxt[h][p], "LOC_PROT_ERR")]
+            /\ rq' = [rq EXCEPT ![h][p] = << >>]
+            /\ UNCHANGED << wire, nxt >>
+       ELSE /\ wire' = Send(p, From(h), [kind |-> "req", psn |-> nxt[h][p],
+                                         wr |-> sq[h][p][nxt[h][p]]])
+            /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
+            /\ UNCHANGED << qpVars, rq >>
     /\ event' = << "Transmit", h, p >>
-    /\ UNCHANGED << appVars, sq, una, retry, responderVars, qpVars, faultVars,
-                    historyVars, layerVars >>
+    /\ UNCHANGED << appVars, sq, una, retry, epsn, saved, faultVars, historyVars, layerVars >>
 
 (***************************************************************************)
 (* Host g's responder executes the request for its peer's WR w with the  *)
@@ -83,10 +102,27 @@ DuplicateVal(g, p, w, psn) ==
           [] x.op \in Atomics   -> CHOOSE v \in { t[2] : t \in { u \in saved[g][p] : u[1] = psn } } : TRUE
           [] OTHER              -> 0
 
+(***************************************************************************)
+(* Host g's responder finds the rkey of the expected request m bad (an    *)
+(* application error of its peer): it executes nothing, NAKs m (remote   *)
+(* access error) and moves its QP to the error state, as an RC responder *)
+(* does on this class of error: its own WRs in flight on the QP and its  *)
+(* receive WRs are flushed - g's layer sees only flushes.                *)
+(* Model: transport._remote_access. C: responder_fatal (SYN_REM_ACCESS).  *)
+(***************************************************************************)
+RemoteAccess(g, p, m, rest) ==
+    /\ wire' = Push(rest, p, From(g), [kind |-> "nak", psn |-> m.psn])
+    /\ qp' = [qp EXCEPT ![g][p] = "ERR"]
+    /\ cq' = [cq EXCEPT ![g][p] = @ \o Flushed(SubSeq(sq[g][p], una[g][p], Len(sq[g][p])))
+                                   \o FlushedRecvs(rq[g][p])]
+    /\ rq' = [rq EXCEPT ![g][p] = << >>]
+    /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
+
 \* Host g's responder handles the request m that arrived on path p; rest is
-\* the wire without m. It executes the expected PSN, re-ACKs a duplicate
-\* without executing it, and discards a request ahead of it, one that finds
-\* no receive WR, or any that reaches a dead NIC or a QP in ERR.
+\* the wire without m. It executes the expected PSN (or NAKs it if its rkey is
+\* bad), re-ACKs a duplicate without executing it, and discards a request ahead
+\* of it, one that finds no receive WR, or any that reaches a dead NIC or a QP
+\* in ERR.
 \* Model: transport._respond. C: responder.
 Respond(g, p, m, staged, rest) ==
     LET x == program[Peer(g)][m.wr]
@@ -94,38 +130,52 @@ Respond(g, p, m, staged, rest) ==
     IN  IF ~(nic[g][p] /\ qp[g][p] = "RTS") \/ m.psn > epsn[g][p]
            \/ (m.psn = epsn[g][p] /\ rnr)
         THEN /\ wire' = rest
-             /\ UNCHANGED << responderVars, cq, mem, bufs, execs, copies >>
+             /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
+        ELSE IF m.psn = epsn[g][p] /\ x.key = "RKEY"
+        THEN RemoteAccess(g, p, m, rest)
         ELSE IF m.psn = epsn[g][p]
-        THEN Execute(g, p, m.wr, m.psn, staged, rest)
+        THEN Execute(g, p, m.wr, m.psn, staged, rest) /\ UNCHANGED qp
         ELSE /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> m.psn,
                                                 val |-> DuplicateVal(g, p, m.wr, m.psn)])
-             /\ UNCHANGED << responderVars, cq, mem, bufs, execs, copies >>
+             /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
 
 \* Host h's requester handles the cumulative ACK m on path p: every WR up to
-\* its PSN is complete; the signaled ones get a successful CQE. A QP in the
-\* error state ignores it.
+\* its PSN is complete; the signaled ones get a successful CQE. A NAK is an ACK
+\* of every WR before its PSN; the WR at it fails with REM_ACCESS_ERR and the QP
+\* enters the error state (every later WR flushed). A QP in the error state
+\* ignores both.
 \* Model: transport._acknowledge. C: requester_ack.
 Acknowledge(h, p, m) ==
     IF qp[h][p] = "RTS" /\ m.psn >= una[h][p]
-    THEN LET done == SelectSeq(SubSeq(sq[h][p], una[h][p], m.psn), LAMBDA w : Signaled(h, w))
-             val(w) == IF w = sq[h][p][m.psn] THEN m.val ELSE 0
-         IN  /\ cq' = [cq EXCEPT ![h][p] =
-                         @ \o [i \in DOMAIN done |-> Cqe(done[i], 0, "SUCCESS", val(done[i]))]]
-             /\ una' = [una EXCEPT ![h][p] = m.psn + 1]
-             /\ retry' = [retry EXCEPT ![h][p] = MaxRetries]
-    ELSE UNCHANGED << cq, una, retry >>
+    THEN LET last == IF m.kind = "ack" THEN m.psn ELSE m.psn - 1
+             done == SelectSeq(SubSeq(sq[h][p], una[h][p], last), LAMBDA w : Signaled(h, w))
+             val(w) == IF m.kind = "ack" /\ w = sq[h][p][m.psn] THEN m.val ELSE 0
+             good == [i \in DOMAIN done |-> Cqe(done[i], 0, "SUCCESS", val(done[i]))]
+         IN  IF m.kind = "ack"
+                THEN /\ cq' = [cq EXCEPT ![h][p] = @ \o good]
+                     /\ una' = [una EXCEPT ![h][p] = m.psn + 1]
+                     /\ retry' = [retry EXCEPT ![h][p] = MaxRetries]
+                     /\ UNCHANGED << qp, rq >>
+                ELSE /\ cq' = [cq EXCEPT ![h][p] =
+                                  @ \o good \o << Cqe(sq[h][p][m.psn], 0, "REM_ACCESS_ERR", 0) >>
+                                    \o Flushed(SubSeq(sq[h][p], m.psn + 1, Len(sq[h][p])))
+                                    \o FlushedRecvs(rq[h][p])]
+                     /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
+                     /\ rq' = [rq EXCEPT ![h][p] = << >>]
+                     /\ UNCHANGED << una, retry >>
+    ELSE UNCHANGED << cq, una, retry, qp, rq >>
 
 (***************************************************************************)
-(* The request or ACK at the head of path p's channel in direction d     *)
-(* arrives at host To(d): its responder answers a request, its requester *)
-(* takes an ACK. Control messages of the failover layer are delivered by *)
-(* Failover.                                                              *)
+(* The request, ACK or NAK at the head of path p's channel in direction *)
+(* d arrives at host To(d): its responder answers a request, its         *)
+(* requester takes an ACK or a NAK. Control messages of the failover     *)
+(* layer are delivered by Failover.                                      *)
 (* Model: transport.deliver_packet (the event Deliver, next.deliver).    *)
 (* C: sn_deliver, then responder or requester_ack.                       *)
 (***************************************************************************)
 DeliverPacket(p, d, staged) ==
     /\ wire[p][d] # << >>
-    /\ Head(wire[p][d]).kind \in {"req", "ack"}
+    /\ Head(wire[p][d]).kind \in {"req", "ack", "nak"}
     /\ LET m == Head(wire[p][d])
            rest == [wire EXCEPT ![p][d] = Tail(@)]
        IN  IF m.kind = "req"
@@ -133,9 +183,9 @@ DeliverPacket(p, d, staged) ==
                 /\ UNCHANGED << una, retry >>
            ELSE /\ Acknowledge(To(d), p, m)
                 /\ wire' = rest
-                /\ UNCHANGED << responderVars, mem, bufs, execs, copies >>
+                /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << appVars, sq, nxt, qp, faultVars, queried, layerVars >>
+    /\ UNCHANGED << appVars, sq, nxt, faultVars, queried, layerVars >>
 
 (***************************************************************************)
 (* The wire loses the packet at the head of a channel: a request or an   *)

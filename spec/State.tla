@@ -35,7 +35,9 @@ From(h) == IF h = "A" THEN "AtoB" ELSE "BtoA"
 To(d) == IF d = "AtoB" THEN "B" ELSE "A"
 
 \* The values a variable may hold, besides numbers and the programs' WRs.
-Statuses   == {"SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"}  \* of a completion
+Statuses   == {"SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR", "LOC_PROT_ERR", "REM_ACCESS_ERR"}
+\* The errors an application causes (a bad key, Workloads.tla's BadKey), not a path.
+AppErrors  == {"LOC_PROT_ERR", "REM_ACCESS_ERR"}
 QpStates   == {"RTS", "ERR"}
 \* A host's send side (its outstanding WRs) and receive side (its receive WRs).
 SendModes  == {"Default", "Fallback", "WaitSignaled", "WaitDrained", "Error"}
@@ -128,10 +130,12 @@ VARIABLE
     wire
 
 \* A request for a WR of the sending host, its (cumulative) ACK with what a READ
-\* or atomic returned, or a control message of the failover layer.
+\* or atomic returned, the responder's NAK of a request with a bad rkey (remote
+\* access error), or a control message of the failover layer.
 Packets ==
     [kind : {"req"}, psn : PSNs, wr : AnyIds]
     \cup [kind : {"ack"}, psn : PSNs, val : Nat]
+    \cup [kind : {"nak"}, psn : PSNs]
     \cup [kind : {"ctl"}, what : {"counter", "failback"}, count : Nat, seq : Nat,
           ask : BOOLEAN]
 

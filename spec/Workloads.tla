@@ -26,11 +26,26 @@ Regions == {1, 2}
 (* SEND's payload (placed in the buffer of the receive WR it consumes),    *)
 (* FADD's addend, CAS's swap value. compare: CAS's compare value (0 for    *)
 (* every other op). note: the number (1, 2, ...) of a notification in      *)
-(* post order, 0 for a one-sided WR.                                       *)
+(* post order, 0 for a one-sided WR. key: whether the application gave the *)
+(* WR good memory keys ("OK" for every WR this makes; see BadKey).         *)
 (***************************************************************************)
 WR(op, region, value, signaled, note) ==
     [op |-> op, region |-> region, value |-> value, signaled |-> signaled, note |-> note,
-     compare |-> 0, after |-> 0]
+     compare |-> 0, after |-> 0, key |-> "OK"]
+
+(***************************************************************************)
+(* An application error: WR w posted with a bad memory key. "LKEY": the  *)
+(* lkey of its local buffer is wrong; the requester NIC finds it when it *)
+(* processes the WR (LOC_PROT_ERR). "RKEY": the rkey of the peer's       *)
+(* region is wrong; the responder NAKs it (REM_ACCESS_ERR).              *)
+(***************************************************************************)
+Keys == {"OK", "LKEY", "RKEY"}
+BadKey(w, key) == [w EXCEPT !.key = key]
+
+\* The status the verbs give a WR's completion when its key is bad ("SUCCESS": none).
+KeyStatus(w) == CASE w.key = "LKEY" -> "LOC_PROT_ERR"
+                  [] w.key = "RKEY" -> "REM_ACCESS_ERR"
+                  [] OTHER          -> "SUCCESS"
 
 \* A compare-and-swap of region: swap in `swap` if it holds `compare`.
 CAS(region, compare, swap, signaled) ==
@@ -38,7 +53,7 @@ CAS(region, compare, swap, signaled) ==
 
 \* Every such record: the type of a program's elements.
 WRs == [op : OneSided \cup TwoSided, region : {0} \cup Regions, value : Nat,
-        signaled : BOOLEAN, note : Nat, compare : Nat, after : Nat]
+        signaled : BOOLEAN, note : Nat, compare : Nat, after : Nat, key : Keys]
 
 \* WR w as a reply: posted once its application took `after` notifications.
 Reply(w, after) == [w EXCEPT !.after = after]
@@ -60,6 +75,11 @@ Applied(w, old) ==
 (*    a completion per WRITE (docs/findings.md, F5).                       *)
 (* 6: a CAS in flight on a second region, then a notification: run twice,  *)
 (*    it fails the second time and returns the value it swapped in.        *)
+(* 11: an application error behind a WR in flight (issue 16): a signaled  *)
+(*     WRITE, a WRITE whose lkey is bad, then the notification (bound     *)
+(*     apperr only; 9 and 10 are the numbers docs/extending.md adds).    *)
+(* 12: the same with a bad rkey: the responder NAKs the second WRITE.    *)
+(* 13: A's notification while B's own WRs go the other way (BProgram).  *)
 (***************************************************************************)
 Program(k) ==
     CASE k = 1 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
@@ -69,6 +89,11 @@ Program(k) ==
                      WR("WRITE", 1, 2, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 2) >>
       [] k = 5 -> << WR("WRITE", 1, 1, TRUE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 6 -> << CAS(2, 0, 1, TRUE), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 11 -> << WR("WRITE", 1, 1, TRUE, 0), BadKey(WR("WRITE", 1, 2, FALSE, 0), "LKEY"),
+                      WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 12 -> << WR("WRITE", 1, 1, TRUE, 0), BadKey(WR("WRITE", 1, 2, FALSE, 0), "RKEY"),
+                      WR("WRITE_IMM", 0, 0, TRUE, 1) >>
+      [] k = 13 -> << WR("WRITE_IMM", 0, 0, TRUE, 1) >>
       [] k = 7 -> << WR("SEND", 0, 1, TRUE, 1) >>
       [] k = 8 -> << WR("WRITE", 1, 1, FALSE, 0), WR("WRITE_IMM", 0, 0, TRUE, 1) >>
 
@@ -80,9 +105,13 @@ Program(k) ==
 (*    RDMA WRITE of the entry into A's region 1, as net_ib's PostFifo     *)
 (*    posts it (no notification: A's proxy polls the region), signaled    *)
 (*    (PostFifo signals one post in a window so that its queue drains).   *)
+(* 13: an application error on B (issue 16): a signaled WRITE into A's   *)
+(*     region 1, then a WRITE whose lkey is bad, on the QPs that carry   *)
+(*     A's notification to B.                                             *)
 (***************************************************************************)
 BProgram(k) ==
     CASE k = 7 -> << Reply(WR("SEND", 0, 2, TRUE, 1), 1) >>
+      [] k = 13 -> << WR("WRITE", 1, 1, TRUE, 0), BadKey(WR("WRITE", 1, 2, FALSE, 0), "LKEY") >>
       [] k = 8 -> << WR("WRITE", 1, 1, TRUE, 0) >>
       [] OTHER -> << >>
 

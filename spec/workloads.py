@@ -10,9 +10,10 @@ the form the module has, and nothing more general:
           [] k = 2 -> << ... >>
 
 one arm `k = N` per workload (no OTHER), each a tuple of `WR(op, region, value, signaled,
-note)`, `CAS(region, compare, swap, signaled)` or `Reply(w, after)` of either, with literal
-arguments, where `WR` is the record of exactly those five parameters, `compare |-> 0` and
-`after |-> 0`, and `CAS` takes exactly those four. B's program to A, `BProgram(k)`, has the
+note)`, `CAS(region, compare, swap, signaled)`, `Reply(w, after)` or `BadKey(w, key)` (an
+application error: key "LKEY" or "RKEY") of either, with literal arguments, where `WR` is
+the record of exactly those five parameters, `compare |-> 0`, `after |-> 0` and
+`key |-> "OK"`, and `CAS` takes exactly those four. B's program to A, `BProgram(k)`, has the
 same form with an `OTHER -> << >>` arm (a one-way workload: B posts no WR), and so do B's
 stores, `StoresOf(k) == CASE k = 6 -> << Store(region, value, after), ... >> [] OTHER ->
 << >>` (OTHER: no stores; a workload without an arm has none). `ProgramOf(k, h)` and
@@ -54,6 +55,7 @@ class WR(NamedTuple):
     note: int
     compare: int = 0
     after: int = 0
+    key: str = "OK"  # "OK", or an application error: "LKEY", "RKEY" (BadKey(w, key))
 
 
 class Store(NamedTuple):
@@ -137,7 +139,9 @@ def _check_wr(path: Path, d: Node) -> None:
     parts = _named(record) if record.type == "record_literal" else []  # f |-> v, ...
     fields = [(text(f), text(v)) for f, v in zip(parts[0::3], parts[2::3], strict=False)
               if v.type in ("identifier_ref", "nat_number")]
-    want = [(f, f) for f in FIELDS] + [("compare", "0"), ("after", "0")]
+    fields += [(text(f), text(v)) for f, v in zip(parts[0::3], parts[2::3], strict=False)
+               if v.type == "string"]
+    want = [(f, f) for f in FIELDS] + [("compare", "0"), ("after", "0"), ("key", '"OK"')]
     if tuple(_parameters(d)) != FIELDS or len(parts) != 3 * len(want) \
             or sorted(fields) != sorted(want):
         raise SpecError(f"{path}:{line(d)}: WR must be WR({', '.join(FIELDS)}) == "
@@ -167,6 +171,7 @@ _TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "compare": ("a natural number", _natural),
     "swap": ("a natural number", _natural),
     "after": ("a natural number", _natural),
+    "key": ('"OK", "LKEY" or "RKEY"', lambda v: v in ("OK", "LKEY", "RKEY")),
 }
 
 
@@ -190,6 +195,11 @@ def _wr(path: Path, k: int, w: int, node: Node, op_name: str = "Program") -> WR:
         if len(args) != 2:
             raise SpecError(f"{where}: Reply takes 2 arguments (w, after), not {len(args)}")
         return _wr(path, k, w, args[0], op_name)._replace(after=_arg(where, "after", args[1]))
+    if op == "BadKey":
+        args = _fields(node, "parameter")
+        if len(args) != 2:
+            raise SpecError(f"{where}: BadKey takes 2 arguments (w, key), not {len(args)}")
+        return _wr(path, k, w, args[0], op_name)._replace(key=_arg(where, "key", args[1]))
     if op not in ("WR", "CAS"):
         raise SpecError(f"{where}: expected WR({', '.join(FIELDS)}) or "
                         f"CAS({', '.join(CAS_FIELDS)}) with literal arguments, "

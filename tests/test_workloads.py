@@ -44,11 +44,16 @@ def with_seventh(tmp_path: Path, arm: str = SEVENTH) -> Path:
 
 def test_the_model_and_the_proofs_run_the_programs_of_workloads_tla() -> None:
     spec = read_workloads(packaged_spec_dir())
-    assert list(spec.programs) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert list(spec.programs) == [1, 2, 3, 4, 5, 6, 11, 12, 13, 7, 8]
     assert spec.program(1) == (WR("WRITE", 1, 1, False, 0), WR("WRITE_IMM", 0, 0, True, 1))
     assert Model.load("Shift").bound.programs == tuple(spec.programs[k] for k in range(1, 9))
-    # The proofs are one-way: they take the workloads where B posts no WR.
-    assert {k: [w[:4] for w in p] for k, p in spec.one_way().items()} == WORKLOADS
+    # The proofs are one-way: they take the workloads where B posts no WR, except those
+    # with an application error (a bad key: 11 and 12), which their relation lacks.
+    assert {k: [w[:4] for w in p] for k, p in spec.one_way().items()
+            if all(w.key == "OK" for w in p)} == WORKLOADS
+    assert {k for k, p in spec.one_way().items() if any(w.key != "OK" for w in p)} == {11, 12}
+    assert spec.bprogram(13)[1].key == "LKEY"  # the application error on B (two-way)
+    assert spec.program(11)[1].key == "LKEY" and spec.program(12)[1].key == "RKEY"
     assert list(WORKLOADS) == [1, 2, 3, 4, 5, 6]
     # B's program of the two-way workloads: ping-pong's reply waits for A's SEND.
     assert spec.bprogram(7) == (WR("SEND", 0, 2, True, 1, 0, 1),) and spec.bprogram(1) == ()
@@ -158,8 +163,8 @@ def test_tlc_does_not_start_on_a_workload_program_lacks(
     err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("[check]")]
     at = read_workloads(spec).line
     assert err == [f"shift check: {spec / 'Workloads.tla'}:{at}: no workload 9, which bound seven "
-                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, 7, 8, "
-                   "10 only"]
+                   "names in its Workloads: Program(k) has an arm for k = 1, 2, 3, 4, 5, 6, "
+                   "11, 12, 13, 7, 8, 10 only"]
 
 
 STORES_6 = "    CASE k = 6 -> << Store(2, 0, 1) >>\n"

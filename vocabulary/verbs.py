@@ -18,7 +18,8 @@ OPS = ("WRITE", "WRITE_IMM", "SEND", "READ", "FADD", "CAS")
 LIBRARY_OPS = (*OPS, "SEND_IMM")
 
 # Work completion statuses: `ibv_wc_status`'s names, in its order. The specification
-# produces three (SUCCESS, RETRY_EXC_ERR, WR_FLUSH_ERR); an application of the C core may
+# produces five (SUCCESS, RETRY_EXC_ERR, WR_FLUSH_ERR, and the application errors LOC_PROT_ERR and
+# REM_ACCESS_ERR of a WR with a bad key); an application of the C core may
 # poll any of them, and the observation carries the name.
 STATUSES = (
     "SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",

@@ -496,6 +496,72 @@ static int take_flushed(ep_s *e, struct shift_wc *out)
     return 0;
 }
 
+/* spec: FirstFault(h) \in AppErrors, for an error wc just polled off the default CQ:
+ * did the application fail the QP (a bad lkey or rkey, a too short buffer: an error
+ * that is not a path's), not the path? The QP's first fault is the first error of its
+ * CQ that is not a flush: wc's, or one behind it - a send queue completes in post
+ * order, so the flushes of the WRs in flight before the failed one come first. The
+ * flushes read past wc to find it are kept in q1 (*n of them, then the fault's own
+ * completion), to be taken after wc in order; what is left in the CQ stays there. */
+COLD_PATH static int app_fault(ep_s *e, const struct shift_wc *wc, int *n)
+{
+    *n = 0;
+    if (wc->status != SHIFT_WC_WR_FLUSH_ERR)
+        return !path_error(wc->status);
+    /* every entry of the QP is a WR or a receive WR of the endpoint: bmask + 1 bound it */
+    while ((uint64_t)*n <= e->bmask) {
+        struct shift_wc *c = &e->q1[*n];
+        int r = poll_backend(e, 1, 1, c);
+        if (r != 1) {
+            backend_error(e, r < 0);
+            return 0; /* only flushes: the path's (or an unreadable CQ: treated so) */
+        }
+        (*n)++;
+        if (c->status != SHIFT_WC_SUCCESS && c->status != SHIFT_WC_WR_FLUSH_ERR)
+            return !path_error(c->status);
+    }
+    return 0;
+}
+
+/* One completion polled from path's CQ, as take_send and take_recv say: 1 and *out for
+ * the application, 2 if it started a failover, 0 if it is the layer's. */
+COLD_PATH static int take_one(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *out)
+{
+    int r;
+    if (wc->opcode & SHIFT_WC_RECV) {
+        r = take_recv(e, path, wc, out);
+    } else if (e->direct && path == 1) {
+        /* direct mode: the application's own wr_id, settled by the send queue */
+        *out = *wc;
+        r = wc->status != SHIFT_WC_SUCCESS && direct_error(e, wc) ? 2 : 1;
+    } else {
+        r = take_send(e, path, wc, out);
+        if (path == 2)
+            stale_rq2_check(e); /* the last of its sends there may have completed */
+    }
+    return r;
+}
+
+/* app_fault for a batch w[0..m) polled off the default CQ, w[0] an error: the first
+ * fault among them, else behind them in the CQ. When it is the application's, the
+ * completions read past the batch follow it, held for the application in order. */
+COLD_PATH static int batch_app_fault(ep_s *e, const struct shift_wc *w, int m)
+{
+    for (int i = 0; i < m; i++)
+        if (w[i].status != SHIFT_WC_SUCCESS && w[i].status != SHIFT_WC_WR_FLUSH_ERR)
+            return !path_error(w[i].status);
+    int nq = 0;
+    if (!app_fault(e, &w[m - 1], &nq))
+        return 0; /* a path's: the failover's drain would discard what was read */
+    go_dead(e, 1);
+    for (int i = 0; i < nq; i++) {
+        struct shift_wc o;
+        if (take_one(e, 1, &e->q1[i], &o) == 1)
+            buf_push(e, &o);
+    }
+    return 1;
+}
+
 /* spec: PollCq(h). The completions the layer holds first; then the backup QP's CQ (the
  * layer's head of it, q2, first) while a side is off the default path, then the default
  * QP's while a side completes there (Polls2, Polls1: backup first); then the WRs a dead
@@ -524,20 +590,38 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
         }
         if (!path)
             return e->send_mode == SHIFT_STATE_ERROR ? take_flushed(e, out) : 0;
-        int r;
-        if (wc.opcode & SHIFT_WC_RECV) {
-            r = take_recv(e, path, &wc, out);
-        } else if (e->direct && path == 1) {
-            /* direct mode: the application's own wr_id, settled by the send queue */
-            *out = wc;
-            r = wc.status != SHIFT_WC_SUCCESS && direct_error(e, &wc) ? 2 : 1;
-        } else {
-            r = take_send(e, path, &wc, out);
-            if (path == 2)
-                stale_rq2_check(e); /* the last of its sends there may have completed */
+        int nq = 0, apperr = 0;
+        if (path == 1 && wc.status != SHIFT_WC_SUCCESS && failover(e) && !e->dead &&
+            app_fault(e, &wc, &nq)) {
+            /* spec: AppError(h): no failover; the layer takes the default CQ's
+             * completions and holds them for the application in order (the flushes
+             * before the error, its own status, the flushes after): this poll is the
+             * layer's step, as a trigger's is */
+            go_dead(e, 1);
+            apperr = 1;
+        }
+        int r = take_one(e, path, &wc, out);
+        if (apperr && r == 1) {
+            buf_push(e, out);
+            r = 2;
+        }
+        /* the flushes read past wc, and the fault's completion, follow it in order (a
+         * failover's drain would have discarded them: all of them are after its error) */
+        for (int i = 0; i < nq && (r != 2 || apperr); i++) {
+            struct shift_wc o;
+            int q = take_one(e, 1, &e->q1[i], &o);
+            if (q == 1)
+                buf_push(e, &o);
+            else if (q == 2)
+                break;
         }
         if (r)
             return r;
+        if (e->bhead < e->btail) {
+            *out = e->buf[e->bhead & e->bmask];
+            e->bhead++;
+            return 1;
+        }
     }
 }
 
@@ -585,9 +669,14 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
      * sends', and go to the application as they are, its QP's number included (a
      * receive completion's wr_id is the layer's: take_recv translates it) */
     int r = poll_backend(e, 1, n, wc);
-    for (int k = 0; k < r; k++)
-        if (wc[k].status != SHIFT_WC_SUCCESS && direct_error(e, &wc[k]))
+    for (int k = 0; k < r; k++) {
+        if (wc[k].status == SHIFT_WC_SUCCESS)
+            continue;
+        if (failover(e) && !e->dead && batch_app_fault(e, wc + k, r - k))
+            go_dead(e, 1); /* spec: AppError(h): wc[k..r) are the application's */
+        if (direct_error(e, &wc[k]))
             /* the failover started at wc[k]; what followed were the dead QP's flushes */
             return poll_steps(e, k, n, wc);
+    }
     return r;
 }

@@ -64,7 +64,8 @@ uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr)
     uint64_t bcap = (uint64_t)max_send_wr + max_recv_wr + 1;
     uint64_t q2cap = 2 * (uint64_t)max_send_wr + max_recv_wr + 2;
     return sizeof(ep_s) + pow2(max_send_wr) * sizeof(pend_t) +
-           pow2(max_recv_wr) * sizeof(rpend_t) + (pow2(bcap) + pow2(q2cap)) * sizeof(struct shift_wc);
+           pow2(max_recv_wr) * sizeof(rpend_t) +
+           (2 * pow2(bcap) + pow2(q2cap)) * sizeof(struct shift_wc);
 }
 
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
@@ -105,12 +106,13 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->rpend = calloc(e->rmask + 1, sizeof *e->rpend);
     e->buf = calloc(e->bmask + 1, sizeof *e->buf);
     e->q2 = calloc(e->q2mask + 1, sizeof *e->q2);
+    e->q1 = calloc(e->bmask + 1, sizeof *e->q1);
     e->send_mode = SHIFT_STATE_DEFAULT;
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
     e->probe_status = -1;
     int err = ENOMEM;
-    if (!e->pq || !e->rpend || !e->buf || !e->q2)
+    if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1)
         goto fail;
     /* the default QP has the layer's capacity (in direct mode its send queue is the
      * layer's); the backup QP keeps a spare slot */
@@ -144,6 +146,7 @@ fail:
     free(e->rpend);
     free(e->buf);
     free(e->q2);
+    free(e->q1);
     free(e);
     return err;
 }
@@ -181,6 +184,7 @@ int shift_ep_destroy(shift_ep h)
     free(e->rpend);
     free(e->buf);
     free(e->q2);
+    free(e->q1);
     free(e);
     return 0;
 }

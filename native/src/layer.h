@@ -101,6 +101,9 @@ typedef struct ep_s {
      * held before it. The application's poll reads it before the backend's CQ. */
     struct shift_wc *q2;
     uint64_t q2mask, q2head, q2tail;
+    /* spec: FirstFault(h). The default CQ's flushes read past to find what failed the
+     * QP (at most every WR and receive WR of the endpoint: bmask + 1 entries) */
+    struct shift_wc *q1;
     /* the backup QP's receive queue still holds the receive WRs a fail-back notice
      * moved to the default QP (its own sends were in flight there): they are flushed
      * once those sends completed, at the latest before the next Handshake */

@@ -641,6 +641,57 @@ static void test_layer_atomic_refused(void)
     lay_close(&L);
 }
 
+/* Issue 16 (spec: FirstFault, AppError): a WRITE with a bad lkey behind a signaled
+ * WRITE in flight. The send queue completes in post order, WR 1's flush before WR 2's
+ * LOC_PROT_ERR: the layer reads past the flush to the QP's first fault, the
+ * application's, and fails nothing over; batch (shift_poll_cq) or step by step. */
+static void test_layer_app_error_behind_flush(int batch)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 0, 0);
+    struct shift_recv_wr r = {1, NULL, {0, 0, 0}, 0};
+    CHECK(shift_post_recv(L.ep[1], &r, NULL) == 0);
+    uint64_t v = 7;
+    memcpy(L.mem[0], &v, 8);
+    struct shift_send_wr w[3];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < 3; i++) {
+        w[i].wr_id = (uint64_t)i + 1;
+        w[i].opcode = i == 2 ? SHIFT_WR_RDMA_WRITE_WITH_IMM : SHIFT_WR_RDMA_WRITE;
+        w[i].send_flags = i == 1 ? 0 : SHIFT_SEND_SIGNALED;
+        w[i].num_sge = i == 2 ? 0 : 1;
+        w[i].sg.addr = L.a_src;
+        w[i].sg.length = 8;
+        w[i].sg.lkey = i == 1 ? 0xBAD : L.k[0].lkey;
+        w[i].remote_addr = L.b_dst + 8;
+        w[i].rkey = L.k[1].rkey;
+        w[i].next = i < 2 ? &w[i + 1] : NULL;
+    }
+    CHECK(shift_post_send(L.ep[0], w, NULL) == 0);
+    CHECK(sn_transmit(L.f, 0, 1) == 1 && sn_transmit(L.f, 0, 1) == 1);
+    struct shift_wc wc[8];
+    int n = 0;
+    if (batch) {
+        n = shift_poll_cq(L.ep[0], 8, wc);
+        if (n >= 0 && n < 3)
+            n += shift_poll_cq(L.ep[0], 8 - n, wc + n);
+    } else {
+        int k;
+        while (n < 8 && (k = shift_poll_step(L.ep[0], &wc[n])) > 0)
+            n += k == 1;
+    }
+    CHECK(n == 3);
+    CHECK(wc[0].wr_id == 1 && wc[0].status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(wc[1].wr_id == 2 && wc[1].status == SHIFT_WC_LOC_PROT_ERR);
+    CHECK(wc[2].wr_id == 3 && wc[2].status == SHIFT_WC_WR_FLUSH_ERR);
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_ERROR);
+    CHECK(ia.failovers == 0 && ia.epoch == 0);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.recv_state == SHIFT_RECV_DEFAULT);
+    CHECK(ib.failovers == 0);
+    lay_close(&L);
+}
+
 /* Both sides of both endpoints through a failover and a fail-back (B's NIC fails, so
  * B's receive side detects it): the fail-back keeps the counter exchange. */
 static void test_layer_both_sides(void)
@@ -2445,6 +2496,8 @@ int main(void)
         for (int step = 0; step < 12; step++)
             test_layer_nccl(host, step);
     test_layer_atomic_refused();
+    test_layer_app_error_behind_flush(0);
+    test_layer_app_error_behind_flush(1);
     test_layer_both_sides();
     test_layer_verbs_api();
     test_layer_event_queue_full();

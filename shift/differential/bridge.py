@@ -9,6 +9,10 @@
   `mem[h]`: the peer's WRITEs land there, its application reads it); receive WR r has its
   own buffer at its host (`bufs[h][r]`: a SEND's payload lands there), a READ/atomic WR w
   its own landing slot at its poster;
+- a WR with a bad key (Workloads.tla's BadKey, an application error) is posted as a raw
+  verbs WR reading its payload from its poster's region slot (not inline: the NIC checks
+  the lkey only when it reads a buffer), with the lkey 0xBAD ("LKEY") or the rkey 0xBAD0
+  ("RKEY") in place of the registered one;
 - `PostRecv(h, r)` posts h's receive WR id r; a receive completion names it (`recv`);
 - the fabric runs with the bound's `MaxRetries`, the connection with `probe="instant"`
   (the spec's reconnect is its probe), `ctl_retries=255`, and without fail-back at a bound
@@ -28,15 +32,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from shift.impl import DesignCode, Fabric, Wr
+from shift.impl import Connection, DesignCode, Fabric, RawSendWr, Wr
 from shift.impl._native import ffi, lib
 from shift.impl.errors import check_errno
+from shift.impl.verbs import OP_CODES, Op
 from shift.model.state import REGIONS
 from shift.vocabulary import Event
 
 # The designs both sides implement: the C core's (enum shift_design), under their names in
 # spec/designs.toml; the model has every design.
 DESIGNS = tuple(d.value for d in DesignCode)
+
+
+SLOT = 8  # bytes per region
+BAD_LKEY, BAD_RKEY = 0xBAD, 0xBAD0  # keys no memory region of the fabric has
 
 
 def wr_of(program: Sequence[Any], w: int) -> Wr:
@@ -46,6 +55,23 @@ def wr_of(program: Sequence[Any], w: int) -> Wr:
     x = program[w - 1]
     op = "SEND_IMM" if x.op == "SEND" else x.op
     return Wr(id=w, op=op, region=x.region, value=x.value, signaled=x.signaled)
+
+
+def bad_wr_of(conn: Connection, host: str, program: Sequence[Any], w: int) -> RawSendWr:
+    """Program WR w with a bad key (an application error), as host posts it: a raw WR
+    whose lkey or rkey names no memory region."""
+    x = program[w - 1]
+    h = "AB".index(host)
+    local, remote = conn._mr[h], conn._mr[1 - h]
+    off = (x.region - 1) * SLOT if x.region else 0
+    op = Op(x.op)
+    two_sided = op in (Op.WRITE_IMM, Op.SEND)
+    return RawSendWr(
+        wr_id=w, opcode=OP_CODES[op], send_flags=lib.SHIFT_SEND_SIGNALED if x.signaled else 0,
+        addr=local.addr + off, length=SLOT,
+        lkey=BAD_LKEY if x.key == "LKEY" else local.lkey,
+        remote_addr=remote.addr + off, rkey=BAD_RKEY if x.key == "RKEY" else remote.rkey,
+        imm_data=w if two_sided else 0, num_sge=1)
 
 
 class Bridge:
@@ -68,8 +94,10 @@ class Bridge:
         """Apply one model event (not Init) to the implementation; what the call returned."""
         if ev.name == "PostSend":
             h = ev.args[0]
-            return self.conn.post_send(h, wr_of(self.programs[0 if h == "A" else 1],
-                                                ev.args[1]))
+            program = self.programs[0 if h == "A" else 1]
+            if program[ev.args[1] - 1].key != "OK":
+                return self.conn.post_send(h, bad_wr_of(self.conn, h, program, ev.args[1]))
+            return self.conn.post_send(h, wr_of(program, ev.args[1]))
         return self.conn.apply(ev)
 
     def observation(self) -> dict[str, Any]:

@@ -163,6 +163,23 @@ MUTANTS = (
            "        if (m->want_reply && e->sent_ctr)\n            send_counter(e, e->asked);",
            "        if (0 && m->want_reply && e->sent_ctr)\n            send_counter(e, e->asked);",
            "a resent counter that asks is not answered: the peer waits for ever"),
+    # application errors (issue 16, item 1): the QP's first fault, not the CQE polled
+    Mutant("flush-is-path-failure", "datapath.c",
+           "    if (wc->status != SHIFT_WC_WR_FLUSH_ERR)\n        return !path_error(wc->status);",
+           "    if (1)\n        return !path_error(wc->status);",
+           "a flush polled off the default CQ is taken for a path failure without reading "
+           "past it (SHIFT as published): a bad lkey behind a WR in flight fails over"),
+    Mutant("app-error-completions-lost", "datapath.c",
+           "            if (q == 1)\n                buf_push(e, &o);\n"
+           "            else if (q == 2)",
+           "            if (q == 2)",
+           "the completions read past a flush to the application's error are not handed "
+           "to it: the bad WR's own status never reaches the application"),
+    Mutant("app-error-fails-over", "datapath.c",
+           "            go_dead(e, 1);\n            apperr = 1;",
+           "            apperr = 0;",
+           "an application's error polled off the default CQ starts a failover: the bad "
+           "WR is replayed on the backup path"),
     Mutant("ctl-never-dropped", "simnic_wire.c",
            "    if (!c->head) /* (a control message is lost like any packet: the spec's Drop) */",
            "    if (!c->head || c->head->kind == PKT_CTL)",

@@ -1,9 +1,10 @@
 """The model is the specification: TLC's full state graph equals the explorer's.
 
-For every design at the `small` bound and at the two-way bound `twoway` (ping-pong: both
-hosts send), TLC dumps its graph (`-dump dot,actionlabels`) and
-the explorer builds its own; `compare` finds no differing state or edge. The same check
-must fail, readably, when one action of the model is altered: otherwise it proves nothing.
+For every design at the `small` bound, at the two-way bound `twoway` (ping-pong: both
+hosts send) and at `apperr` (a WR with a bad lkey or rkey behind a WR in flight), TLC
+dumps its graph (`-dump dot,actionlabels`) and the explorer builds its own; `compare`
+finds no differing state or edge. The same check must fail, readably, when one action of
+the model is altered: otherwise it proves nothing.
 TLC runs once per design and bound (a session cache); the altered models reuse those
 graphs.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from modelkit import DESIGNS
-from shift.model import layer, transport
+from shift.model import apps, layer, transport
 from shift.model.explore import Exploration, explore
 from shift.model.next import Model
 from shift.spec.catalog import Catalog, load_catalog
@@ -77,6 +78,36 @@ def test_tlc_and_the_explorer_build_the_same_graph_when_both_hosts_send(
     assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
     # B's WRs took effect at A: the graph has two-way traffic.
     assert any(s.execs[1] and s.execs[1][0] for s in ex.graph.states)
+
+
+@pytest.mark.parametrize("design", BY_DESIGN)
+def test_tlc_and_the_explorer_build_the_same_graph_with_application_errors(
+        design: str, tlc_graph: Graphs) -> None:
+    tlc = tlc_graph(design, "apperr")
+    ex = explored(design, "apperr")
+    mismatch = compare(ex, tlc)
+    assert mismatch is None, str(mismatch)
+    assert ex.distinct == len(tlc.view) > 1000
+    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    # Both application errors reach A's application somewhere in the graph.
+    seen = {e.status for s in ex.graph.states for e in s.sndSeen[0]}
+    assert {"LOC_PROT_ERR", "REM_ACCESS_ERR"} <= seen
+
+
+@pytest.mark.xdist_group("conformance-Shift")
+def test_a_layer_that_fails_over_on_the_flush_it_polls_is_caught(
+        tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SHIFT's PollCq(A) altered to take the flush it polls for a path failure (as
+    published: issue 16), not to read the default QP's first fault."""
+    tlc = tlc_graph("Shift", "apperr")
+    monkeypatch.setattr(apps, "app_fault", lambda s, h: False)
+    mismatch = compare(explored("Shift", "apperr"), tlc)
+    assert mismatch is not None
+    text = str(mismatch)
+    assert "Shift at bound apperr: the successors of a state differ" in text, text
+    # The differing edge is A's poll of the flush, shown on both sides.
+    assert "LOC_PROT_ERR" in text
+    assert "model only: PollCq, changing:" in text and "TLC only: PollCq, changing:" in text
 
 
 @pytest.mark.xdist_group("conformance-Shift")

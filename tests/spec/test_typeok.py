@@ -43,6 +43,14 @@ def test_every_variable_keeps_its_type_when_both_hosts_send(design: str) -> None
     assert result.distinct > 1000, result.distinct
 
 
+def test_every_variable_keeps_its_type_with_application_errors() -> None:
+    """At bound apperr WRs carry bad keys: the NAK packet, the application errors'
+    statuses and the WRs' key field are typed as well."""
+    result = check_typeok(CATALOG.spec_dir, CATALOG.design("Shift").module, "apperr")
+    assert result.outcome == OK, (result.violated, result.message)
+    assert result.distinct > 100_000, result.distinct
+
+
 def test_a_wrong_type_is_reported(tmp_path: Path) -> None:
     """With QP states narrowed to RTS, the first QP moved to ERR breaks TypeOK."""
     spec = tmp_path / "spec"

@@ -1,0 +1,70 @@
+"""An application error behind WRs in flight is the application's, not the path's (issue
+16, spec: FirstFault and AppError in Failover.tla): no failover on either host, the bad
+WR completes with its own status, the WRs around it with flushes, in post order."""
+
+from __future__ import annotations
+
+import pytest
+from impl_helpers import drive
+from shift.impl import Fabric, RawSendWr, Status, Wr
+
+WRITE = 0
+SIGNALED = 2
+
+
+@pytest.fixture
+def conn():
+    with Fabric(retries=1) as fab:
+        yield fab.connect("Shift", regions=4, record=True)
+
+
+def _bad(conn, wr_id: int, **kw: int) -> RawSendWr:
+    base = {"wr_id": wr_id, "opcode": WRITE, "addr": conn._src.addr, "length": 8,
+            "lkey": conn._src.lkey, "remote_addr": conn._dst.addr, "rkey": conn._dst.rkey,
+            "send_flags": 0}
+    base.update(kw)
+    return RawSendWr(**base)
+
+
+@pytest.mark.parametrize("bad, status", [
+    ({"lkey": 0xBAD}, Status.LOC_PROT_ERR),
+    ({"rkey": 0xBAD0}, Status.REM_ACCESS_ERR),
+])
+def test_a_bad_key_behind_a_write_in_flight_starts_no_failover(conn, bad, status):
+    """Workloads 11 and 12 of Workloads.tla on the C core: a signaled WRITE in flight, a
+    WRITE with a bad key, the notification; A's NIC transmits the first two before any
+    ACK comes back."""
+    conn.post_recv("B", 1)
+    conn.post_send("A", Wr(1, "WRITE", region=1, value=1, signaled=True))
+    conn.post_send("A", _bad(conn, 2, **bad))
+    conn.post_send("A", Wr(3, "WRITE_IMM"))
+    assert conn.transmit("A", 1) and conn.transmit("A", 1)
+    drive(conn)
+    seen = [(c.wr_id, c.status) for c in conn.completions if c.host == "A"]
+    assert conn.stats("A").failovers == 0
+    assert conn.host_state("A").send_state == "Error"
+    if status == Status.LOC_PROT_ERR:
+        # the send queue completes in post order: WR 1, in flight, flushed first; the
+        # layer read past it to the QP's first fault, WR 2's own status
+        assert seen == [(1, Status.WR_FLUSH_ERR), (2, status), (3, Status.WR_FLUSH_ERR)]
+        # the peer saw nothing: its receive WR stays posted, its layer in Default
+        assert conn.stats("B").failovers == 0
+        assert conn.host_state("B").recv_state == "Default"
+    else:
+        # the NAK acknowledges WR 1; WR 2 fails with its own status
+        assert seen == [(1, Status.SUCCESS), (2, status), (3, Status.WR_FLUSH_ERR)]
+    assert conn.read("B", 1) == 1  # WR 1's value, never WR 2's
+
+
+def test_a_path_failure_behind_a_flush_still_fails_over(conn):
+    """Reading past a flush does not mistake a path failure for an application error:
+    a NIC that dies under WRs in flight leaves only flushes, and SHIFT fails over."""
+    conn.post_recv("B", 1)
+    conn.post_send("A", Wr(1, "WRITE", region=1, value=1, signaled=True))
+    conn.post_send("A", Wr(2, "WRITE_IMM"))
+    assert conn.transmit("A", 1) and conn.transmit("A", 1)
+    conn.nic_fail("A", 1)
+    drive(conn)
+    assert conn.stats("A").failovers == 1
+    assert [(c.wr_id, c.status) for c in conn.completions if c.host == "A"] == [
+        (1, Status.SUCCESS), (2, Status.SUCCESS)]
