@@ -120,7 +120,9 @@ def wait_for(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
 
 
 def test_ctrl_c_stops_the_server_and_every_worker(tmp_path: Path) -> None:
-    proc = start(tmp_path)
+    # bound large: the run outlasts the workers' registration however slow the machine
+    # (at small it can end before the signal, with exit status 0)
+    proc = start(tmp_path, "--bound", "large")
     port = int(wait_for(proc, r"server ready on port (\d+); started 2 local").group(1))
     wait_for(proc, r"TLC worker 2 registered")
     assert len(java_processes(port)) == 3  # the server and two workers
