@@ -9,7 +9,7 @@ successor, or None when the event is not enabled; `h` is a host index (`HOST`).
 from __future__ import annotations
 
 from shift.model.config import Constants, DesignRecord
-from shift.model.layer import app_error, app_fault, trigger
+from shift.model.layer import app_error, app_fault, app_owned, trigger
 from shift.model.state import (
     DEFAULT,
     ERR,
@@ -149,8 +149,8 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
     """PollCq(h): the application polls; the layer answers from the completions it holds,
     else from the CQ PollPath names. An error from the default QP starts a failover
     instead of reaching the application, unless the QP's first fault is the
-    application's (AppError); one from the backup QP reaches it (and puts a send side in
-    Error)."""
+    application's (AppError) or was (AppOwned: then it reaches the application); one
+    from the backup QP reaches it (and puts a send side in Error)."""
     h = HOST[host]
     buf = s.buffered[h]
     if buf:
@@ -161,7 +161,7 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
         return None
     c = q[0]
     failed = c.status != SUCCESS
-    if failed and d.failover and p == 1:
+    if failed and d.failover and p == 1 and not app_owned(s, h):
         # The QP's first fault, not the CQE polled: an application error is no path's.
         return app_error(s, h) if app_fault(s, h) else trigger(s, h, d, c.status)
     s = see(s, h, c)._replace(cq=set_in(s.cq, h, p - 1, q[1:]))

@@ -123,6 +123,13 @@ def app_fault(s: State, h: int) -> bool:
     return first_fault(s, h) in APP_ERRORS
 
 
+def app_owned(s: State, h: int) -> bool:
+    """AppOwned(h): h's QP pair is its application's: the layer handed it an error of its
+    own (a bad key), seen or still held. h's layer takes no further part in a failover,
+    and later errors off its default QP go to the application."""
+    return any(c.status in APP_ERRORS for c in s.sndSeen[h] + s.buffered[h])
+
+
 def app_error(s: State, h: int) -> State:
     """AppError(h): h's default QP failed because of its application: no failover. Every
     completion of the default CQ goes to the application in order (the error on its WR
@@ -268,9 +275,9 @@ def woken(s: State, h: int, d: DesignRecord) -> State | None:
 def progress_all(s: State, d: DesignRecord, b: Constants, host: str) -> list[State]:
     """Every successor of Progress(host): one per enabled disjunct, as TLC generates them.
     The spec says at most one is enabled at a time; `progress` relies on it."""
-    if not d.failover:
-        return []
     h = HOST[host]
+    if not d.failover or app_owned(s, h):
+        return []
     steps = (woken(s, h, d), handshake(s, h), replay(s, h, d), reconnect(s, h, d, b),
              release(s, h))
     return [t for t in steps if t is not None]
@@ -322,7 +329,7 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
     NIC or a QP in the error state drops it. A counter numbered after the last one taken is
     taken; the last one again, resent by the peer's timer, is answered with h's own counter
     if it asks and h sent one (its answer may have been lost); an older one changes
-    nothing."""
+    nothing. A host whose QP pair is its application's (`app_owned`) takes nothing."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind != "ctl":
@@ -331,12 +338,12 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
     assert isinstance(m, Ctl)
     h = 1 - j
     s2 = s._replace(wire=set_in(s.wire, i, j, ch[1:]))
-    alive = s.nic[h][i] and s.qp[h][i] == RTS
-    if alive and m.what == "counter" and m.seq > s.peerSeq[h]:
+    takes = s.nic[h][i] and s.qp[h][i] == RTS and not app_owned(s, h)
+    if takes and m.what == "counter" and m.seq > s.peerSeq[h]:
         return _take_counter(s2, h, m)
-    if alive and m.what == "counter" and m.seq == s.peerSeq[h] and m.ask and s.sentCtr[h]:
+    if takes and m.what == "counter" and m.seq == s.peerSeq[h] and m.ask and s.sentCtr[h]:
         return s2._replace(wire=_resend(s, s2.wire, h, s.asked[h]))
-    if alive and m.what == "failback" and s.recvMode[h] == FALLBACK:
+    if takes and m.what == "failback" and s.recvMode[h] == FALLBACK:
         return _take_failback(s2, h)
     return s2
 
@@ -348,6 +355,8 @@ def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> Sta
     can leave: h's NIC 2 alive, its QP 2 ready to send, link 2 up)."""
     h, o = HOST[host], 1 - HOST[host]
     slow_peer = s.peerSeq[o] == s.ctrSeq[h] and not s.sentCtr[o]
+    if app_owned(s, h):
+        return None
     if not (s.asked[h] and s.sentCtr[h] and not slow_peer and s.nic[h][1]
             and s.qp[h][1] == RTS and s.link[1] and not s.wire[1][0] and not s.wire[1][1]):
         return None

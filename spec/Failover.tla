@@ -261,10 +261,23 @@ AppError(h) ==
                         fence >>
 
 (***************************************************************************)
+(* Host h's QP pair is its application's: the layer handed it an error  *)
+(* of its own (a bad key: AppError, or an error polled off the backup    *)
+(* QP), seen or still held. The QP pair failed because of the           *)
+(* application and is its to rebuild, as under plain RC: h's layer takes *)
+(* no further part in a failover (no step, no control message taken, no *)
+(* timer), and a later error off the default QP (the flush of a receive *)
+(* WR posted since) goes to the application too (F6, docs/findings.md).  *)
+(* Model: layer.app_owned. C: the endpoint's dead flag (go_dead).        *)
+(***************************************************************************)
+AppOwned(h) == \E c \in Range(sndSeen[h]) \cup Range(buffered[h]) : c.status \in AppErrors
+
+(***************************************************************************)
 (* The application polls; the layer answers from the completions it      *)
 (* holds, else from a CQ it polls. An error CQE from the default QP     *)
 (* starts a failover instead of reaching the application - unless the   *)
-(* QP's first fault is the application's (AppError). An error from the  *)
+(* QP's first fault is the application's (AppError) or was (AppOwned:    *)
+(* then it reaches the application). An error from the                  *)
 (* backup QP reaches it (and puts a send side in Error): SHIFT as        *)
 (* published has no third path.                                         *)
 (* Model: apps.poll_cq. C: shift_poll_step.                               *)
@@ -280,10 +293,10 @@ PollCq(h, D) ==
                 c == Head(cq[h][p])
             IN  /\ p = 1 => Polls1(h)
                 /\ cq[h][p] # << >>
-                /\ IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ FirstFault(h) \in AppErrors
-                   THEN AppError(h)
-                   ELSE IF c.status # "SUCCESS" /\ D.failover /\ p = 1
-                   THEN Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen >>
+                /\ IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ ~AppOwned(h)
+                   THEN IF FirstFault(h) \in AppErrors
+                        THEN AppError(h)
+                        ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen >>
                    ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ See(h, c)
                         /\ UNCHANGED << sq, qp, rq, buffered, refused, recvMode, sentCtr,
@@ -451,13 +464,14 @@ Release(h) ==
 (* One step of the layer's background work on host h: woken by a counter *)
 (* of the peer it must answer while a side is on the default path, the  *)
 (* handshake, the replay, or a fail-back step. At most one is enabled at *)
-(* a time, so Progress(h) is deterministic.                               *)
+(* a time, so Progress(h) is deterministic. None once h's QP pair is the *)
+(* application's (AppOwned).                                              *)
 (* Model: layer.progress (layer.progress_all lists every enabled step;   *)
 (* its first step, on the peer's counter: layer.woken).                   *)
 (* C: shift_progress.                                                     *)
 (***************************************************************************)
 Progress(h, D) ==
-    /\ D.failover
+    /\ D.failover /\ ~AppOwned(h)
     /\ \/ /\ OnPath1(h) /\ fresh[h] /\ ~sentCtr[h]
           /\ Trigger(h, D, "WR_FLUSH_ERR")
           /\ UNCHANGED << wire, peerCtr, fresh, asked, queried, seqVars >>
@@ -477,7 +491,8 @@ Progress(h, D) ==
 (* (its answer may have been lost); else nothing. An older one: nothing. *)
 (* The fail-back notice: h's receive side holds the backup CQ's good     *)
 (* receive completions, drops its other receive CQEs, and reposts on the *)
-(* default QP every receive WR its application is still owed.           *)
+(* default QP every receive WR its application is still owed. A host     *)
+(* whose QP pair is its application's (AppOwned) takes nothing.          *)
 (* Model: layer.deliver_control (the event Deliver, next.deliver).       *)
 (* C: sn_deliver hands it to shift_ctl_input (take_counter,               *)
 (* take_failback).                                                        *)
@@ -488,9 +503,10 @@ DeliverControl(p, d) ==
     /\ LET m      == Head(wire[p][d])
            h      == To(d)
            alive  == nic[h][p] /\ qp[h][p] = "RTS"
+           takes  == alive /\ ~AppOwned(h)
            good   == GoodPrefix(SelectSeq(cq[h][2], IsRecv))
            rest   == [wire EXCEPT ![p][d] = Tail(@)]
-       IN  /\ IF alive /\ m.what = "counter" /\ m.seq > peerSeq[h]
+       IN  /\ IF takes /\ m.what = "counter" /\ m.seq > peerSeq[h]
               THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
                    /\ peerSeq' = [peerSeq EXCEPT ![h] = m.seq]
                    \* the answer h awaited, which no replay needs, is used up at once
@@ -500,11 +516,11 @@ DeliverControl(p, d) ==
                    /\ sentCtr' = IF asked[h] THEN sentCtr ELSE [sentCtr EXCEPT ![h] = FALSE]
                    /\ wire' = rest
                    /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone >>
-              ELSE IF alive /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
+              ELSE IF takes /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
               THEN /\ wire' = Resend(rest, h, asked[h])
                    /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
                                    peerCtr, fresh, asked, peerSeq >>
-              ELSE IF alive /\ m.what = "failback" /\ recvMode[h] = "Fallback"
+              ELSE IF takes /\ m.what = "failback" /\ recvMode[h] = "Fallback"
               THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
                                        ![h][2] = << >>]
                    /\ cq' = [cq EXCEPT ![h][2] = SelectSeq(@, LAMBDA e : ~IsRecv(e))]
@@ -530,12 +546,12 @@ DeliverControl(p, d) ==
 (* the timer outlasts a round trip: it fires after a loss, not while    *)
 (* the peer is slow (docs/model.md). It has no budget here (the wire    *)
 (* loses at most MaxDrops messages) and fires only where the resend can *)
-(* leave.                                                                 *)
+(* leave; never once h's QP pair is its application's (AppOwned).        *)
 (* Model: layer.handshake_timeout. C: shift_timer(ep, 2) (whose         *)
 (* ctl_retries budget, then giving up, is outside the spec).             *)
 (***************************************************************************)
 HandshakeTimeout(h) ==
-    /\ asked[h] /\ sentCtr[h]
+    /\ asked[h] /\ sentCtr[h] /\ ~AppOwned(h)
     /\ ~(peerSeq[Peer(h)] = ctrSeq[h] /\ ~sentCtr[Peer(h)])
     /\ nic[h][2] /\ qp[h][2] = "RTS" /\ link[2]
     /\ wire[2]["AtoB"] = << >> /\ wire[2]["BtoA"] = << >>

@@ -212,9 +212,10 @@ void trigger(ep_s *e, int status)
     start_failover(e, status, status);
 }
 
-/* Not in the spec: the connection dies of an application error (protection, access,
+/* spec: AppOwned(h) - the connection dies of an application error (protection, access,
  * length...), as a plain RC QP does: re-executing the WR elsewhere would fail the same
- * way. Both sides stop: posts complete flushed, no failover, no control message taken. */
+ * way. Both sides stop: posts complete flushed, no failover, no control message taken.
+ * (give_up and fail_all end here too, outside the spec: both paths gone.) */
 void go_dead(ep_s *e, int path)
 {
     e->send_mode = SHIFT_STATE_ERROR;

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 CORPUS = ROOT / "tests" / "corpus"
 # the bounds of the campaign: twoway (workload 7, B posts WRs too) for the two-way data
-# path's mutants; the others are killed at default or large
+# path's mutants; the others are killed at default or large (the application-error
+# paths' mutants run at apperr alone: Mutant.bounds)
 BOUNDS = ("default", "large", "twoway")
 
 
@@ -45,6 +46,9 @@ class Mutant:
     old: str
     new: str
     what: str
+    # the bounds whose traces the campaign and trace validation run for it: a mutant of
+    # the application-error paths only at apperr (a bad key), every other at the rest
+    bounds: tuple[str, ...] = BOUNDS
 
 
 MUTANTS = (
@@ -168,18 +172,21 @@ MUTANTS = (
            "    if (wc->status != SHIFT_WC_WR_FLUSH_ERR)\n        return !path_error(wc->status);",
            "    if (1)\n        return !path_error(wc->status);",
            "a flush polled off the default CQ is taken for a path failure without reading "
-           "past it (SHIFT as published): a bad lkey behind a WR in flight fails over"),
+           "past it (SHIFT as published): a bad lkey behind a WR in flight fails over",
+           bounds=("apperr",)),
     Mutant("app-error-completions-lost", "datapath.c",
            "            if (q == 1)\n                buf_push(e, &o);\n"
            "            else if (q == 2)",
            "            if (q == 2)",
            "the completions read past a flush to the application's error are not handed "
-           "to it: the bad WR's own status never reaches the application"),
+           "to it: the bad WR's own status never reaches the application",
+           bounds=("apperr",)),
     Mutant("app-error-fails-over", "datapath.c",
            "            go_dead(e, 1);\n            apperr = 1;",
            "            apperr = 0;",
            "an application's error polled off the default CQ starts a failover: the bad "
-           "WR is replayed on the backup path"),
+           "WR is replayed on the backup path",
+           bounds=("apperr",)),
     Mutant("ctl-never-dropped", "simnic_wire.c",
            "    if (!c->head) /* (a control message is lost like any packet: the spec's Drop) */",
            "    if (!c->head || c->head->kind == PKT_CTL)",
@@ -232,7 +239,7 @@ def load_native(so: Path) -> None:
     sys.modules["shift.impl._native"] = mod
 
 
-def campaign(examples: int, seed: int) -> dict[str, object] | None:
+def campaign(examples: int, seed: int, bounds: list[str]) -> dict[str, object] | None:
     """The first divergence of the suite's campaign, shrunk; None if it survives."""
     import random
 
@@ -241,7 +248,7 @@ def campaign(examples: int, seed: int) -> dict[str, object] | None:
 
     from shift.differential import DESIGNS, run_trace, shrink, trace_from_choices
 
-    models = [Model.load(d, b) for b in BOUNDS for d in DESIGNS]
+    models = [Model.load(d, b) for b in bounds for d in DESIGNS]
     rngs = [random.Random(seed * 1000 + k) for k in range(len(models))]
     # round-robin, so that the cheapest kill is found first whatever the design
     for n in range(examples):
@@ -257,7 +264,7 @@ def campaign(examples: int, seed: int) -> dict[str, object] | None:
     return None
 
 
-def validation_kill(examples: int, seed: int) -> dict[str, object] | None:
+def validation_kill(examples: int, seed: int, bounds: list[str]) -> dict[str, object] | None:
     """The first recorded run of this core the model rejects (tests/differential/
     test_trace_validation.py's check: the implementation leads, the model judges)."""
     from shift.model.next import Model
@@ -265,7 +272,7 @@ def validation_kill(examples: int, seed: int) -> dict[str, object] | None:
     from shift.differential import DESIGNS
     from shift.validation import describe, record, validate
 
-    models = [Model.load(d, b) for b in BOUNDS for d in DESIGNS]
+    models = [Model.load(d, b) for b in bounds for d in DESIGNS]
     for n in range(examples):
         for model in models:
             rec = record(model, model.bound.workloads[n % len(model.bound.workloads)],
@@ -299,13 +306,14 @@ def corpus_kill() -> dict[str, object] | None:
     return None
 
 
-def child(so: str, examples: int, seed: int, validation_only: bool) -> int:
+def child(so: str, examples: int, seed: int, validation_only: bool, bounds: list[str],
+          ) -> int:
     load_native(Path(so))
     if validation_only:
-        print(json.dumps(validation_kill(examples, seed)))
+        print(json.dumps(validation_kill(examples, seed, bounds)))
     else:
-        print(json.dumps(campaign(examples, seed) or validation_kill(examples, seed)
-                         or corpus_kill()))
+        print(json.dumps(campaign(examples, seed, bounds)
+                         or validation_kill(examples, seed, bounds) or corpus_kill()))
     return 0
 
 
@@ -319,6 +327,7 @@ def run_mutant(m: Mutant, examples: int, seed: int, validation_only: bool = Fals
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run([sys.executable, __file__, "--child", str(so),
                                "--examples", str(examples), "--seed", str(seed)]
+                              + ["--bounds", ",".join(m.bounds)]
                               + (["--validation-only"] if validation_only else []),
                               capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
@@ -338,9 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--validation-only", action="store_true",
                    help="judge each mutant by trace validation alone (no campaign, no corpus)")
     p.add_argument("--child", metavar="SO", help=argparse.SUPPRESS)
+    p.add_argument("--bounds", default=",".join(BOUNDS), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        return child(args.child, args.examples, args.seed, args.validation_only)
+        return child(args.child, args.examples, args.seed, args.validation_only,
+                     args.bounds.split(","))
     names = {m.name for m in MUTANTS}
     for n in args.only or ():
         if n not in names:

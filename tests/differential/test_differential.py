@@ -19,6 +19,7 @@ from shift.differential import DESIGNS, run_trace, trace_from_choices
 
 MAX_EVENTS = 60
 EXAMPLES = 500  # per design and bound
+EXAMPLES_APPERR = 150  # per design at apperr, where half the workloads end in an app error
 
 # One number per event (plus one for the workload); see trace_from_choices.
 choices = st.lists(st.integers(0, (1 << 16) - 1), min_size=12, max_size=MAX_EVENTS + 1)
@@ -41,3 +42,29 @@ def test_model_and_implementation_agree(design: str, bound: str, posts: str) -> 
             raise AssertionError(explain(model, run, keep(model, run.events)))
 
     agree()
+
+
+APP_ERRORS = {"LOC_PROT_ERR", "REM_ACCESS_ERR"}
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_model_and_implementation_agree_after_application_errors(design: str) -> None:
+    """At bound apperr a WR carries a bad lkey or rkey: after the error each side must
+    act as the other (no failover of its own, none joined for the peer: AppOwned)."""
+    model = Model.load(design, "apperr")
+    app_errors = 0
+
+    @settings(max_examples=EXAMPLES_APPERR, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(choices)
+    def agree(picks: list[int]) -> None:
+        nonlocal app_errors
+        events = trace_from_choices(model, picks)
+        run = run_trace(model, events)
+        if run.divergence is not None:
+            raise AssertionError(explain(model, run, keep(model, run.events)))
+        last = run.states[-1]
+        app_errors += any(c.status in APP_ERRORS for seen in last.sndSeen for c in seen)
+
+    agree()
+    assert app_errors > EXAMPLES_APPERR // 10, app_errors  # the errors were reached
