@@ -17,6 +17,7 @@ LONGEST = [
     "tests/proofs/test_kill_table.py",
     "tests/test_extending.py",
     "tests/model/test_explain.py",
+    "tests/test_nccl_port.py",
     "tests/test_report.py",
     "tests/differential/test_seeded_bugs.py",
     "tests/impl/test_native_fuzz.py",
