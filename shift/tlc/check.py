@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shift.spec.catalog import HOLDS, VIOLATED, Bound, Catalog, Design
+from shift.tlc import processes
 from shift.tlc.distributed import LIVENESS, DistConfig, run_distributed
 from shift.tlc.itf import write_itf
 from shift.tlc.output import Trace
@@ -81,6 +82,8 @@ def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: P
             return run_tlc(cfg, invariants, temporal, progress)
         return run_distributed(cfg, dist, invariants, progress, lambda s: report(f"{name}: {s}"))
     run = once()
+    if run.outcome == ERROR and run.crashed and processes.cancelled():
+        raise KeyboardInterrupt  # stopped by Ctrl-C or SIGTERM, not a failure of TLC's
     if run.outcome == ERROR and run.crashed:
         report(f"{name}: TLC failed ({run.message}); running it once more")
         run = once()

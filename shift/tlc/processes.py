@@ -46,6 +46,11 @@ def stop_all() -> None:
         stop(proc)
 
 
+def cancelled() -> bool:
+    """Has stop_all run (Ctrl-C, SIGTERM)? A run it stopped did not fail on its own."""
+    return _CANCELLED.is_set()
+
+
 def reset() -> None:
     """Allow runs again after stop_all (a process that runs `shift check` twice)."""
     _CANCELLED.clear()
