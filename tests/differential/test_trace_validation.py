@@ -48,6 +48,28 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
         assert posts[("PostSend", "B")] > 0 and posts[("PostRecv", "A")] > 0, posts
 
 
+APP_ERRORS = {"LOC_PROT_ERR", "REM_ACCESS_ERR"}
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_every_recorded_step_is_a_step_of_the_model_with_application_errors(design: str,
+                                                                            ) -> None:
+    """At bound apperr (a WR with a bad lkey or rkey, on A or on B): the core's own runs
+    after an application error are steps of the model too (F6d closed the difference)."""
+    model = Model.load(design, "apperr")
+    own: Counter[str] = Counter()  # the application errors the applications saw
+    for seed in range(RUNS):
+        rec = record(model, model.bound.workloads[seed % len(model.bound.workloads)], seed)
+        result = validate(model, rec)
+        assert result.ok, f"seed {seed}\n{describe(rec)}\n{result.failure}"
+        last = rec.steps[result.checked - 1].observation["sndSeen"]
+        own.update(c["status"] for seen in last.values() for c in seen
+                   if c["status"] in APP_ERRORS)
+    assert own, own  # an application error reached an application
+    if design != "NoFailover":  # (its runs have few deliveries: a fault ends most early)
+        assert set(own) == APP_ERRORS, own  # both kinds of bad key did
+
+
 # One worker builds the module's fixture once (pytest-xdist, --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("trace-validation-shift-run")
 
