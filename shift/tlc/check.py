@@ -82,9 +82,9 @@ def _run(cfg: RunConfig, invariants: list[str], temporal: list[str], progress: P
             return run_tlc(cfg, invariants, temporal, progress)
         return run_distributed(cfg, dist, invariants, progress, lambda s: report(f"{name}: {s}"))
     run = once()
-    if run.outcome == ERROR and run.crashed and processes.cancelled():
-        raise KeyboardInterrupt  # stopped by Ctrl-C or SIGTERM, not a failure of TLC's
     if run.outcome == ERROR and run.crashed:
+        if processes.cancelled():
+            raise KeyboardInterrupt  # stopped by Ctrl-C or SIGTERM, not a failure of TLC's
         report(f"{name}: TLC failed ({run.message}); running it once more")
         run = once()
     return run

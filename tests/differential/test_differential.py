@@ -14,6 +14,7 @@ from diff_helpers import explain, keep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shift.model.next import Model
+from shift.model.state import APP_ERRORS
 
 from shift.differential import DESIGNS, run_trace, trace_from_choices
 
@@ -42,9 +43,6 @@ def test_model_and_implementation_agree(design: str, bound: str, posts: str) -> 
             raise AssertionError(explain(model, run, keep(model, run.events)))
 
     agree()
-
-
-APP_ERRORS = {"LOC_PROT_ERR", "REM_ACCESS_ERR"}
 
 
 @pytest.mark.parametrize("design", DESIGNS)

@@ -11,6 +11,7 @@ from diff_helpers import CORPUS
 from shift.model.events import load_trace
 from shift.model.next import Model
 from shift.model.observe import observe
+from shift.model.state import APP_ERRORS
 from shift.vocabulary import Event
 
 from shift.differential import DESIGNS
@@ -46,9 +47,6 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
     # Both hosts are peers where the bound has two-way workloads.
     if any(model.bound.bprogram(k) for k in model.bound.workloads):
         assert posts[("PostSend", "B")] > 0 and posts[("PostRecv", "A")] > 0, posts
-
-
-APP_ERRORS = {"LOC_PROT_ERR", "REM_ACCESS_ERR"}
 
 
 @pytest.mark.parametrize("design", DESIGNS)
