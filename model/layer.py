@@ -123,18 +123,33 @@ def app_fault(s: State, h: int) -> bool:
     return first_fault(s, h) in APP_ERRORS
 
 
-def app_owned(s: State, h: int) -> bool:
-    """AppOwned(h): h's QP pair is its application's: the layer handed it an error of its
-    own (a bad key), seen or still held. h's layer takes no further part in a failover,
-    and later errors off its default QP go to the application."""
+def own_app_error(s: State, h: int) -> bool:
+    """OwnAppError(h): the layer handed h's application an error of its own (a bad key),
+    seen or still held."""
     return any(c.status in APP_ERRORS for c in s.sndSeen[h] + s.buffered[h])
+
+
+def app_owned(s: State, h: int) -> bool:
+    """AppOwned(h): h's QP pair is its application's: its own error (`own_app_error`) or
+    the peer's word that its application failed the pair (`peerFailed`). h's layer takes
+    no further part in a failover, and later errors off its default QP go to the
+    application."""
+    return own_app_error(s, h) or s.peerFailed[h]
+
+
+def tell_app_error(s: State, wire: Wire, h: int) -> Wire:
+    """TellAppError(w, h): wire with h's word to its peer that its application failed the
+    QP pair, sent on the backup path if h can send there."""
+    if not (s.nic[h][1] and s.qp[h][1] == RTS):
+        return wire
+    return push(s.link, wire, 1, h, Ctl("apperr", 0))
 
 
 def app_error(s: State, h: int) -> State:
     """AppError(h): h's default QP failed because of its application: no failover. Every
     completion of the default CQ goes to the application in order (the error on its WR
-    with its own status, the flushes around it), no WR stays outstanding, and the send
-    side fails later WRs at once (Error)."""
+    with its own status, the flushes around it), no WR stays outstanding, the send side
+    fails later WRs at once (Error), and the peer is told (F6b)."""
     cs = s.cq[h][0]
     recvs = {c.recv for c in cs}
     good = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)
@@ -142,7 +157,32 @@ def app_error(s: State, h: int) -> State:
                       pending=set_at(s.pending, h, ()),
                       rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),
                       recvDone=set_at(s.recvDone, h, s.recvDone[h] + good),
-                      sendMode=set_at(s.sendMode, h, ERROR))
+                      sendMode=set_at(s.sendMode, h, ERROR), wire=tell_app_error(s, s.wire, h))
+
+
+def peer_app_error(s: State, h: int) -> State:
+    """PeerAppError(h): the peer's application failed the QP pair, so h's is failed too,
+    as plain RC's would be (F6b). Both QPs go to the error state; the application gets
+    everything the CQs hold (default first), then every WR and receive WR still
+    outstanding, flushed; the send side is in Error, the receive side back on the default
+    QP; h's QP pair is its application's."""
+    cs = s.cq[h][0] + s.cq[h][1]
+    sends = [c for c in cs if c.recv == 0]
+    held = {c.wr for c in sends}
+    oks = [c.wr for c in sends if c.status == SUCCESS]
+    left = tuple(w for w in s.pending[h] if w not in held and all(w > v for v in oks))
+    recvs = {c.recv for c in cs}
+    owed = tuple(r for r in s.rpend[h] if r not in recvs)
+    taken = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)
+    return s._replace(
+        qp=set_at(s.qp, h, (ERR, ERR)), cq=set_at(s.cq, h, ((), ())),
+        rq=set_at(s.rq, h, ((), ())),
+        buffered=set_at(s.buffered, h, s.buffered[h] + cs + _flushed(left) + _flushed_recvs(owed)),
+        pending=set_at(s.pending, h, ()), rpend=set_at(s.rpend, h, ()),
+        recvDone=set_at(s.recvDone, h, s.recvDone[h] + taken),
+        sendMode=set_at(s.sendMode, h, ERROR), recvMode=set_at(s.recvMode, h, DEFAULT),
+        fence=set_at(s.fence, h, 0), asked=set_at(s.asked, h, False),
+        peerFailed=set_at(s.peerFailed, h, True))
 
 
 def _resend(s: State, wire: Wire, h: int, ask: bool) -> Wire:
@@ -329,7 +369,9 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
     NIC or a QP in the error state drops it. A counter numbered after the last one taken is
     taken; the last one again, resent by the peer's timer, is answered with h's own counter
     if it asks and h sent one (its answer may have been lost); an older one changes
-    nothing. A host whose QP pair is its application's (`app_owned`) takes nothing."""
+    nothing. The peer's word that its application failed the QP pair: `peer_app_error`.
+    A host whose QP pair is its application's (`app_owned`) takes nothing; if its own
+    application's error is why, it answers a counter with that word."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind != "ctl":
@@ -343,8 +385,13 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
         return _take_counter(s2, h, m)
     if takes and m.what == "counter" and m.seq == s.peerSeq[h] and m.ask and s.sentCtr[h]:
         return s2._replace(wire=_resend(s, s2.wire, h, s.asked[h]))
+    if takes and m.what == "apperr":
+        return peer_app_error(s2, h)
     if takes and m.what == "failback" and s.recvMode[h] == FALLBACK:
         return _take_failback(s2, h)
+    alive = s.nic[h][i] and s.qp[h][i] == RTS
+    if alive and m.what == "counter" and own_app_error(s, h):
+        return s2._replace(wire=tell_app_error(s, s2.wire, h))
     return s2
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shift.model import observable
+from shift.model.layer import app_owned
 from shift.model.observe import observe
 from shift.model.state import (
     APP_ERRORS,
@@ -22,6 +23,7 @@ from shift.model.state import (
     DEFAULT,
     ERROR,
     KEY_STATUS,
+    MOVING,
     SUCCESS,
     State,
     num_notes,
@@ -101,14 +103,16 @@ def first_bad_key(s: State, h: int) -> int:
 
 
 def app_error_contained(s: State) -> bool:
-    """In a run where the environment did nothing (no fault, no drop): no side of either
-    host left the default path, an application-error status reached an application only
-    on a WR with that bad key, and the first WR with a bad key completed, if it did,
-    with its own status."""
+    """In a run where the environment did nothing (no fault, no drop): a host whose layer
+    knows of an application error (AppOwned: its own, or the peer's word) is out of any
+    failover (send side in Default or Error, no receive WR held while moving), an
+    application-error status reached an application only on a WR with that bad key, and
+    the first WR with a bad key completed, if it did, with its own status."""
     if s.faults or s.drops:
         return True
     for h in HOST_IDS:
-        if s.sendMode[h] not in (DEFAULT, ERROR) or s.recvMode[h] != DEFAULT:
+        if app_owned(s, h) and (s.sendMode[h] not in (DEFAULT, ERROR)
+                                or s.recvMode[h] == MOVING):
             return False
         first, prog = first_bad_key(s, h), s.program[h]
         for e in s.sndSeen[h]:
@@ -136,14 +140,18 @@ def _done_at(s: State, h: int) -> bool:
     """Done's conjunct for host h: everything posted, every signaled WR completed and,
     unless h's layer refused on purpose or an application of either host saw an error
     of its own (a bad key: AppFailed, which fails the QP pair), every completion a
-    success and every notification taken by the peer."""
+    success and every notification taken by the peer; after such an error, every receive
+    WR h posted came back to its application, taken or flushed (F6b)."""
     prog = s.program[h]
     if s.posted[h] != len(prog) or s.recvPosted[h] != num_notes(s.program[peer(h)]):
         return False
     completed = {e.wr for e in s.sndSeen[h]}
     if any(w.signaled and k not in completed for k, w in enumerate(prog, 1)):
         return False
-    if s.refused[h] or any(e.status in APP_ERRORS for seen in s.sndSeen for e in seen):
+    if any(e.status in APP_ERRORS for seen in s.sndSeen for e in seen):
+        back = {e.recv for e in s.rcvSeen[h]}
+        return all(r in back for r in range(1, s.recvPosted[h] + 1))
+    if s.refused[h]:
         return True
     return (all(e.status == SUCCESS for e in s.sndSeen[h])
             and taken(s, peer(h)) == num_notes(prog))

@@ -97,7 +97,7 @@ class Nak(NamedTuple):
 
 
 class Ctl(NamedTuple):
-    what: str  # "counter" | "failback"
+    what: str  # "counter" | "failback" | "apperr"
     count: int
     seq: int = 0  # a counter's number (from 1); a resend repeats it; 0 for the notice
     ask: bool = False  # a counter sent first: its sender awaits the answer
@@ -162,6 +162,7 @@ class State(NamedTuple):
     ctrSeq: tuple[int, int]
     ctrVal: tuple[int, int]
     peerSeq: tuple[int, int]
+    peerFailed: tuple[bool, bool]
 
 
 VARIABLES: tuple[str, ...] = State._fields
@@ -189,6 +190,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rpend=two, recvDone=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
         fresh=(False, False), asked=(False, False), replayed=(False, False), fence=zeros,
         refused=(frozenset(), frozenset()), ctrSeq=zeros, ctrVal=zeros, peerSeq=zeros,
+        peerFailed=(False, False),
     )
 
 

@@ -92,7 +92,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "replayed": _hosts,
     "fence": _hosts,
     "refused": _per_host(_tset),
-    "ctrSeq": _hosts, "ctrVal": _hosts, "peerSeq": _hosts,
+    "ctrSeq": _hosts, "ctrVal": _hosts, "peerSeq": _hosts, "peerFailed": _hosts,
 }
 assert tuple(FIELDS) == VARIABLES, "one converter per variable, in View order"
 

@@ -236,6 +236,14 @@ FirstFault(h) ==
     LET errs == SelectSeq(cq[h][1], LAMBDA e : e.status \notin {"SUCCESS", "WR_FLUSH_ERR"})
     IN  IF errs = << >> THEN "SUCCESS" ELSE Head(errs).status
 
+\* Channels w with host h's word to its peer that its application failed the QP
+\* pair, sent on the backup path if h can send there.
+TellAppError(w, h) ==
+    IF nic[h][2] /\ qp[h][2] = "RTS"
+    THEN Push(w, 2, From(h), [kind |-> "ctl", what |-> "apperr", count |-> 0, seq |-> 0,
+                               ask |-> FALSE])
+    ELSE w
+
 (***************************************************************************)
 (* Host h's default QP failed because of its application (a bad key: the *)
 (* first fault is LOC_PROT_ERR or REM_ACCESS_ERR), not because of the   *)
@@ -244,8 +252,9 @@ FirstFault(h) ==
 (* the flushes of the WRs around it, the completions before it - and    *)
 (* its send side fails every later WR at once (Error), as the QP in the  *)
 (* error state does under plain RC. Its send side was on the default QP  *)
-(* (only Default sends there), so no WR is left outstanding. Nothing    *)
-(* goes to the peer.                                                    *)
+(* (only Default sends there), so no WR is left outstanding. The peer is *)
+(* told on the backup path (TellAppError): its QP failed too, and its    *)
+(* layer, which cannot read why (F6b), would take it for a path failure. *)
 (* Model: layer.app_error. C: app_error.                                  *)
 (***************************************************************************)
 AppError(h) ==
@@ -257,20 +266,24 @@ AppError(h) ==
         /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(cs))]
         /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
         /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
+        /\ wire' = TellAppError(wire, h)
         /\ UNCHANGED << sq, qp, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr, replayed,
                         fence >>
 
 (***************************************************************************)
 (* Host h's QP pair is its application's: the layer handed it an error  *)
 (* of its own (a bad key: AppError, or an error polled off the backup    *)
-(* QP), seen or still held. The QP pair failed because of the           *)
-(* application and is its to rebuild, as under plain RC: h's layer takes *)
-(* no further part in a failover (no step, no control message taken, no *)
-(* timer), and a later error off the default QP (the flush of a receive *)
-(* WR posted since) goes to the application too (F6, docs/findings.md).  *)
+(* QP), seen or still held (OwnAppError), or the peer's layer said that *)
+(* its application failed the pair (PeerAppError). The QP pair failed   *)
+(* because of an application and is its to rebuild, as under plain RC:  *)
+(* h's layer takes no further part in a failover (no step, no control   *)
+(* message taken, no timer), and a later error off the default QP (the  *)
+(* flush of a receive WR posted since) goes to the application too (F6, *)
+(* docs/findings.md).                                                    *)
 (* Model: layer.app_owned. C: the endpoint's dead flag (go_dead).        *)
 (***************************************************************************)
-AppOwned(h) == \E c \in Range(sndSeen[h]) \cup Range(buffered[h]) : c.status \in AppErrors
+OwnAppError(h) == \E c \in Range(sndSeen[h]) \cup Range(buffered[h]) : c.status \in AppErrors
+AppOwned(h) == OwnAppError(h) \/ peerFailed[h]
 
 (***************************************************************************)
 (* The application polls; the layer answers from the completions it      *)
@@ -287,7 +300,7 @@ PollCq(h, D) ==
     /\ IF buffered[h] # << >>
        THEN /\ See(h, Head(buffered[h]))
             /\ buffered' = [buffered EXCEPT ![h] = Tail(@)]
-            /\ UNCHANGED << sq, qpVars, rq, sendMode, recvMode, pending, refused, rpend,
+            /\ UNCHANGED << sq, qpVars, rq, wire, sendMode, recvMode, pending, refused, rpend,
                             recvDone, sentCtr, replayed, fence >>
        ELSE LET p == PollPath(h)
                 c == Head(cq[h][p])
@@ -296,10 +309,10 @@ PollCq(h, D) ==
                 /\ IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ ~AppOwned(h)
                    THEN IF FirstFault(h) \in AppErrors
                         THEN AppError(h)
-                        ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen >>
+                        ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen, wire >>
                    ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ See(h, c)
-                        /\ UNCHANGED << sq, qp, rq, buffered, refused, recvMode, sentCtr,
+                        /\ UNCHANGED << sq, qp, rq, wire, buffered, refused, recvMode, sentCtr,
                                         replayed, fence >>
                         /\ IF IsRecv(c)
                            THEN /\ rpend' = [rpend EXCEPT ![h] = Without(@, {c.recv})]
@@ -316,7 +329,7 @@ PollCq(h, D) ==
                                                ELSE sendMode
                                 /\ UNCHANGED << rpend, recvDone >>
     /\ UNCHANGED << program, posted, recvPosted, stores, stored, una, nxt, retry, epsn, saved,
-                    wire, faultVars, historyVars, peerCtr, fresh, asked, seqVars >>
+                    faultVars, historyVars, peerCtr, fresh, asked, seqVars >>
 
 \* What Progress never changes: the applications, the faults, the memories
 \* and the history but queried (which Replay sets).
@@ -361,7 +374,7 @@ Handshake(h) ==
     /\ fresh' = [fresh EXCEPT ![h] = @ /\ sendMode[h] = "Fallback" /\ ~replayed[h]]
     /\ UNCHANGED PsnState
     /\ UNCHANGED << sq, qp, queried, sendMode, pending, buffered, rpend, recvDone, peerCtr,
-                    replayed, fence, refused, peerSeq >>
+                    replayed, fence, refused, peerSeq, peerFailed >>
 
 (***************************************************************************)
 (* The replay filters, one per design (D.skip): is host h's outstanding  *)
@@ -484,6 +497,38 @@ Progress(h, D) ==
     /\ UNCHANGED ProgressFrame
 
 (***************************************************************************)
+(* The peer's application failed the QP pair (its layer said so), so    *)
+(* host h's is failed too, as plain RC's would be (F6b): whatever h's    *)
+(* layer was doing, failover included, ends. Both QPs go to the error    *)
+(* state, and the application gets, in order, everything the CQs hold   *)
+(* (default first), then every WR and receive WR still outstanding,     *)
+(* flushed. Later posts fail at once: the send side is in Error, the    *)
+(* receive side back on the default QP, in the error state. h's QP pair *)
+(* is its application's (AppOwned).                                      *)
+(* Model: layer.peer_app_error. C: take_app_error.                        *)
+(***************************************************************************)
+PeerAppError(h) ==
+    LET cs    == cq[h][1] \o cq[h][2]
+        sends == SelectSeq(cs, LAMBDA c : ~IsRecv(c))
+        held  == { sends[i].wr : i \in DOMAIN sends }
+        oks   == { sends[i].wr : i \in { j \in DOMAIN sends : sends[j].status = "SUCCESS" } }
+        left  == SelectSeq(pending[h], LAMBDA w : w \notin held /\ \A v \in oks : w > v)
+        taken == SelectSeq(cs, LAMBDA c : IsRecv(c) /\ c.status = "SUCCESS")
+    IN  /\ qp' = [qp EXCEPT ![h] = [p \in Paths |-> "ERR"]]
+        /\ cq' = [cq EXCEPT ![h] = [p \in Paths |-> << >>]]
+        /\ rq' = [rq EXCEPT ![h] = [p \in Paths |-> << >>]]
+        /\ buffered' = [buffered EXCEPT ![h] =
+                           @ \o cs \o Flushed(left) \o FlushedRecvs(Without(rpend[h], Recvs(cs)))]
+        /\ pending' = [pending EXCEPT ![h] = << >>]
+        /\ rpend' = [rpend EXCEPT ![h] = << >>]
+        /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(taken)]
+        /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
+        /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
+        /\ fence' = [fence EXCEPT ![h] = 0]
+        /\ asked' = [asked EXCEPT ![h] = FALSE]
+        /\ peerFailed' = [peerFailed EXCEPT ![h] = TRUE]
+
+(***************************************************************************)
 (* A control message of the layer arrives at host h. A counter numbered  *)
 (* after the last one h took: the answer h awaits, or the peer starting *)
 (* a failover, which h answers. The last one again (the peer's timer    *)
@@ -491,8 +536,11 @@ Progress(h, D) ==
 (* (its answer may have been lost); else nothing. An older one: nothing. *)
 (* The fail-back notice: h's receive side holds the backup CQ's good     *)
 (* receive completions, drops its other receive CQEs, and reposts on the *)
-(* default QP every receive WR its application is still owed. A host     *)
-(* whose QP pair is its application's (AppOwned) takes nothing.          *)
+(* default QP every receive WR its application is still owed. The      *)
+(* peer's word that its application failed the QP pair: PeerAppError. A  *)
+(* host whose QP pair is its application's (AppOwned) takes nothing; if  *)
+(* its own application's error is why, it answers a counter with that    *)
+(* word (the peer started a failover not knowing, or its word was lost). *)
 (* Model: layer.deliver_control (the event Deliver, next.deliver).       *)
 (* C: sn_deliver hands it to shift_ctl_input (take_counter,               *)
 (* take_failback).                                                        *)
@@ -506,36 +554,42 @@ DeliverControl(p, d) ==
            takes  == alive /\ ~AppOwned(h)
            good   == GoodPrefix(SelectSeq(cq[h][2], IsRecv))
            rest   == [wire EXCEPT ![p][d] = Tail(@)]
-       IN  /\ IF takes /\ m.what = "counter" /\ m.seq > peerSeq[h]
-              THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
-                   /\ peerSeq' = [peerSeq EXCEPT ![h] = m.seq]
-                   \* the answer h awaited, which no replay needs, is used up at once
-                   /\ fresh' = [fresh EXCEPT ![h] =
-                                   ~asked[h] \/ (sendMode[h] = "Fallback" /\ ~replayed[h])]
-                   /\ asked' = [asked EXCEPT ![h] = FALSE]
-                   /\ sentCtr' = IF asked[h] THEN sentCtr ELSE [sentCtr EXCEPT ![h] = FALSE]
-                   /\ wire' = rest
-                   /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone >>
-              ELSE IF takes /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
-              THEN /\ wire' = Resend(rest, h, asked[h])
-                   /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
-                                   peerCtr, fresh, asked, peerSeq >>
-              ELSE IF takes /\ m.what = "failback" /\ recvMode[h] = "Fallback"
-              THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
-                                       ![h][2] = << >>]
-                   /\ cq' = [cq EXCEPT ![h][2] = SelectSeq(@, LAMBDA e : ~IsRecv(e))]
-                   /\ buffered' = [buffered EXCEPT ![h] = @ \o good]
-                   /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
-                   /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(good))]
-                   /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
-                   /\ wire' = rest
-                   /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq >>
-              ELSE /\ wire' = rest
-                   /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr, peerCtr,
-                                   fresh, asked, peerSeq >>
+       IN  IF takes /\ m.what = "apperr"
+           THEN /\ PeerAppError(h)
+                /\ wire' = rest
+                /\ UNCHANGED << sentCtr, peerCtr, fresh, peerSeq >>
+           ELSE /\ IF takes /\ m.what = "counter" /\ m.seq > peerSeq[h]
+                   THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
+                        /\ peerSeq' = [peerSeq EXCEPT ![h] = m.seq]
+                        \* the answer h awaited, which no replay needs, is used up at once
+                        /\ fresh' = [fresh EXCEPT ![h] =
+                                        ~asked[h] \/ (sendMode[h] = "Fallback" /\ ~replayed[h])]
+                        /\ asked' = [asked EXCEPT ![h] = FALSE]
+                        /\ sentCtr' = IF asked[h] THEN sentCtr ELSE [sentCtr EXCEPT ![h] = FALSE]
+                        /\ wire' = rest
+                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone >>
+                   ELSE IF takes /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
+                   THEN /\ wire' = Resend(rest, h, asked[h])
+                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
+                                        peerCtr, fresh, asked, peerSeq >>
+                   ELSE IF takes /\ m.what = "failback" /\ recvMode[h] = "Fallback"
+                   THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
+                                            ![h][2] = << >>]
+                        /\ cq' = [cq EXCEPT ![h][2] = SelectSeq(@, LAMBDA e : ~IsRecv(e))]
+                        /\ buffered' = [buffered EXCEPT ![h] = @ \o good]
+                        /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
+                        /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(good))]
+                        /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
+                        /\ wire' = rest
+                        /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq >>
+                   ELSE /\ wire' = IF alive /\ OwnAppError(h) /\ m.what = "counter"
+                                    THEN TellAppError(rest, h) ELSE rest
+                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
+                                        peerCtr, fresh, asked, peerSeq >>
+                /\ UNCHANGED << qp, sendMode, pending, fence, peerFailed >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << appVars, requesterVars, epsn, saved, qp, faultVars, historyVars,
-                    sendMode, pending, replayed, fence, refused, ctrSeq, ctrVal >>
+    /\ UNCHANGED << appVars, requesterVars, epsn, saved, faultVars, historyVars, replayed,
+                    refused, ctrSeq, ctrVal >>
 
 (***************************************************************************)
 (* Host h's handshake timer fires: h sent its counter first and awaits  *)
@@ -596,7 +650,7 @@ Init ==
     /\ replayed = [h \in Hosts |-> FALSE]
     /\ fence = [h \in Hosts |-> 0] /\ refused = [h \in Hosts |-> {}]
     /\ ctrSeq = [h \in Hosts |-> 0] /\ ctrVal = [h \in Hosts |-> 0]
-    /\ peerSeq = [h \in Hosts |-> 0]
+    /\ peerSeq = [h \in Hosts |-> 0] /\ peerFailed = [h \in Hosts |-> FALSE]
     /\ event = << "Init" >>
 
 \* The system: the applications, the NICs, the wire and the layer on both

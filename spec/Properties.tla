@@ -42,12 +42,17 @@ AtomicSafety ==
 (***************************************************************************)
 (* An application error is the application's, not the path's (issue 16). *)
 (* In a run where the environment did nothing (no fault, no lost packet), *)
-(* whatever WRs with bad keys the applications posted: no side of either  *)
-(* host left the default path (a send side in Error has handed its       *)
-(* errors to the application), an application-error status reached an    *)
-(* application only on a WR with that bad key, and the first WR with a    *)
-(* bad key a host posted completed, if it did, with its own status       *)
-(* (LOC_PROT_ERR, REM_ACCESS_ERR), not a flush.                          *)
+(* whatever WRs with bad keys the applications posted: a host whose layer *)
+(* knows of an application error (its own, or the peer's word: AppOwned)  *)
+(* is out of any failover (its send side fails WRs at once, as the QP in  *)
+(* the error state does, and no receive WR is held by the layer), an      *)
+(* application-error status reached an application only on a WR with     *)
+(* that bad key, and the first WR with a bad key a host posted completed, *)
+(* if it did, with its own status (LOC_PROT_ERR, REM_ACCESS_ERR), not a   *)
+(* flush. A layer may start a failover before it knows (a responder's QP *)
+(* fails with a bad rkey and its layer polls only flushes: F6b); that it *)
+(* ends, and that the peer's application gets every receive WR back, is  *)
+(* Done's, under Liveness.                                               *)
 (***************************************************************************)
 FirstBadKey(h) ==
     LET bad == { w \in DOMAIN program[h] : program[h][w].key # "OK" }
@@ -56,7 +61,7 @@ FirstBadKey(h) ==
 AppErrorContained ==
     faults = 0 /\ drops = 0 =>
         \A h \in Hosts :
-            /\ sendMode[h] \in {"Default", "Error"} /\ recvMode[h] = "Default"
+            /\ AppOwned(h) => sendMode[h] \in {"Default", "Error"} /\ recvMode[h] # "Moving"
             /\ \A i \in DOMAIN sndSeen[h] :
                    LET w == sndSeen[h][i].wr
                    IN  /\ sndSeen[h][i].status \in AppErrors =>
@@ -74,7 +79,9 @@ ZeroCopy == copies = 0
 (* at its sender, and - unless its layer refused on purpose or an        *)
 (* application of either host saw an error of its own (a bad key: it     *)
 (* fails the QP pair, as plain RC does) - every completion a success and *)
-(* every notification taken by the peer.                                  *)
+(* every notification taken by the peer. After such an error, every      *)
+(* receive WR of both hosts came back to its application, taken or       *)
+(* flushed: neither is left waiting on a QP pair that is gone (F6b).     *)
 (***************************************************************************)
 AppFailed(h) == \E i \in DOMAIN sndSeen[h] : sndSeen[h][i].status \in AppErrors
 
@@ -86,6 +93,8 @@ Done ==
         /\ refused[h] = {} /\ ~AppFailed(h) /\ ~AppFailed(Peer(h)) =>
                /\ \A i \in DOMAIN sndSeen[h] : sndSeen[h][i].status = "SUCCESS"
                /\ Len(NotesTaken(Peer(h))) = NumNotes(program[h])
+        /\ AppFailed(h) \/ AppFailed(Peer(h)) =>
+               \A r \in 1..recvPosted[h] : \E i \in DOMAIN rcvSeen[h] : rcvSeen[h][i].recv = r
 
 \* While some path stays healthy for good, the workload finishes.
 Liveness == <>[](PathHealthy(1) \/ PathHealthy(2)) => <>Done

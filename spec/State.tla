@@ -131,12 +131,13 @@ VARIABLE
 
 \* A request for a WR of the sending host, its (cumulative) ACK with what a READ
 \* or atomic returned, the responder's NAK of a request with a bad rkey (remote
-\* access error), or a control message of the failover layer.
+\* access error), or a control message of the failover layer: a receive counter,
+\* a fail-back notice, or word that the sender's application failed the QP pair.
 Packets ==
     [kind : {"req"}, psn : PSNs, wr : AnyIds]
     \cup [kind : {"ack"}, psn : PSNs, val : Nat]
     \cup [kind : {"nak"}, psn : PSNs]
-    \cup [kind : {"ctl"}, what : {"counter", "failback"}, count : Nat, seq : Nat,
+    \cup [kind : {"ctl"}, what : {"counter", "failback", "apperr"}, count : Nat, seq : Nat,
           ask : BOOLEAN]
 
 WireTypeOK == wire \in [Paths -> [Directions -> Seq(Packets)]]
@@ -191,10 +192,12 @@ VARIABLES
     refused,     \* per host: WRs the layer failed on purpose (atomic in flight)
     ctrSeq,      \* per host: the sequence number of its latest counter, 0 before the first
     ctrVal,      \* per host: the count its latest counter carries (what a resend repeats)
-    peerSeq      \* per host: the sequence number of the last counter of the peer it took
+    peerSeq,     \* per host: the sequence number of the last counter of the peer it took
+    peerFailed   \* per host: did the peer's layer tell it that its application failed the QP pair?
 
-\* The counters' numbering: what a resend repeats, how a duplicate is told apart.
-seqVars == << ctrSeq, ctrVal, peerSeq >>
+\* The control plane's memory: the counters' numbering (what a resend repeats, how a
+\* duplicate is told apart) and the peer's word of an application error.
+seqVars == << ctrSeq, ctrVal, peerSeq, peerFailed >>
 
 layerVars == << sendMode, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
                 fresh, asked, replayed, fence, refused, seqVars >>
@@ -212,6 +215,7 @@ LayerTypeOK ==
     /\ ctrSeq \in [Hosts -> Nat]
     /\ ctrVal \in [Hosts -> Nat]
     /\ peerSeq \in [Hosts -> Nat]
+    /\ peerFailed \in [Hosts -> BOOLEAN]
     /\ \A h \in Hosts :
         /\ pending[h] \in Seq(WrIds(h))
         /\ rpend[h] \in Seq(RecvIds(h))

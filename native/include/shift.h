@@ -302,12 +302,15 @@ int shift_progress(shift_ep ep);
  * (path 1, or not awaiting an answer). */
 int shift_timer(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
- * was taken (ctl_received), or -EINVAL if it is not a message the peer's layer could
+ * was taken (ctl_received; the word that the peer's application failed the QP pair
+ * fails this endpoint's too, as plain RC's: every outstanding WR and receive WR comes
+ * back flushed, and a dead endpoint answers a counter with it), or -EINVAL if it is not a message the peer's layer could
  * have sent on that path to this endpoint as it is; such a message is counted
  * (ctl_rejected) and changes nothing else. Rejected: a NULL msg or a len other than
  * the message's (truncated or extended); a bad magic; an unknown kind; a field the
- * sender sets to 0 that is not (padding; a fail-back notice's number and count), or a
- * want_reply other than 0 or 1; a kind on the wrong path (counters on the backup path,
+ * sender sets to 0 that is not (padding; the number and count of a fail-back notice or
+ * of the word of an application's error), or a want_reply other than 0 or 1; a kind on
+ * the wrong path (counters and the word of an application's error on the backup path,
  * fail-back notices on the default one); a counter numbered 0, or older than the last
  * counter taken (stale); a counter that repeats the last number with another value,
  * or a later one with a smaller value (a receive counter only grows); a negative

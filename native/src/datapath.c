@@ -15,25 +15,6 @@
 /* errors a post returns for a bad WR or a full queue: the application's, not a path's */
 static int app_error(int err) { return err == EINVAL || err == ENOMEM; }
 
-/* Completion errors that say the path failed (the trigger). The others (protection,
- * access, invalid request, length) are the application's: re-executing the WR on
- * another path would fail the same way, so they reach the application as on plain RC. */
-static int path_error(int status)
-{
-    switch (status) {
-    case SHIFT_WC_WR_FLUSH_ERR:
-    case SHIFT_WC_RETRY_EXC_ERR:
-    case SHIFT_WC_RNR_RETRY_EXC_ERR:
-    case SHIFT_WC_FATAL_ERR:
-    case SHIFT_WC_RESP_TIMEOUT_ERR:
-    case SHIFT_WC_GENERAL_ERR:
-    case SHIFT_WC_REM_ABORT_ERR:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* ------------------------------------------------------------ posting API --- */
 
 /* The failure-free path (state Default): copy the application's chain into the
@@ -386,7 +367,7 @@ COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
         trigger(e, wc->status);
         return 1;
     }
-    go_dead(e, 1);
+    app_dies(e, 1);
     return 0;
 }
 
@@ -443,7 +424,7 @@ static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
                 e->send_mode = SHIFT_STATE_ERROR;
                 e->err_path = path;
             } else {
-                go_dead(e, path);
+                app_dies(e, path);
             }
         }
         /* the notifications it held back executed at the peer: they follow */
@@ -471,7 +452,7 @@ static int take_recv(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
     if (!failed)
         e->recv_done++;
     else if (failover(e) && !e->dead && !path_error(wc->status))
-        go_dead(e, path); /* an application's error (a too short buffer, a bad key) */
+        app_dies(e, path); /* an application's error (a too short buffer, a bad key) */
     *out = *wc;
     return 1;
 }
@@ -553,7 +534,7 @@ COLD_PATH static int batch_app_fault(ep_s *e, const struct shift_wc *w, int m)
     int nq = 0;
     if (!app_fault(e, &w[m - 1], &nq))
         return 0; /* a path's: the failover's drain would discard what was read */
-    go_dead(e, 1);
+    app_dies(e, 1);
     for (int i = 0; i < nq; i++) {
         struct shift_wc o;
         if (take_one(e, 1, &e->q1[i], &o) == 1)
@@ -596,8 +577,8 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
             /* spec: AppError(h): no failover; the layer takes the default CQ's
              * completions and holds them for the application in order (the flushes
              * before the error, its own status, the flushes after): this poll is the
-             * layer's step, as a trigger's is */
-            go_dead(e, 1);
+             * layer's step, as a trigger's is; the peer is told (TellAppError) */
+            app_dies(e, 1);
             apperr = 1;
         }
         int r = take_one(e, path, &wc, out);

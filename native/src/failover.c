@@ -224,6 +224,85 @@ void go_dead(ep_s *e, int path)
     e->asked = 0;
 }
 
+/* spec: TellAppError(w, h) - word to the peer, over the backup path, that this
+ * endpoint's application failed the QP pair: the peer's QP failed too, and its layer
+ * cannot read why (F6b). A dead NIC or a QP in ERR sends nothing (ctl_send fails): the
+ * word is lost, as any send there; the peer's counter asks again if it fails over. */
+static void tell_app_error(ep_s *e)
+{
+    ctl_msg m = {CTL_MAGIC, CTL_APP_ERROR, 0, 0, 0, 0, 0};
+    if (!backend_error(e, e->ops->ctl_send(e->ctx, e->qp[2], &m, sizeof m)))
+        e->st.ctl_sent++;
+}
+
+/* spec: AppError(h), or an application's error polled off the backup QP (OwnAppError):
+ * the endpoint dies of its application's error, as a plain RC QP pair does, and tells
+ * the peer. */
+void app_dies(ep_s *e, int path)
+{
+    if (e->dead)
+        return;
+    go_dead(e, path);
+    e->app_err = 1;
+    tell_app_error(e);
+}
+
+/* spec: PeerAppError's cs - everything path's CQ holds goes to the application in CQ
+ * order, errors included: each completion settles its WR (a success every WR before
+ * it) or its receive WR. An application's error among them is this endpoint's own. */
+static void hand_over(ep_s *e, int path)
+{
+    struct shift_wc wc;
+    int n;
+    while ((n = poll_one(e, path, &wc)) == 1) {
+        int recv = (wc.opcode & SHIFT_WC_RECV) != 0, ok = wc.status == SHIFT_WC_SUCCESS;
+        if (!recv && wc.wr_id == PROBE_ID && !e->direct)
+            continue;
+        if (!ok && !path_error(wc.status))
+            e->app_err = 1;
+        if (recv) {
+            rpend_t *r = rpend_at(e, wc.wr_id);
+            if (!r || (r->flags & PF_DONE))
+                continue;
+            wc.wr_id = r->app_id;
+            r->flags |= PF_DONE;
+            e->recv_done += ok;
+        } else if (!e->direct) {
+            pend_t *p = pend_at(e, wc.wr_id);
+            if (!p || (p->flags & PF_DONE))
+                continue;
+            wc.wr_id = p->app_id;
+            if (ok)
+                complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
+            else
+                p->flags |= PF_DONE;
+        }
+        buf_push(e, &wc);
+    }
+    backend_error(e, n < 0);
+    pend_gc(e);
+    rpend_gc(e);
+}
+
+/* spec: PeerAppError(h) - the peer's application failed the QP pair, so this endpoint's
+ * is failed too, as plain RC's would be: whatever the layer was doing, failover
+ * included, ends. The application gets what the CQs hold (default first), then, with
+ * both QPs in ERR, their flushes and every WR and receive WR still outstanding,
+ * flushed; the endpoint is dead (posts complete flushed, receive side on the default
+ * QP). A failed move to ERR is counted; the layer's records flush what it would have. */
+static void take_app_error(ep_s *e)
+{
+    hand_over(e, 1);
+    hand_over(e, 2);
+    for (int path = 1; path <= 2; path++)
+        backend_error(e, e->ops->modify_qp(e->ctx, e->qp[path], SHIFT_QPS_ERR, 0, 0));
+    hand_over(e, 1);
+    hand_over(e, 2);
+    e->recv_mode = SHIFT_RECV_DEFAULT;
+    e->has_fence = 0;
+    fail_all(e, SHIFT_WC_WR_FLUSH_ERR, 1);
+}
+
 /* Not in the spec: both paths are gone (the handshake got no answer within the control
  * timer's retries): surface the error. The send side's outstanding WRs fail (the first
  * with status), the receive side's receive WRs come back flushed; the endpoint is dead. */
@@ -687,12 +766,15 @@ int shift_timer(shift_ep h, int path)
  * received no more than were posted (NaiveReplay's replay may deliver one twice). */
 static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
 {
-    if (m->magic != CTL_MAGIC || (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK))
+    if (m->magic != CTL_MAGIC ||
+        (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK && m->kind != CTL_APP_ERROR))
         return 0;
     if (m->want_reply > 1 || m->pad != 0 || m->pad2 != 0)
         return 0;
-    if (m->kind == CTL_FAILBACK)
-        return path == 1 && m->want_reply == 0 && m->seq == 0 && m->count == 0;
+    if (m->kind != CTL_COUNTER) /* a fail-back notice on the default path, the word of an
+                                 * application's error on the backup path: no fields */
+        return path == (m->kind == CTL_FAILBACK ? 1 : 2) && m->want_reply == 0 &&
+               m->seq == 0 && m->count == 0;
     if (path != 2 || m->seq == 0 || m->seq < e->peer_seq)
         return 0; /* stale: the peer numbered a later counter already */
     if (m->seq == e->peer_seq)
@@ -723,8 +805,17 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
         return -EINVAL;
     }
     e->st.ctl_received++;
-    if (!failover(e) || e->dead)
+    if (!failover(e))
         return 0;
+    if (e->dead) { /* spec: AppOwned(h) takes nothing; OwnAppError(h) answers a counter */
+        if (m.kind == CTL_COUNTER && e->app_err)
+            tell_app_error(e);
+        return 0;
+    }
+    if (m.kind == CTL_APP_ERROR) {
+        take_app_error(e);
+        return 0;
+    }
     if (m.kind == CTL_FAILBACK) {
         if (e->recv_mode == SHIFT_RECV_FALLBACK)
             take_failback(e);

@@ -11,7 +11,7 @@
  * by the layer (a post in Error: its completion is due) */
 enum { W_HELD = 0, W_DEFAULT = 1, W_BACKUP = 2, W_FLUSHED = 3 };
 enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4 };
-enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2 };
+enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2, CTL_APP_ERROR = 3 };
 #define PROBE_ID UINT64_MAX
 #define MAX_WR 16384u
 
@@ -75,6 +75,8 @@ typedef struct ep_s {
     int dead;                  /* the connection is unusable, as a plain RC QP in ERR (an
                                 * application error, or both paths gone): terminal for
                                 * both sides; the spec has no such state */
+    int app_err;               /* dead of its own application's error (spec: OwnAppError):
+                                * it answers the peer's counter with that word */
     int err_path;              /* in Error: the path whose failure ended the send side (a
                                 * dead endpoint's application drains that QP's CQ) */
     int direct;                /* the default QP's send queue holds the outstanding WRs
@@ -208,6 +210,25 @@ static inline int poll_one(ep_s *e, int path, struct shift_wc *wc)
     return poll_backend(e, path, 1, wc);
 }
 
+/* Completion errors that say the path failed (the trigger). The others (protection,
+ * access, invalid request, length) are the application's: re-executing the WR on
+ * another path would fail the same way, so they reach the application as on plain RC. */
+static inline int path_error(int status)
+{
+    switch (status) {
+    case SHIFT_WC_WR_FLUSH_ERR:
+    case SHIFT_WC_RETRY_EXC_ERR:
+    case SHIFT_WC_RNR_RETRY_EXC_ERR:
+    case SHIFT_WC_FATAL_ERR:
+    case SHIFT_WC_RESP_TIMEOUT_ERR:
+    case SHIFT_WC_GENERAL_ERR:
+    case SHIFT_WC_REM_ABORT_ERR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* A backend call failed where the layer can only go on (the error is counted, and the
  * caller says what it does instead): the error, as a truth value. */
 static inline int backend_error(ep_s *e, int err)
@@ -266,6 +287,7 @@ INTERNAL int materialize(ep_s *e);
 INTERNAL void trigger(ep_s *e, int status);
 /* the connection dies (application error): both sides stop, as a plain RC QP in ERR */
 INTERNAL void go_dead(ep_s *e, int path);
+INTERNAL void app_dies(ep_s *e, int path);
 /* a fail-back's stale receives leave the backup QP once no send of this side is there */
 INTERNAL void stale_rq2_check(ep_s *e);
 /* endpoint.c: the backup NIC's key of a default NIC's key: the peer's rkey, its own

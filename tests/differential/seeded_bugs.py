@@ -182,10 +182,30 @@ MUTANTS = (
            "to it: the bad WR's own status never reaches the application",
            bounds=("apperr",)),
     Mutant("app-error-fails-over", "datapath.c",
-           "            go_dead(e, 1);\n            apperr = 1;",
+           "            app_dies(e, 1);\n            apperr = 1;",
            "            apperr = 0;",
            "an application's error polled off the default CQ starts a failover: the bad "
            "WR is replayed on the backup path",
+           bounds=("apperr",)),
+    # the peer of an application's error (F6b): told, it fails its QP pair too
+    Mutant("peer-app-error-ignored", "failover.c",
+           "    if (m.kind == CTL_APP_ERROR) {\n        take_app_error(e);",
+           "    if (m.kind == CTL_APP_ERROR) {\n        if (0)\n            take_app_error(e);",
+           "the peer's word that its application failed the QP pair is taken and ignored: "
+           "a layer that failed over on the flushes of its QP stays in Fallback, its "
+           "receive WRs owed for good (F6b)",
+           bounds=("apperr",)),
+    Mutant("app-error-untold", "failover.c",
+           "    e->app_err = 1;\n    tell_app_error(e);",
+           "    e->app_err = 1;",
+           "an endpoint dead of its application's error does not tell the peer, whose "
+           "layer takes its failed QP for a path failure (F6b as published)",
+           bounds=("apperr",)),
+    Mutant("dead-counter-unanswered", "failover.c",
+           "        if (m.kind == CTL_COUNTER && e->app_err)",
+           "        if (0 && m.kind == CTL_COUNTER && e->app_err)",
+           "an endpoint dead of its application's error leaves the peer's counter "
+           "unanswered: a peer that failed over first waits for ever",
            bounds=("apperr",)),
     Mutant("ctl-never-dropped", "simnic_wire.c",
            "    if (!c->head) /* (a control message is lost like any packet: the spec's Drop) */",
