@@ -83,8 +83,10 @@ def packet(state: State, sender: str, m: dict[str, Any]) -> str:
         return f"ACK PSN {m['psn']}" + (f" returning {m['val']}" if m.get("val") else "")
     if m["kind"] == "nak":
         return f"NAK PSN {m['psn']} (remote access error)"
-    if m["what"] != "counter":
+    if m["what"] == "failback":
         return "fail-back notice"
+    if m["what"] == "apperr":
+        return "word that its application failed the QP pair"
     seq = f" #{m['seq']}" if m.get("seq") else ""
     return f"counter{seq} = {m['count']}" + (", asking for an answer" if m.get("ask") else "")
 
@@ -283,6 +285,9 @@ def _layer_lines(before: State, after: State) -> list[str]:
         if p_old != p_new:
             out.append(f"{h} holds the peer's counter: {p_new}")
         out += _duplicate_lines(before, after, h)
+        if of(after, "peerFailed", h) and not of(before, "peerFailed", h):
+            out.append(f"{h} takes its peer's word: the QP pair is failed, both QPs to the "
+                       "error state, every outstanding WR and receive WR back flushed")
         f_old, f_new = of(before, "fence", h), of(after, "fence", h)
         if f_old != f_new:
             out.append(f"{h}'s fail-back fence: WR {f_new}" if f_new else

@@ -654,7 +654,7 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
         if (wc[k].status == SHIFT_WC_SUCCESS)
             continue;
         if (failover(e) && !e->dead && batch_app_fault(e, wc + k, r - k))
-            go_dead(e, 1); /* spec: AppError(h): wc[k..r) are the application's */
+            app_dies(e, 1); /* spec: AppError(h): wc[k..r) are the application's */
         if (direct_error(e, &wc[k]))
             /* the failover started at wc[k]; what followed were the dead QP's flushes */
             return poll_steps(e, k, n, wc);

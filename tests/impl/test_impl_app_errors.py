@@ -47,13 +47,45 @@ def test_a_bad_key_behind_a_write_in_flight_starts_no_failover(conn, bad, status
         # the send queue completes in post order: WR 1, in flight, flushed first; the
         # layer read past it to the QP's first fault, WR 2's own status
         assert seen == [(1, Status.WR_FLUSH_ERR), (2, status), (3, Status.WR_FLUSH_ERR)]
-        # the peer saw nothing: its receive WR stays posted, its layer in Default
-        assert conn.stats("B").failovers == 0
-        assert conn.host_state("B").recv_state == "Default"
     else:
         # the NAK acknowledges WR 1; WR 2 fails with its own status
         assert seen == [(1, Status.SUCCESS), (2, status), (3, Status.WR_FLUSH_ERR)]
     assert conn.read("B", 1) == 1  # WR 1's value, never WR 2's
+    # The peer is told (F6b, spec: PeerAppError): its QP pair is failed too, as plain
+    # RC's would be. Its receive WR comes back flushed, and its layer is in no failover
+    # (with a bad rkey its own QP failed first, and it may have started one on the
+    # flushes it polled: the word ends it).
+    b = conn.host_state("B")
+    assert (b.send_state, b.recv_state) == ("Error", "Default")
+    assert [(c.wr_id, c.status) for c in conn.completions if c.host == "B"] == [
+        (1, Status.WR_FLUSH_ERR)]
+    if status == Status.LOC_PROT_ERR:
+        assert conn.stats("B").failovers == 0  # B's QP was healthy: nothing to fail over
+
+
+def test_the_peer_that_failed_over_on_its_flushes_returns_to_normal(conn):
+    """F6b on the C core: a bad rkey fails B's QP (B NAKs it), and B's layer, which reads
+    only flushes, fails over before A's word arrives; A, dead of its application's
+    error, answers B's counter with that word; B's failover ends: no replay, its receive
+    WR back flushed, its layer out of Fallback."""
+    conn.post_recv("B", 1)
+    conn.post_send("A", Wr(1, "WRITE", region=1, value=1, signaled=True))
+    conn.post_send("A", _bad(conn, 2, rkey=0xBAD0))
+    assert conn.transmit("A", 1) and conn.transmit("A", 1)
+    conn.deliver(1, "AtoB")  # WR 1 executes
+    conn.deliver(1, "AtoB")  # WR 2 NAKed: B's QP 1 to ERR, its receive WR flushed
+    assert conn.poll("B") == []  # B's layer takes the flush for a path failure ...
+    assert conn.host_state("B").recv_state == "Moving"
+    conn.progress("B")  # ... and sends its counter, asking
+    assert conn.host_state("B").recv_state == "Fallback"
+    drive(conn)
+    assert [(c.wr_id, c.status) for c in conn.completions if c.host == "A"] == [
+        (1, Status.SUCCESS), (2, Status.REM_ACCESS_ERR)]
+    b = conn.host_state("B")
+    assert conn.stats("B").failovers == 1
+    assert (b.send_state, b.recv_state) == ("Error", "Default")
+    assert [(c.wr_id, c.status) for c in conn.completions if c.host == "B"] == [
+        (1, Status.WR_FLUSH_ERR)]
 
 
 def test_a_path_failure_behind_a_flush_still_fails_over(conn):
