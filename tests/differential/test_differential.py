@@ -48,21 +48,25 @@ def test_model_and_implementation_agree(design: str, bound: str, posts: str) -> 
 @pytest.mark.parametrize("design", DESIGNS)
 def test_model_and_implementation_agree_after_application_errors(design: str) -> None:
     """At bound apperr a WR carries a bad lkey or rkey: after the error each side must
-    act as the other (no failover of its own, none joined for the peer: AppOwned)."""
+    act as the other (no failover of its own, none joined for the peer: AppOwned), and
+    the peer, told, fails its QP pair too (PeerAppError, F6b)."""
     model = Model.load(design, "apperr")
-    app_errors = 0
+    app_errors = told = 0
 
     @settings(max_examples=EXAMPLES_APPERR, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(choices)
     def agree(picks: list[int]) -> None:
-        nonlocal app_errors
+        nonlocal app_errors, told
         events = trace_from_choices(model, picks)
         run = run_trace(model, events)
         if run.divergence is not None:
             raise AssertionError(explain(model, run, keep(model, run.events)))
         last = run.states[-1]
         app_errors += any(c.status in APP_ERRORS for seen in last.sndSeen for c in seen)
+        told += any(last.peerFailed)
 
     agree()
     assert app_errors > EXAMPLES_APPERR // 10, app_errors  # the errors were reached
+    if model.design.failover:  # and the peer took the word (NoFailover has no layer)
+        assert told > EXAMPLES_APPERR // 10, told
