@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from shift.model.apps import poll_path, polls1
 from shift.model.config import Constants, DesignRecord
-from shift.model.layer import holds1, on_path1
+from shift.model.layer import app_owned, holds1, on_path1
 from shift.model.state import (
     DEFAULT,
     DIR,
@@ -325,6 +325,8 @@ def progress(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
         return (f"{d.name} has no failover layer (failover = FALSE): Progress has no "
                 f"step")
     h, peer = HOST[host], PEER[host]
+    if app_owned(s, h):
+        return _owned(s, host)
     mode, on1 = s.sendMode[h], on_path1(s, h)
     if not s.sentCtr[h] and (on1 and s.fresh[h] or not on1):
         return None  # Trigger, Handshake
@@ -353,8 +355,18 @@ def progress(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     return f"{host}'s layer (send side {mode}) has no Progress step"
 
 
+def _owned(s: State, host: str) -> str:
+    """Why a host whose QP pair is its application's (AppOwned) takes no layer step."""
+    why = ("its peer's layer said that its application failed the QP pair"
+           if s.peerFailed[HOST[host]] else "its application saw an error of its own")
+    return (f"{host}'s QP pair is its application's ({why}): its layer takes no further "
+            f"part in a failover, as under plain RC")
+
+
 def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     h, o, peer = HOST[host], 1 - HOST[host], PEER[host]
+    if app_owned(s, h):
+        return _owned(s, host)
     if not (s.asked[h] and s.sentCtr[h]):
         return (f"{host}'s handshake timer is off: {host} awaits no answer to a counter it "
                 f"sent first")

@@ -168,9 +168,9 @@ def peer_app_error(s: State, h: int) -> State:
     QP; h's QP pair is its application's."""
     cs = s.cq[h][0] + s.cq[h][1]
     sends = [c for c in cs if c.recv == 0]
-    held = {c.wr for c in sends}
+    in_cq = {c.wr for c in sends}
     oks = [c.wr for c in sends if c.status == SUCCESS]
-    left = tuple(w for w in s.pending[h] if w not in held and all(w > v for v in oks))
+    left = tuple(w for w in s.pending[h] if w not in in_cq and all(w > v for v in oks))
     recvs = {c.recv for c in cs}
     owed = tuple(r for r in s.rpend[h] if r not in recvs)
     taken = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)

@@ -255,7 +255,7 @@ TellAppError(w, h) ==
 (* (only Default sends there), so no WR is left outstanding. The peer is *)
 (* told on the backup path (TellAppError): its QP failed too, and its    *)
 (* layer, which cannot read why (F6b), would take it for a path failure. *)
-(* Model: layer.app_error. C: app_error.                                  *)
+(* Model: layer.app_error. C: app_dies, once app_fault read the CQ.      *)
 (***************************************************************************)
 AppError(h) ==
     LET cs   == cq[h][1]
@@ -510,9 +510,9 @@ Progress(h, D) ==
 PeerAppError(h) ==
     LET cs    == cq[h][1] \o cq[h][2]
         sends == SelectSeq(cs, LAMBDA c : ~IsRecv(c))
-        held  == { sends[i].wr : i \in DOMAIN sends }
+        inCq  == { sends[i].wr : i \in DOMAIN sends }
         oks   == { sends[i].wr : i \in { j \in DOMAIN sends : sends[j].status = "SUCCESS" } }
-        left  == SelectSeq(pending[h], LAMBDA w : w \notin held /\ \A v \in oks : w > v)
+        left  == SelectSeq(pending[h], LAMBDA w : w \notin inCq /\ \A v \in oks : w > v)
         taken == SelectSeq(cs, LAMBDA c : IsRecv(c) /\ c.status = "SUCCESS")
     IN  /\ qp' = [qp EXCEPT ![h] = [p \in Paths |-> "ERR"]]
         /\ cq' = [cq EXCEPT ![h] = [p \in Paths |-> << >>]]
