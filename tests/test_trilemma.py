@@ -233,3 +233,25 @@ def test_merge_reports_engines_that_explore_different_graphs() -> None:
     # a temporal property is checked apart, and a violation stops TLC early: no comparison
     assert [out[p].verdict for p in ("Liveness", "AtomicSafety", "ZeroCopy")] == [
         "holds", "holds", "violated"]
+
+
+# TLC at bound apperr (workloads 11-13: a bad lkey or rkey behind a WR in flight), on a
+# sample as well: Shift's AppErrorContained (docs/findings.md, F6a and F6b closed), and
+# NoFailover whole, whose Liveness plain RC breaks (it tells the peer nothing).
+APPERR_SAMPLE = {"Shift": ["AppErrorContained"], "NoFailover": []}
+
+
+@pytest.mark.xdist_group("trilemma-apperr")
+@pytest.mark.parametrize("design", APPERR_SAMPLE)
+def test_tlc_verdicts_with_application_errors(design: str, tmp_path: Path) -> None:
+    props = [a for p in APPERR_SAMPLE[design] for a in ("--property", p)]
+    proc = run_check("--bound", "apperr", "--engine", "all", "--design", design, *props,
+                     "--json", "out.json", "--out", "cex", cwd=tmp_path)
+    assert proc.returncode == 0, summary(proc)
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    cells = {r["property"]: r for r in results}
+    assert {r["engine"] for r in results} == {"tlc+explorer"}
+    assert all(r["verdict"] == r["expected"] for r in results), results
+    assert cells["AppErrorContained"]["verdict"] == "holds"
+    if design == "NoFailover":
+        assert cells["Liveness"]["verdict"] == "violated"
