@@ -257,7 +257,15 @@ enum shift_event_type {
     SHIFT_EVENT_FAIL_BACK = 5,
     /* The receive side is back on the default path (path 1): the peer's fail-back
      * notice arrived and the receive WRs moved back. */
-    SHIFT_EVENT_RECV_FAIL_BACK = 6
+    SHIFT_EVENT_RECV_FAIL_BACK = 6,
+    /* The application's own error (a bad key, a too short buffer: not a path's) failed
+     * the QP pair; path: the QP it came off, status: the error. The endpoint is dead, as
+     * a plain RC QP pair in ERR is, and the peer is told. No failover. */
+    SHIFT_EVENT_APP_ERROR = 7,
+    /* The peer's application failed the QP pair: its word arrived (path 2). This
+     * endpoint's is failed too: every outstanding WR and receive WR came back flushed,
+     * a failover it had started on its QP's flushes ended; the endpoint is dead. */
+    SHIFT_EVENT_PEER_APP_ERROR = 8
 };
 
 struct shift_event {

@@ -367,7 +367,7 @@ COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
         trigger(e, wc->status);
         return 1;
     }
-    app_dies(e, 1);
+    app_dies(e, 1, wc->status);
     return 0;
 }
 
@@ -424,7 +424,7 @@ static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
                 e->send_mode = SHIFT_STATE_ERROR;
                 e->err_path = path;
             } else {
-                app_dies(e, path);
+                app_dies(e, path, wc->status);
             }
         }
         /* the notifications it held back executed at the peer: they follow */
@@ -452,7 +452,7 @@ static int take_recv(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
     if (!failed)
         e->recv_done++;
     else if (failover(e) && !e->dead && !path_error(wc->status))
-        app_dies(e, path); /* an application's error (a too short buffer, a bad key) */
+        app_dies(e, path, wc->status); /* an application's error (a too short buffer, a bad key) */
     *out = *wc;
     return 1;
 }
@@ -479,7 +479,7 @@ static int take_flushed(ep_s *e, struct shift_wc *out)
 
 /* spec: FirstFault(h) \in AppErrors, for an error wc just polled off the default CQ:
  * did the application fail the QP (a bad lkey or rkey, a too short buffer: an error
- * that is not a path's), not the path? The QP's first fault is the first error of its
+ * that is not a path's), not the path? Its status if so, else 0. The QP's first fault is the first error of its
  * CQ that is not a flush: wc's, or one behind it - a send queue completes in post
  * order, so the flushes of the WRs in flight before the failed one come first. The
  * flushes read past wc to find it are kept in q1 (*n of them, then the fault's own
@@ -488,7 +488,7 @@ COLD_PATH static int app_fault(ep_s *e, const struct shift_wc *wc, int *n)
 {
     *n = 0;
     if (wc->status != SHIFT_WC_WR_FLUSH_ERR)
-        return !path_error(wc->status);
+        return path_error(wc->status) ? 0 : wc->status;
     /* every entry of the QP is a WR or a receive WR of the endpoint: bmask + 1 bound it */
     while ((uint64_t)*n <= e->bmask) {
         struct shift_wc *c = &e->q1[*n];
@@ -499,7 +499,7 @@ COLD_PATH static int app_fault(ep_s *e, const struct shift_wc *wc, int *n)
         }
         (*n)++;
         if (c->status != SHIFT_WC_SUCCESS && c->status != SHIFT_WC_WR_FLUSH_ERR)
-            return !path_error(c->status);
+            return path_error(c->status) ? 0 : c->status;
     }
     return 0;
 }
@@ -524,17 +524,18 @@ COLD_PATH static int take_one(ep_s *e, int path, struct shift_wc *wc, struct shi
 }
 
 /* app_fault for a batch w[0..m) polled off the default CQ, w[0] an error: the first
- * fault among them, else behind them in the CQ. When it is the application's, the
+ * fault among them, else behind them in the CQ (its status if the application's, else
+ * 0). When it is the application's, the
  * completions read past the batch follow it, held for the application in order. */
 COLD_PATH static int batch_app_fault(ep_s *e, const struct shift_wc *w, int m)
 {
     for (int i = 0; i < m; i++)
         if (w[i].status != SHIFT_WC_SUCCESS && w[i].status != SHIFT_WC_WR_FLUSH_ERR)
-            return !path_error(w[i].status);
-    int nq = 0;
-    if (!app_fault(e, &w[m - 1], &nq))
+            return path_error(w[i].status) ? 0 : w[i].status;
+    int nq = 0, fault = app_fault(e, &w[m - 1], &nq);
+    if (!fault)
         return 0; /* a path's: the failover's drain would discard what was read */
-    app_dies(e, 1);
+    app_dies(e, 1, fault);
     for (int i = 0; i < nq; i++) {
         struct shift_wc o;
         if (take_one(e, 1, &e->q1[i], &o) == 1)
@@ -571,14 +572,14 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
         }
         if (!path)
             return e->send_mode == SHIFT_STATE_ERROR ? take_flushed(e, out) : 0;
-        int nq = 0, apperr = 0;
+        int nq = 0, apperr = 0, fault = 0;
         if (path == 1 && wc.status != SHIFT_WC_SUCCESS && failover(e) && !e->dead &&
-            app_fault(e, &wc, &nq)) {
+            (fault = app_fault(e, &wc, &nq))) {
             /* spec: AppError(h): no failover; the layer takes the default CQ's
              * completions and holds them for the application in order (the flushes
              * before the error, its own status, the flushes after): this poll is the
              * layer's step, as a trigger's is; the peer is told (TellAppError) */
-            app_dies(e, 1);
+            app_dies(e, 1, fault);
             apperr = 1;
         }
         int r = take_one(e, path, &wc, out);
@@ -653,8 +654,9 @@ int shift_poll_cq(shift_ep h, int n, struct shift_wc *wc)
     for (int k = 0; k < r; k++) {
         if (wc[k].status == SHIFT_WC_SUCCESS)
             continue;
-        if (failover(e) && !e->dead && batch_app_fault(e, wc + k, r - k))
-            app_dies(e, 1); /* spec: AppError(h): wc[k..r) are the application's */
+        int fault = failover(e) && !e->dead ? batch_app_fault(e, wc + k, r - k) : 0;
+        if (fault)
+            app_dies(e, 1, fault); /* spec: AppError(h): wc[k..r) are the application's */
         if (direct_error(e, &wc[k]))
             /* the failover started at wc[k]; what followed were the dead QP's flushes */
             return poll_steps(e, k, n, wc);

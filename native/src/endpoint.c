@@ -289,8 +289,9 @@ int shift_poll_event(shift_ep h, struct shift_event *ev)
 const char *shift_event_name(int type)
 {
     static const char *const n[] = {NULL, "PATH_DOWN", "FAILOVER_STARTED", "FAILOVER_FINISHED",
-                                    "FAILOVER_REFUSED", "FAIL_BACK", "RECV_FAIL_BACK"};
-    if (type < SHIFT_EVENT_PATH_DOWN || type > SHIFT_EVENT_RECV_FAIL_BACK)
+                                    "FAILOVER_REFUSED", "FAIL_BACK", "RECV_FAIL_BACK",
+                                    "APP_ERROR", "PEER_APP_ERROR"};
+    if (type < SHIFT_EVENT_PATH_DOWN || type > SHIFT_EVENT_PEER_APP_ERROR)
         return NULL;
     return n[type];
 }

@@ -236,14 +236,17 @@ static void tell_app_error(ep_s *e)
 }
 
 /* spec: AppError(h), or an application's error polled off the backup QP (OwnAppError):
- * the endpoint dies of its application's error, as a plain RC QP pair does, and tells
- * the peer. */
-void app_dies(ep_s *e, int path)
+ * the endpoint dies of its application's error (status, off path's QP), as a plain RC
+ * QP pair does, and tells the peer. */
+void app_dies(ep_s *e, int path, int status)
 {
     if (e->dead)
         return;
     go_dead(e, path);
     e->app_err = 1;
+    /* (a status no verbs device reports, from a faulty backend, is a general error) */
+    ep_event(e, SHIFT_EVENT_APP_ERROR, path,
+             shift_wc_status_name(status) ? status : SHIFT_WC_GENERAL_ERR, 0);
     tell_app_error(e);
 }
 
@@ -301,6 +304,7 @@ static void take_app_error(ep_s *e)
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->has_fence = 0;
     fail_all(e, SHIFT_WC_WR_FLUSH_ERR, 1);
+    ep_event(e, SHIFT_EVENT_PEER_APP_ERROR, 2, SHIFT_WC_SUCCESS, 0);
 }
 
 /* Not in the spec: both paths are gone (the handshake got no answer within the control

@@ -287,7 +287,7 @@ INTERNAL int materialize(ep_s *e);
 INTERNAL void trigger(ep_s *e, int status);
 /* the connection dies (application error): both sides stop, as a plain RC QP in ERR */
 INTERNAL void go_dead(ep_s *e, int path);
-INTERNAL void app_dies(ep_s *e, int path);
+INTERNAL void app_dies(ep_s *e, int path, int status);
 /* a fail-back's stale receives leave the backup QP once no send of this side is there */
 INTERNAL void stale_rq2_check(ep_s *e);
 /* endpoint.c: the backup NIC's key of a default NIC's key: the peer's rkey, its own

@@ -778,7 +778,8 @@ static void test_layer_verbs_api(void)
     CHECK(shift_poll_event(L.ep[0], &e) == 0 && shift_poll_event(L.ep[0], NULL) == -EINVAL);
     CHECK(shift_poll_event(NULL, &e) == -EINVAL);
     CHECK(strcmp(shift_event_name(SHIFT_EVENT_RECV_FAIL_BACK), "RECV_FAIL_BACK") == 0 &&
-          shift_event_name(0) == NULL && shift_event_name(SHIFT_EVENT_RECV_FAIL_BACK + 1) == NULL);
+          strcmp(shift_event_name(SHIFT_EVENT_PEER_APP_ERROR), "PEER_APP_ERROR") == 0 &&
+          shift_event_name(0) == NULL && shift_event_name(SHIFT_EVENT_PEER_APP_ERROR + 1) == NULL);
     /* a second region of A: deregistered once, then its keys are dead */
     struct shift_mr_keys k2, forged;
     CHECK(shift_sim_reg_mr(L.c, 0, L.a_src + 8192, 64, 15, &k2) == 0);
@@ -804,7 +805,11 @@ static void test_layer_verbs_api(void)
     CHECK(na == 4 && sa[3].wr_id == 99 && sa[3].status == SHIFT_WC_LOC_PROT_ERR);
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 1 &&
           ia.state == SHIFT_STATE_ERROR && ia.events_dropped == 0);
-    CHECK(take_events(L.ep[0], ev, 8) == 0); /* the application's error: no path's */
+    /* the application's error, no path's: its own event, and the peer's */
+    CHECK(take_events(L.ep[0], ev, 8) == 1 && ev[0] == SHIFT_EVENT_APP_ERROR && ev[1] == 1 &&
+          ev[2] == SHIFT_WC_LOC_PROT_ERR);
+    int nev = take_events(L.ep[1], ev, 8);
+    CHECK(nev >= 1 && ev[3 * (nev - 1)] == SHIFT_EVENT_PEER_APP_ERROR);
     lay_close(&L);
 }
 

@@ -169,8 +169,9 @@ MUTANTS = (
            "a resent counter that asks is not answered: the peer waits for ever"),
     # application errors (issue 16, item 1): the QP's first fault, not the CQE polled
     Mutant("flush-is-path-failure", "datapath.c",
-           "    if (wc->status != SHIFT_WC_WR_FLUSH_ERR)\n        return !path_error(wc->status);",
-           "    if (1)\n        return !path_error(wc->status);",
+           "    if (wc->status != SHIFT_WC_WR_FLUSH_ERR)\n"
+           "        return path_error(wc->status) ? 0 : wc->status;",
+           "    if (1)\n        return path_error(wc->status) ? 0 : wc->status;",
            "a flush polled off the default CQ is taken for a path failure without reading "
            "past it (SHIFT as published): a bad lkey behind a WR in flight fails over",
            bounds=("apperr",)),
@@ -182,7 +183,7 @@ MUTANTS = (
            "to it: the bad WR's own status never reaches the application",
            bounds=("apperr",)),
     Mutant("app-error-fails-over", "datapath.c",
-           "            app_dies(e, 1);\n            apperr = 1;",
+           "            app_dies(e, 1, fault);\n            apperr = 1;",
            "            apperr = 0;",
            "an application's error polled off the default CQ starts a failover: the bad "
            "WR is replayed on the backup path",
@@ -196,8 +197,8 @@ MUTANTS = (
            "receive WRs owed for good (F6b)",
            bounds=("apperr",)),
     Mutant("app-error-untold", "failover.c",
-           "    e->app_err = 1;\n    tell_app_error(e);",
-           "    e->app_err = 1;",
+           "SHIFT_WC_GENERAL_ERR, 0);\n    tell_app_error(e);",
+           "SHIFT_WC_GENERAL_ERR, 0);",
            "an endpoint dead of its application's error does not tell the peer, whose "
            "layer takes its failed QP for a path failure (F6b as published)",
            bounds=("apperr",)),

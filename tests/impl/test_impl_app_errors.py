@@ -61,6 +61,9 @@ def test_a_bad_key_behind_a_write_in_flight_starts_no_failover(conn, bad, status
         (1, Status.WR_FLUSH_ERR)]
     if status == Status.LOC_PROT_ERR:
         assert conn.stats("B").failovers == 0  # B's QP was healthy: nothing to fail over
+    # each host's events say whose error it was
+    assert _events(conn, "A") == [("APP_ERROR", 1, status.name)]
+    assert _events(conn, "B")[-1:] == [("PEER_APP_ERROR", 2, "SUCCESS")]
 
 
 def test_the_peer_that_failed_over_on_its_flushes_returns_to_normal(conn):
@@ -86,6 +89,15 @@ def test_the_peer_that_failed_over_on_its_flushes_returns_to_normal(conn):
     assert (b.send_state, b.recv_state) == ("Error", "Default")
     assert [(c.wr_id, c.status) for c in conn.completions if c.host == "B"] == [
         (1, Status.WR_FLUSH_ERR)]
+    # B's failover started on its flush and ended at A's word, never finished
+    assert _events(conn, "B") == [("PATH_DOWN", 1, "WR_FLUSH_ERR"),
+                                  ("FAILOVER_STARTED", 2, "WR_FLUSH_ERR"),
+                                  ("PEER_APP_ERROR", 2, "SUCCESS")]
+    assert _events(conn, "A") == [("APP_ERROR", 1, "REM_ACCESS_ERR")]
+
+
+def _events(conn, host: str) -> list[tuple[str, int, str]]:
+    return [(e.type.name, e.path, e.status.name) for e in conn.events(host)]
 
 
 def test_a_path_failure_behind_a_flush_still_fails_over(conn):

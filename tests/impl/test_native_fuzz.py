@@ -64,7 +64,9 @@ def build(tmp_path_factory) -> Path:
 
 def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1")
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+    # run beside the binary: a crash or OOM artefact lands there, not in the checkout
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=Path(args[0]).parent)
 
 
 def _clean(r: subprocess.CompletedProcess[str]) -> None:

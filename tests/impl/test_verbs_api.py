@@ -180,7 +180,10 @@ def test_a_write_from_a_deregistered_region_is_loc_prot_err_not_a_failover(fabri
     drive(conn)
     assert [s.failovers for s in conn.stats_by_host().values()] == [0, 0]
     assert conn.state("A") == "Error"  # the application's error ends the connection
-    assert list(conn.events("A")) == []  # ... and is no path's failure
+    # ... and is no path's failure: its own event, and the peer's, no failover's
+    assert [(e.type.name, e.path, e.status.name) for e in conn.events("A")] == [
+        ("APP_ERROR", 1, "LOC_PROT_ERR")]
+    assert [e.type.name for e in conn.events("B")] == ["PEER_APP_ERROR"]
 
 
 def test_a_write_to_a_region_the_peer_deregistered_is_rem_access_err(conn):
@@ -344,8 +347,9 @@ def test_the_c_event_api_checks_its_arguments(conn):
     assert lib.shift_sim_ep(conn.handle, 0, ep) == 0
     assert lib.shift_poll_event(ep[0], ffi.NULL) == -errno.EINVAL
     assert lib.shift_poll_event(ep[0], ev) == 0
-    names = [lib.shift_event_name(t) for t in range(0, 8)]
+    names = [lib.shift_event_name(t) for t in range(0, 10)]
     names = [ffi.string(n).decode() if n else None for n in names]
     assert names == [None, "PATH_DOWN", "FAILOVER_STARTED", "FAILOVER_FINISHED",
-                     "FAILOVER_REFUSED", "FAIL_BACK", "RECV_FAIL_BACK", None]
+                     "FAILOVER_REFUSED", "FAIL_BACK", "RECV_FAIL_BACK", "APP_ERROR",
+                     "PEER_APP_ERROR", None]
     assert [(t.name, t.value) for t in EventType] == [(n, i) for i, n in enumerate(names) if n]
