@@ -479,8 +479,8 @@ static int take_flushed(ep_s *e, struct shift_wc *out)
 
 /* spec: FirstFault(h) \in AppErrors, for an error wc just polled off the default CQ:
  * did the application fail the QP (a bad lkey or rkey, a too short buffer: an error
- * that is not a path's), not the path? Its status if so, else 0. The QP's first fault is the first error of its
- * CQ that is not a flush: wc's, or one behind it - a send queue completes in post
+ * that is not a path's), not the path? Its status if so, else 0. The QP's first fault
+ * is the first error of its CQ that is not a flush: wc's, or one behind it - a send queue completes in post
  * order, so the flushes of the WRs in flight before the failed one come first. The
  * flushes read past wc to find it are kept in q1 (*n of them, then the fault's own
  * completion), to be taken after wc in order; what is left in the CQ stays there. */
@@ -525,8 +525,8 @@ COLD_PATH static int take_one(ep_s *e, int path, struct shift_wc *wc, struct shi
 
 /* app_fault for a batch w[0..m) polled off the default CQ, w[0] an error: the first
  * fault among them, else behind them in the CQ (its status if the application's, else
- * 0). When it is the application's, the
- * completions read past the batch follow it, held for the application in order. */
+ * 0). When it is the application's, the completions read past the batch follow it,
+ * held for the application in order. */
 COLD_PATH static int batch_app_fault(ep_s *e, const struct shift_wc *w, int m)
 {
     for (int i = 0; i < m; i++)

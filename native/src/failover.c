@@ -52,39 +52,43 @@ static void send_counter(ep_s *e, int want_reply)
  * the application, both sides' in CQ order: a receive completion counts in the receive
  * counter (recvDone) and leaves rpend; a send completion settles every WR up to it (RC
  * order). What follows the first error is discarded: the QP is in ERR, the rest of its
- * WRs were flushed, and the layer owns them now. */
-static void drain(ep_s *e, int path)
+ * WRs were flushed, and the layer owns them now. With errors (spec: PeerAppError's cs)
+ * the errors are taken too, each settling its own WR or receive WR; an application's
+ * error among them is this endpoint's own. */
+static void drain(ep_s *e, int path, int errors)
 {
     struct shift_wc wc;
     int good = 1, n;
     /* a poll that fails ends the drain (counted): what the CQ still holds is stale to
      * the layer from now on (its WRs are replayed, or flushed, and completed once) */
     while ((n = poll_one(e, path, &wc)) == 1) {
-        int recv = (wc.opcode & SHIFT_WC_RECV) != 0;
+        int recv = (wc.opcode & SHIFT_WC_RECV) != 0, ok = wc.status == SHIFT_WC_SUCCESS;
         if (!recv && wc.wr_id == PROBE_ID && !e->direct)
             continue;
-        if (wc.status != SHIFT_WC_SUCCESS)
+        if (!ok && !errors)
             good = 0;
         if (!good)
             continue;
+        if (!ok && !path_error(wc.status))
+            e->app_err = 1;
         if (recv) {
             rpend_t *r = rpend_at(e, wc.wr_id);
             if (!r || (r->flags & PF_DONE))
                 continue;
             wc.wr_id = r->app_id;
-            buf_push(e, &wc);
             r->flags |= PF_DONE;
-            e->recv_done++;
-        } else if (e->direct) {
-            buf_push(e, &wc); /* the application's own wr_id */
-        } else {
+            e->recv_done += ok;
+        } else if (!e->direct) { /* (direct: the application's own wr_id) */
             pend_t *p = pend_at(e, wc.wr_id);
             if (!p || (p->flags & PF_DONE))
                 continue;
             wc.wr_id = p->app_id;
-            complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
-            buf_push(e, &wc);
+            if (ok)
+                complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
+            else
+                p->flags |= PF_DONE;
         }
+        buf_push(e, &wc);
     }
     backend_error(e, n < 0);
     pend_gc(e);
@@ -180,7 +184,7 @@ static void start_failover(ep_s *e, int status, int seen)
     /* A failed move to ERR leaves a QP the backend already lost (the failure is why we
      * are here): the failover goes on, as it must; the drain takes what the CQ holds. */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0));
-    drain(e, 1);
+    drain(e, 1, 0);
     if (e->direct && backend_error(e, materialize(e))) {
         /* the send queue cannot be read back: the WRs to replay are not all known, and
          * no failover can be safe. The endpoint dies as after a device's fatal error:
@@ -250,43 +254,6 @@ void app_dies(ep_s *e, int path, int status)
     tell_app_error(e);
 }
 
-/* spec: PeerAppError's cs - everything path's CQ holds goes to the application in CQ
- * order, errors included: each completion settles its WR (a success every WR before
- * it) or its receive WR. An application's error among them is this endpoint's own. */
-static void hand_over(ep_s *e, int path)
-{
-    struct shift_wc wc;
-    int n;
-    while ((n = poll_one(e, path, &wc)) == 1) {
-        int recv = (wc.opcode & SHIFT_WC_RECV) != 0, ok = wc.status == SHIFT_WC_SUCCESS;
-        if (!recv && wc.wr_id == PROBE_ID && !e->direct)
-            continue;
-        if (!ok && !path_error(wc.status))
-            e->app_err = 1;
-        if (recv) {
-            rpend_t *r = rpend_at(e, wc.wr_id);
-            if (!r || (r->flags & PF_DONE))
-                continue;
-            wc.wr_id = r->app_id;
-            r->flags |= PF_DONE;
-            e->recv_done += ok;
-        } else if (!e->direct) {
-            pend_t *p = pend_at(e, wc.wr_id);
-            if (!p || (p->flags & PF_DONE))
-                continue;
-            wc.wr_id = p->app_id;
-            if (ok)
-                complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
-            else
-                p->flags |= PF_DONE;
-        }
-        buf_push(e, &wc);
-    }
-    backend_error(e, n < 0);
-    pend_gc(e);
-    rpend_gc(e);
-}
-
 /* spec: PeerAppError(h) - the peer's application failed the QP pair, so this endpoint's
  * is failed too, as plain RC's would be: whatever the layer was doing, failover
  * included, ends. The application gets what the CQs hold (default first), then, with
@@ -295,12 +262,12 @@ static void hand_over(ep_s *e, int path)
  * QP). A failed move to ERR is counted; the layer's records flush what it would have. */
 static void take_app_error(ep_s *e)
 {
-    hand_over(e, 1);
-    hand_over(e, 2);
+    drain(e, 1, 1);
+    drain(e, 2, 1);
     for (int path = 1; path <= 2; path++)
         backend_error(e, e->ops->modify_qp(e->ctx, e->qp[path], SHIFT_QPS_ERR, 0, 0));
-    hand_over(e, 1);
-    hand_over(e, 2);
+    drain(e, 1, 1);
+    drain(e, 2, 1);
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->has_fence = 0;
     fail_all(e, SHIFT_WC_WR_FLUSH_ERR, 1);
@@ -316,7 +283,7 @@ static void give_up(ep_s *e, int status)
         ep_event(e, SHIFT_EVENT_PATH_DOWN, 2, status, 0);
     /* (a failed move to ERR: the drain below takes what the CQ holds all the same) */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], SHIFT_QPS_ERR, 0, 0));
-    drain(e, 2);
+    drain(e, 2, 0);
     fail_all(e, status, 2);
 }
 

@@ -73,8 +73,8 @@ MUTANTS = (
            "    (void)p;\n    return 1;",
            "fail-back releases the held WRs without waiting for the fence"),
     Mutant("responder-no-drain", "failover.c",
-           "    drain(e, 1);\n    if (e->direct && backend_error(e, materialize(e)))",
-           "    if (is_req(e))\n        drain(e, 1);\n"
+           "    drain(e, 1, 0);\n    if (e->direct && backend_error(e, materialize(e)))",
+           "    if (is_req(e))\n        drain(e, 1, 0);\n"
            "    if (e->direct && backend_error(e, materialize(e)))",
            "the responder answers with a counter that misses executed, unpolled notifications"),
     Mutant("completion-twice", "failover.c",
