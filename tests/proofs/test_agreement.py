@@ -1,7 +1,8 @@
 """The Z3 relation of `shift.proofs.protocol` is about the same protocol as the model.
 
 Refinement, checked on sampled runs of the executable model (SHIFT at the `small` bound,
-the setting of the encoding: one failover, faults on the default path only, no fail-back):
+the setting of the encoding: one failover, faults on the default path only, no fail-back;
+and random walks at `default`, whose Timeout resends, without its recovery events):
 every step of the model is a step of the Z3 relation, or a stutter of it, between abstract
 states that agree with the model's on every field that can be read off a model state
 (posted WRs, layer states, pending and buffered WRs, counters, the counters in flight on
@@ -344,6 +345,67 @@ def test_every_sampled_step_of_another_design_is_a_step_of_its_relation(design: 
         mismatch = follow(m, events, workload, OTHER_DESIGNS[design])
         assert mismatch is None, f"{design}: {' '.join(map(str, events))}\n{mismatch}"
     assert any(follow(m, e, w, SHIFT) is not None for e, w in differ), design
+
+
+# --------------------------------------------------------------------------------------
+# Runs at `default` (issue 21, item 2): retransmission
+# --------------------------------------------------------------------------------------
+# `default` adds one retransmission (a Timeout resends instead of failing the QP) and
+# recovery. The encoding allows any number of retries at any time but no fail-back: the
+# walks take no recovery event and keep the backup path's QPs out of the error state.
+RECOVERY = ("LinkUp", "NicRecover")
+
+
+def inside_the_encoding(t: Any) -> bool:
+    return (t.event.name not in RECOVERY
+            and "ERR" not in (t.target.qp[A][1], t.target.qp[B][1]))
+
+
+def retransmits(before: State, t: Any) -> bool:
+    """A Timeout that resends (the QP stays ready) rather than failing the QP."""
+    if t.event.name != "Timeout":
+        return False
+    h, p = HOSTS.index(t.event.args[0]), t.event.args[1] - 1
+    return t.target.qp[h][p] == before.qp[h][p] == "RTS"
+
+
+def default_walks(design: str, walks: int, length: int) -> tuple[list[tuple[list, int]], int]:
+    """Seeded random walks of the design at `default` inside the encoding's bound, as
+    runs; and how many of their steps were retransmissions."""
+    m = Model.load(design, "default")
+    rng = random.Random(f"{design}/default")
+    inits = m.initial_states()
+    out, resent = [], 0
+    for _ in range(walks):
+        ev0, s = rng.choice(inits)
+        events = [ev0]
+        for _ in range(length):
+            succ = [t for t in m.successors(s) if inside_the_encoding(t)]
+            if not succ:
+                break
+            t = rng.choice(succ)
+            resent += retransmits(s, t)
+            events.append(t.event)
+            s = t.target
+        out.append((events, ev0.args[0]))
+    return out, resent
+
+
+POLICIES = {"Shift": SHIFT, **OTHER_DESIGNS}
+
+
+@pytest.mark.parametrize("design", list(POLICIES))
+def test_every_step_of_random_runs_at_default_is_a_step_of_the_relation(design: str) -> None:
+    """40 seeded walks of 60 steps at `default` per design (every workload, two-way ones
+    direction by direction): with retransmissions among their steps, each is a run of the
+    design's relation."""
+    m = Model.load(design, "default")
+    runs, resent = default_walks(design, 40, 60)
+    assert resent >= 10, f"{design}: only {resent} retransmissions in the walks"
+    assert sum(failed_over(m, e) for e, _ in runs) >= 5
+    for events, workload in runs:
+        mismatch = follow(m, events, workload, POLICIES[design])
+        assert mismatch is None, f"{design}: {' '.join(map(str, events))}\n{mismatch}"
 
 
 # --------------------------------------------------------------------------------------
