@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,13 +106,16 @@ def parse_dot(path: Path) -> TlcGraph:
 
 
 def dump_graph(catalog: Catalog, design: Design, bound: Bound, out: Path,
-               workers: int = 1, heap_mb: int = 1024, timeout: float = 600) -> Path:
-    """Run TLC on the design at the bound with no property, dumping its state graph."""
+               workers: int = 1, heap_mb: int = 1024, timeout: float = 600,
+               invariants: Sequence[str] = ()) -> Path:
+    """Run TLC on the design at the bound, dumping its state graph. The invariants (none
+    of the table's: a violation would cut the graph short; TypeOK) are checked in the
+    same run, and a violation is a ShiftError that names it."""
     with tempfile.TemporaryDirectory(prefix="shift-dump-") as tmp:
         work = Path(tmp)
         for tla in catalog.spec_dir.glob("*.tla"):
             shutil.copyfile(tla, work / tla.name)
-        write_cfg(work / "MC.cfg", bound.constants, [], [])
+        write_cfg(work / "MC.cfg", bound.constants, list(invariants), [])
         cmd = [find_java(), "-XX:+UseParallelGC", f"-Xmx{heap_mb}m", "-cp", find_jar(),
                "tlc2.TLC", "-deadlock", "-workers", str(workers), "-metadir",
                str(work / "states"), "-config", "MC.cfg", "-dump", "dot,actionlabels",
@@ -120,7 +123,11 @@ def dump_graph(catalog: Catalog, design: Design, bound: Bound, out: Path,
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=timeout,
                               check=False)
         if proc.returncode != 0 or "Model checking completed" not in proc.stdout:
-            tail = "\n".join(proc.stdout.splitlines()[-15:])
+            lines = proc.stdout.splitlines()
+            # TLC's own verdict ("Error: Invariant TypeOK is violated.") comes before the
+            # trace, which the tail shows.
+            said = [ln for ln in lines if ln.startswith("Error:")][:3]
+            tail = "\n".join(said + lines[-15:])
             raise ShiftError(f"TLC failed on {design.module} (status {proc.returncode}):\n{tail}")
     # TLC appends .dot unless the name already ends with it.
     return out if out.suffix == ".dot" else out.with_name(out.name + ".dot")

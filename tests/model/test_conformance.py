@@ -3,7 +3,9 @@
 For every design at the `small` bound, at the two-way bound `twoway` (ping-pong: both
 hosts send) and at `apperr` (a WR with a bad lkey or rkey behind a WR in flight), TLC
 dumps its graph (`-dump dot,actionlabels`) and the explorer builds its own; `compare`
-finds no differing state or edge. The same check must fail, readably, when one action of
+finds no differing state or edge. The same TLC runs check TypeOK (spec/State.tla): every
+variable keeps its type in every state of these graphs (tests/spec/test_typeok.py shows
+a wrong type stops the dump). The same check must fail, readably, when one action of
 the model is altered: otherwise it proves nothing.
 TLC runs once per design and bound (a session cache); the altered models reuse those
 graphs.
@@ -42,7 +44,7 @@ def tlc_graph(catalog: Catalog, tmp_path_factory: pytest.TempPathFactory) -> Gra
         key = f"{design}-{bound}"
         if key not in graphs:
             dot = dump_graph(catalog, catalog.design(design), catalog.bound(bound),
-                             work / key, workers=2)
+                             work / key, workers=2, invariants=["TypeOK"])
             graphs[key] = parse_dot(dot)
         return graphs[key]
     return get
@@ -55,6 +57,11 @@ def explored(design: str, bound: str = "small") -> Exploration:
 # Under pytest-xdist (--dist loadgroup) a design's tests share a worker, and so the TLC
 # graphs that worker's session cache holds: each design's dumps are made once.
 BY_DESIGN = [pytest.param(d, marks=pytest.mark.xdist_group(f"conformance-{d}")) for d in DESIGNS]
+
+
+def test_every_design_of_the_catalog_is_compared(catalog: Catalog) -> None:
+    """So that every design's graphs are compared, and typed (TypeOK) in every state."""
+    assert set(DESIGNS) == set(catalog.designs)
 
 
 @pytest.mark.parametrize("design", BY_DESIGN)
