@@ -80,7 +80,8 @@ def _render(m: z3.ModelRef, p: Program, states: list[AbstractState], acts: list[
     prog = []
     for w in range(1, p.n + 1):
         op = OP_NAMES.get(m.eval(p.op[w], model_completion=True).as_long(), "?")
-        prog.append(f"{w}:{op}(r{val(p.region[w])}:={val(p.value[w])}"
+        cmp = f"{val(p.compare[w])}->" if op == "CAS" else ""
+        prog.append(f"{w}:{op}(r{val(p.region[w])}:={cmp}{val(p.value[w])}"
                     f"{', signaled' if val(p.sig[w]) == 'True' else ''})")
     lines = ["program " + " ".join(prog)]
     k = 0

@@ -1,5 +1,5 @@
-"""Workloads.tla's programs in Z3: N WRs, symbolic (every op, signaled flag, region and
-value) or concrete, and what the protocol encoding (`protocol`) reads off them:
+"""Workloads.tla's programs in Z3: N WRs, symbolic (every op, signaled flag, region, value
+and CAS compare value) or concrete, and what the protocol encoding (`protocol`) reads off them:
 notifications, writers, the memory a prefix of the program leaves.
 
 The concrete programs, `WORKLOADS`, are Program(k) of the packaged spec/Workloads.tla, read
@@ -8,14 +8,14 @@ by `shift.spec.workloads` (the reader the model uses too), not restated here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import z3
 from shift.proofs.core import conj
 from shift.proofs.decisions import CAS, FADD, OPS, READ, SEND, WRITE, WRITE_IMM
 from shift.spec.catalog import packaged_spec_dir
-from shift.spec.workloads import read_workloads
+from shift.spec.workloads import WR, read_workloads
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Program:
     op: list[z3.ArithRef]
     sig: list[z3.BoolRef]
     region: list[z3.ArithRef]
-    value: list[z3.ArithRef]
+    value: list[z3.ArithRef]    # a CAS's swap value
+    compare: list[z3.ArithRef]  # a CAS's compare value (0 for the other ops)
 
     def two_sided(self, w: int) -> z3.BoolRef:
         return z3.Or(self.op[w] == WRITE_IMM, self.op[w] == SEND)
@@ -63,9 +64,11 @@ class Program:
         return out
 
     def apply(self, w: int, old: z3.ArithRef) -> z3.ArithRef:
-        """Execute's memory update of region 1 by WR w."""
+        """Execute's memory update of region 1 by WR w (Workloads.tla's Applied)."""
+        swapped = z3.If(old == self.compare[w], self.value[w], old)
         new = z3.If(z3.Or(self.op[w] == WRITE, self.op[w] == WRITE_IMM), self.value[w],
-                    z3.If(self.op[w] == FADD, old + self.value[w], old))
+                    z3.If(self.op[w] == FADD, old + self.value[w],
+                          z3.If(self.op[w] == CAS, swapped, old)))
         return z3.If(z3.And(self.writer(w), self.region[w] == 1), new, old)
 
     def value_after(self, k: int) -> z3.ArithRef:
@@ -104,25 +107,44 @@ def program(n: int) -> Program:
     return Program(n, [z3.IntVal(-1)] + [z3.Int(f"op{w}") for w in range(1, n + 1)],
                    [z3.BoolVal(False)] + [z3.Bool(f"sig{w}") for w in range(1, n + 1)],
                    [z3.IntVal(0)] + [z3.Int(f"region{w}") for w in range(1, n + 1)],
-                   [z3.IntVal(0)] + [z3.Int(f"value{w}") for w in range(1, n + 1)])
+                   [z3.IntVal(0)] + [z3.Int(f"value{w}") for w in range(1, n + 1)],
+                   [z3.IntVal(0)] + [z3.Int(f"compare{w}") for w in range(1, n + 1)])
 
 
-def fixed(prog: list[tuple[str, int, int, bool]]) -> Program:
-    """A concrete program: (op, region, value, signaled) per WR, as Workloads.tla."""
-    return Program(len(prog), [z3.IntVal(-1)] + [z3.IntVal(OPS[o]) for o, _, _, _ in prog],
-                   [z3.BoolVal(False)] + [z3.BoolVal(s) for _, _, _, s in prog],
-                   [z3.IntVal(0)] + [z3.IntVal(r) for _, r, _, _ in prog],
-                   [z3.IntVal(0)] + [z3.IntVal(v) for _, _, v, _ in prog])
+Wr = tuple[str, int, int, bool, int]  # (op, region, value, signaled, compare)
+Wrs = list[Wr]
 
 
-Wrs = list[tuple[str, int, int, bool]]
+def fixed(prog: Wrs) -> Program:
+    """A concrete program: (op, region, value, signaled, compare) per WR, as
+    Workloads.tla's WR records (compare: a CAS's, 0 otherwise)."""
+    def column(i: int, head: z3.ExprRef, val: Callable[[object], z3.ExprRef]) -> list:
+        return [head] + [val(wr[i]) for wr in prog]
+    return Program(len(prog), column(0, z3.IntVal(-1), lambda o: z3.IntVal(OPS[str(o)])),
+                   column(3, z3.BoolVal(False), z3.BoolVal),
+                   column(1, z3.IntVal(0), z3.IntVal), column(2, z3.IntVal(0), z3.IntVal),
+                   column(4, z3.IntVal(0), z3.IntVal))
+
+
+def encoded_region(wrs: Sequence[WR]) -> int:
+    """The encoding has one region, region 1. It stands for the one region a direction's
+    WRs use (workload 6's CAS: region 2), else for region 1."""
+    regions = {w.region for w in wrs} - {0}
+    return regions.pop() if len(regions) == 1 else 1
+
+
+def _one_region(wrs: Sequence[WR]) -> Wrs:
+    """The WRs as the encoding takes them: encoded_region renamed 1."""
+    r = encoded_region(wrs)
+    return [(w.op, 1 if w.region == r else w.region, w.value, w.signaled, w.compare)
+            for w in wrs]
 
 
 def _directions() -> dict[tuple[int, str], Wrs]:
     """Without the workloads with an application error (a WR with a bad key): the proofs'
     relation has no application errors."""
     spec = read_workloads(packaged_spec_dir())
-    return {(k, h): [(w.op, w.region, w.value, w.signaled) for w in spec.program_of(k, h)]
+    return {(k, h): _one_region(spec.program_of(k, h))
             for k in spec.programs for h in ("A", "B") if spec.program_of(k, h)
             if all(w.key == "OK" for w in spec.program(k) + spec.bprogram(k))}
 
@@ -130,8 +152,8 @@ def _directions() -> dict[tuple[int, str], Wrs]:
 # Each direction of every workload as a one-way program: host h's WRs to its peer (A's
 # Program(k), B's BProgram(k)). Both hosts run the same protocol for their own WRs, so a
 # two-way run is two runs of the relation, one per direction, each about its sender's
-# WRs and the receiver's region 1 (tests/proofs/test_agreement.py checks that on the
-# model's runs).
+# WRs and the receiver's region 1, or the one region they write (tests/proofs/
+# test_agreement.py checks that on the model's runs).
 DIRECTIONS: dict[tuple[int, str], Wrs] = _directions()
 
 # The workloads where B posts no WR: A's direction is the whole workload.

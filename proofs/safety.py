@@ -80,8 +80,9 @@ TWO_SENDS = WORKLOADS[2]
 FADD_NOTE = WORKLOADS[3]  # <<FADD, WRITE_IMM>>
 BUFFER_REUSE = WORKLOADS[4]
 SIGNALED_WRITE = WORKLOADS[5]  # <<WRITE signaled, WRITE_IMM>>
-PROTOCOL_SCOPE = ("every program of 4 WRs (every op, signaled flag, value; one region), "
-                  "one direction; one failover: faults on the default path at any time, "
+PROTOCOL_SCOPE = ("every program of 4 WRs (every op, signaled flag, value, CAS compare "
+                  "value; one region), one direction; one failover: faults on the default "
+                  "path at any time, "
                   "backup path healthy, no fail-back; counters lost and resent on path 2; "
                   "transport as transport.rc_prefix's lemma")
 ALL_FOUR = ["NotificationIntegrity", "DataAtNotification", "CompletionIntegrity",

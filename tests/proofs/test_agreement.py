@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import sys
 from typing import Any
 
 import pytest
@@ -33,10 +34,12 @@ from shift.model import properties as mp
 from shift.model.explore import explore
 from shift.model.next import Model
 from shift.model.state import DIR, Cqe, Ctl, State, set_at, taken
+from shift.proofs import programs
 from shift.proofs.abstract_state import DEFAULT, ERROR, FALLBACK, AbstractState, flat, fresh
-from shift.proofs.programs import DIRECTIONS, Program, fixed
+from shift.proofs.decisions import CAS
+from shift.proofs.programs import DIRECTIONS, Program, encoded_region, fixed
 from shift.proofs.protocol import NAIVE, SHIFT, SHIFT_PREFIX, ReplayPolicy, init, next_
-from shift.vocabulary import HOSTS, Event
+from shift.vocabulary import HOSTS, Event, make
 
 LAYER = {"Default": DEFAULT, "Fallback": FALLBACK, "Error": ERROR}
 
@@ -65,7 +68,7 @@ def readable(p: Program, s: State, h: int = A) -> dict[str, Any]:
         # path 2's thresholds are WRs: the last executed, the last acknowledged
         "x2": sq2[epsn2 - 2] if epsn2 > 1 else 0,
         "a2": sq2[una2 - 2] if una2 > 1 else 0,
-        "recvDone": s.recvDone[r], "mem": s.mem[r][0],
+        "recvDone": s.recvDone[r], "mem": s.mem[r][encoded_region(s.program[h]) - 1],
         "ctlAB": any(isinstance(m, Ctl) for m in s.wire[1][h]),
         "ctlBA": any(isinstance(m, Ctl) for m in s.wire[1][r]),
         "askAB": any(isinstance(m, Ctl) and m.ask for m in s.wire[1][h]),
@@ -218,6 +221,11 @@ CONTROL_STEPS = ("a counter lost", "HandshakeTimeout", "a resend delivered")
 pytestmark = pytest.mark.xdist_group("agreement-runs")
 
 
+def swapped(s: State) -> bool:
+    """Workload 6's CAS (compare 0, swap 1 in region 2, the encoding's region) executed."""
+    return len(s.program[A]) == 2 and s.program[A][0].op == "CAS" and s.mem[B][1] == 1
+
+
 @pytest.fixture(scope="module")
 def runs() -> list[tuple[list, int]]:
     m = Model.load("Shift", "small")
@@ -227,8 +235,10 @@ def runs() -> list[tuple[list, int]]:
     # Every workload, the two-way ones (both hosts post) with both directions checked.
     # The deepest states first (they have the longest runs), then a random sample of
     # each kind, then states whose (shortest) run delivers a resent counter: a counter
-    # lost, the timer, the duplicate (random states have few of those).
-    states = range(len(g.states))
+    # lost, the timer, the duplicate, and states where workload 6's CAS has swapped
+    # (random states have few of those). The encoding's bound: no store of B's
+    # application (workload 6's buffer reset).
+    states = [v for v in range(len(g.states)) if not any(g.states[v].stored)]
     two_way = [v for v in states if g.states[v].program[B]]
     one_way = [v for v in states if not g.states[v].program[B]]
     by_depth = sorted(states, key=lambda v: -g.depth[v])
@@ -239,7 +249,8 @@ def runs() -> list[tuple[list, int]]:
             step = control_step(g.states[u], g.labels[g.via[v]][0])
             resent[v] = resent[u] or step == "a resend delivered"
     picked = (by_depth[:20] + rng.sample(one_way, 60) + rng.sample(two_way, 60)
-              + rng.sample([v for v in states if resent[v]], 20))
+              + rng.sample([v for v in states if resent[v]], 20)
+              + rng.sample([v for v in states if swapped(g.states[v])], 10))
     out = []
     for v in picked:
         events = g.events_to(v)
@@ -250,7 +261,7 @@ def runs() -> list[tuple[list, int]]:
 def test_every_sampled_model_step_is_a_step_of_the_relation(
         runs: list[tuple[list, int]]) -> None:
     m = Model.load("Shift", "small")
-    assert len(runs) == 160 and max(len(e) for e, _ in runs) >= 20
+    assert len(runs) == 170 and max(len(e) for e, _ in runs) >= 20
     workloads = {w for _, w in runs}
     assert {7, 8} <= workloads and {1, 2, 3, 4, 5, 6} & workloads
     counts = dict.fromkeys(CONTROL_STEPS, 0)
@@ -265,6 +276,7 @@ def test_every_sampled_model_step_is_a_step_of_the_relation(
     # The runs exercise the lossy control plane (each step checked in every direction).
     print(f"control-plane steps in {len(runs)} runs: {counts}")
     assert all(counts[k] >= 20 for k in CONTROL_STEPS), counts
+    assert sum(swapped(m.run(e)[-1]) for e, _ in runs) >= 10
 
 
 def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]]) -> None:
@@ -282,6 +294,23 @@ def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]
     mismatch = follow(m2, events, workload)
     assert mismatch is not None and mismatch.startswith("A's WRs: step 5,"), mismatch
 
+
+
+def test_a_relation_whose_cas_leaves_memory_alone_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Check the check on workload 6: the CAS (compare 0, swap 1) executes on the default
+    path. An encoding whose CAS changes no memory (as this one had before it took the
+    compare value) has no step to the model's state."""
+    m = Model.load("Shift", "small")
+    events = [make("Init", 6), make("PostSend", "A", 1), make("Transmit", "A", 1),
+              make("Deliver", 1, "AtoB")]
+    assert follow(m, events, 6) is None and swapped(m.run(events)[-1])
+    apply = programs.Program.apply
+    monkeypatch.setattr(programs.Program, "apply",
+                        lambda p, w, old: z3.If(p.op[w] == CAS, old, apply(p, w, old)))
+    monkeypatch.setattr(sys.modules[__name__], "RELATIONS", {})
+    mismatch = follow(m, events, 6)
+    assert mismatch is not None and mismatch.startswith("A's WRs: step 3,"), mismatch
 
 
 # --------------------------------------------------------------------------------------
@@ -315,7 +344,8 @@ def sampled_runs(design: str, deepest: int, random_: int,
     failed over (for ShiftPrefix: and skipped a WRITE SHIFT re-posts), where the design
     should differ from SHIFT."""
     g = explore(Model.load(design, "small"), []).graph
-    inside = [v for v in range(len(g.states)) if backup_healthy(g, v)]
+    inside = [v for v in range(len(g.states))
+              if backup_healthy(g, v) and not any(g.states[v].stored)]
     by_depth = sorted(inside, key=lambda v: -g.depth[v])
     picked = by_depth[:deepest] + random.Random(21).sample(inside, random_)
     differ = [v for v in by_depth if any(m != "Default" for m in g.states[v].sendMode)
@@ -357,7 +387,8 @@ RECOVERY = ("LinkUp", "NicRecover")
 
 
 def inside_the_encoding(t: Any) -> bool:
-    return (t.event.name not in RECOVERY
+    """No recovery, no store of B's application, the backup path's QPs not in error."""
+    return (t.event.name not in (*RECOVERY, "AppWrite")
             and "ERR" not in (t.target.qp[A][1], t.target.qp[B][1]))
 
 
