@@ -28,8 +28,12 @@ def test_there_are_at_least_eight_seeded_bugs() -> None:
 @pytest.mark.parametrize("mutant", S.MUTANTS, ids=[m.name for m in S.MUTANTS])
 def test_each_seeded_bug_is_killed(mutant: S.Mutant, capsys) -> None:
     """The kill table's row of each mutant, at the script's own budget (one test each, so
-    that the workers share the table): killed, or the suite is too weak."""
-    assert S.main(["--only", mutant.name]) == 0, capsys.readouterr().out
+    that the workers share the table): killed, or the suite is too weak. A mutant the
+    table says only the corpus kills is replayed against the corpus alone (the campaign's
+    4,000 traces and trace validation would take five minutes to confirm they miss it;
+    the script run by hand still tries them)."""
+    args = ["--only", mutant.name, "--known-misses-to-corpus"]
+    assert S.main(args) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert "killed 1/1 (100%)" in out
     assert f"{mutant.name:<28} killed" in out
