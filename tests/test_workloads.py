@@ -49,8 +49,13 @@ def test_the_model_and_the_proofs_run_the_programs_of_workloads_tla() -> None:
     assert Model.load("Shift").bound.programs == tuple(spec.programs[k] for k in range(1, 9))
     # The proofs are one-way: they take the workloads where B posts no WR, except those
     # with an application error (a bad key: 11 and 12), which their relation lacks.
-    assert {k: [w[:4] for w in p] for k, p in spec.one_way().items()
-            if all(w.key == "OK" for w in p)} == WORKLOADS
+    # Each WR as (op, region, value, signaled, compare); the encoding has one region, the
+    # one a program uses: workload 6's CAS on region 2 is its region 1.
+    expected = {k: [(w.op, w.region, w.value, w.signaled, w.compare) for w in p]
+                for k, p in spec.one_way().items() if all(w.key == "OK" for w in p)}
+    assert expected[6] == [("CAS", 2, 1, True, 0), ("WRITE_IMM", 0, 0, True, 0)]
+    expected[6] = [("CAS", 1, 1, True, 0), ("WRITE_IMM", 0, 0, True, 0)]
+    assert expected == WORKLOADS
     assert {k for k, p in spec.one_way().items() if any(w.key != "OK" for w in p)} == {11, 12}
     assert spec.bprogram(13)[1].key == "LKEY"  # the application error on B (two-way)
     assert spec.program(11)[1].key == "LKEY" and spec.program(12)[1].key == "RKEY"
