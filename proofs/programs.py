@@ -1,6 +1,6 @@
 """Workloads.tla's programs in Z3: N WRs, symbolic (every op, signaled flag, region, value
-and CAS compare value) or concrete, and what the protocol encoding (`protocol`) reads off them:
-notifications, writers, the memory a prefix of the program leaves.
+and CAS compare value) or concrete, and what the protocol encoding (`protocol`) reads off
+them: notifications, writers, the memory a prefix of the program leaves.
 
 The concrete programs, `WORKLOADS`, are Program(k) of the packaged spec/Workloads.tla, read
 by `shift.spec.workloads` (the reader the model uses too), not restated here.
@@ -118,12 +118,11 @@ Wrs = list[Wr]
 def fixed(prog: Wrs) -> Program:
     """A concrete program: (op, region, value, signaled, compare) per WR, as
     Workloads.tla's WR records (compare: a CAS's, 0 otherwise)."""
-    def column(i: int, head: z3.ExprRef, val: Callable[[object], z3.ExprRef]) -> list:
-        return [head] + [val(wr[i]) for wr in prog]
-    return Program(len(prog), column(0, z3.IntVal(-1), lambda o: z3.IntVal(OPS[str(o)])),
-                   column(3, z3.BoolVal(False), z3.BoolVal),
-                   column(1, z3.IntVal(0), z3.IntVal), column(2, z3.IntVal(0), z3.IntVal),
-                   column(4, z3.IntVal(0), z3.IntVal))
+    return Program(len(prog), [z3.IntVal(-1)] + [z3.IntVal(OPS[w[0]]) for w in prog],
+                   [z3.BoolVal(False)] + [z3.BoolVal(w[3]) for w in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(w[1]) for w in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(w[2]) for w in prog],
+                   [z3.IntVal(0)] + [z3.IntVal(w[4]) for w in prog])
 
 
 def encoded_region(wrs: Sequence[WR]) -> int:

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 import z3
+from proofkit import RECOVERY, random_walks
 from shift.model import properties as mp
 from shift.model.explore import explore
 from shift.model.next import Model
@@ -383,43 +384,28 @@ def test_every_sampled_step_of_another_design_is_a_step_of_its_relation(design: 
 # `default` adds one retransmission (a Timeout resends instead of failing the QP) and
 # recovery. The encoding allows any number of retries at any time but no fail-back: the
 # walks take no recovery event and keep the backup path's QPs out of the error state.
-RECOVERY = ("LinkUp", "NicRecover")
-
-
 def inside_the_encoding(t: Any) -> bool:
     """No recovery, no store of B's application, the backup path's QPs not in error."""
     return (t.event.name not in (*RECOVERY, "AppWrite")
             and "ERR" not in (t.target.qp[A][1], t.target.qp[B][1]))
 
 
-def retransmits(before: State, t: Any) -> bool:
+def retransmits(before: State, ev: Event, after: State) -> bool:
     """A Timeout that resends (the QP stays ready) rather than failing the QP."""
-    if t.event.name != "Timeout":
+    if ev.name != "Timeout":
         return False
-    h, p = HOSTS.index(t.event.args[0]), t.event.args[1] - 1
-    return t.target.qp[h][p] == before.qp[h][p] == "RTS"
+    h, p = HOSTS.index(ev.args[0]), ev.args[1] - 1
+    return after.qp[h][p] == before.qp[h][p] == "RTS"
 
 
 def default_walks(design: str, walks: int, length: int) -> tuple[list[tuple[list, int]], int]:
     """Seeded random walks of the design at `default` inside the encoding's bound, as
     runs; and how many of their steps were retransmissions."""
     m = Model.load(design, "default")
-    rng = random.Random(f"{design}/default")
-    inits = m.initial_states()
-    out, resent = [], 0
-    for _ in range(walks):
-        ev0, s = rng.choice(inits)
-        events = [ev0]
-        for _ in range(length):
-            succ = [t for t in m.successors(s) if inside_the_encoding(t)]
-            if not succ:
-                break
-            t = rng.choice(succ)
-            resent += retransmits(s, t)
-            events.append(t.event)
-            s = t.target
-        out.append((events, ev0.args[0]))
-    return out, resent
+    out = random_walks(m, walks, length, f"{design}/default", inside_the_encoding)
+    resent = sum(retransmits(before, ev, after) for events, states in out
+                 for ev, before, after in zip(events[1:], states[:-1], states[1:], strict=True))
+    return [(events, events[0].args[0]) for events, _ in out], resent
 
 
 POLICIES = {"Shift": SHIFT, **OTHER_DESIGNS}

@@ -6,7 +6,7 @@ The encoding is an over-approximation (wire as sets, a fault at any time), so on
 step may take several of its steps: a NIC failure that empties the wire is the error
 step and one drop per packet; an execution whose ACK a dead link loses is the execution
 and the ACK's drop. What is read off a model state, for requester h, responder r and
-path p: the send queue's length, nxt, una and retry, the responder's expected PSN, the
+path p: the send queue's length, nxt and una, the responder's expected PSN, the
 QPs' states (r's NIC included), the requests and ACKs in flight by PSN. Two fields are
 history the encoding keeps and the test carries along the run: the highest PSN
 transmitted, and how often r's responder applied each PSN of this path (read from the
@@ -19,23 +19,21 @@ responder is left out: it drops a duplicate by sequence number, above the transp
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import z3
+from proofkit import RECOVERY, random_walks
 from shift.model import transport as model_transport
 from shift.model.next import Model
-from shift.model.state import DIR, Ack, Req, State
+from shift.model.state import Ack, Req, State, set_in
 from shift.proofs import transport as enc
-from shift.vocabulary import HOSTS, Event, make
+from shift.vocabulary import DIRECTIONS, HOSTS, Event, make
 
 PATHS = (1, 2)
-RECOVERY = ("LinkUp", "NicRecover")
 MAX_STEPS = 6  # encoding steps one model step may take (an error and its drops)
-INT, BOOL = z3.IntSort(), z3.BoolSort()
 
 
 @dataclass
@@ -46,12 +44,9 @@ class History:
     execs: Counter[int] = field(default_factory=Counter)
 
 
-def direction(h: int) -> str:
-    return "AtoB" if h == 0 else "BtoA"
-
-
 def in_flight(s: State, p: int, h: int, kind: type) -> set[int]:
-    return {m.psn for m in s.wire[p - 1][DIR[direction(h)]] if isinstance(m, kind)}
+    """The PSNs of the packets of a kind that host h sent on path p, in flight."""
+    return {m.psn for m in s.wire[p - 1][h] if isinstance(m, kind)}
 
 
 def view(s: State, h: int, p: int, hist: History) -> dict[str, Any]:
@@ -72,8 +67,8 @@ def advance(hist: History, before: State, after: State, ev: Event, h: int,
     out = History(hist.hi, Counter(hist.execs))
     if ev.name == "Transmit" and ev.args == (HOSTS[h], p) and after.nxt[h][i] > before.nxt[h][i]:
         out.hi = max(out.hi, before.nxt[h][i])
-    if ev.name == "Deliver" and ev.args == (p, direction(h)):
-        head = before.wire[i][DIR[direction(h)]][0]
+    if ev.name == "Deliver" and ev.args == (p, DIRECTIONS[h]):
+        head = before.wire[i][h][0]
         if isinstance(head, Req):
             out.execs[head.psn] += after.execs[h][head.wr - 1] - before.execs[h][head.wr - 1]
     return out
@@ -82,12 +77,12 @@ def advance(hist: History, before: State, after: State, ev: Event, h: int,
 def as_path(fields: dict[str, Any], tag: str) -> tuple[enc.Path, list[z3.BoolRef]]:
     """A fresh encoding state and the constraints that pin it to the fields."""
     s = enc.path(tag)
-    req = ack = z3.K(INT, z3.BoolVal(False))
+    req = ack = z3.K(enc.INT, z3.BoolVal(False))
     for q in fields["req"]:
         req = z3.Store(req, q, True)
     for q in fields["ack"]:
         ack = z3.Store(ack, q, True)
-    execs = z3.K(INT, z3.IntVal(0))
+    execs = z3.K(enc.INT, z3.IntVal(0))
     for q, k in fields["execs"].items():
         execs = z3.Store(execs, q, k)
     pins = [s.n == fields["n"], s.nxt == fields["nxt"], s.una == fields["una"],
@@ -124,9 +119,9 @@ DUPLICATE_RUN = [make("Init", 1), make("PostSend", "A", 1), make("Transmit", "A"
 
 def label(ev: Event, before: State, h: int, p: int) -> str:
     """The step's name for the counts: a delivered request says what the responder did."""
-    if ev.name != "Deliver" or ev.args != (p, direction(h)):
+    if ev.name != "Deliver" or ev.args != (p, DIRECTIONS[h]):
         return ev.name
-    head = before.wire[p - 1][DIR[direction(h)]][0]
+    head = before.wire[p - 1][h][0]
     if not isinstance(head, Req):
         return "Deliver"
     e = before.epsn[1 - h][p - 1]
@@ -134,29 +129,10 @@ def label(ev: Event, before: State, h: int, p: int) -> str:
             "Deliver the expected request" if head.psn == e else "Deliver a request ahead")
 
 
-def walks(design: str, bound: str, count: int, length: int) -> list[list[Event]]:
-    m = Model.load(design, bound)
-    rng = random.Random(f"transport/{design}/{bound}")
-    inits = m.initial_states()
-    out = []
-    for _ in range(count):
-        ev0, s = rng.choice(inits)
-        events = [ev0]
-        for _ in range(length):
-            succ = [t for t in m.successors(s) if t.event.name not in RECOVERY]
-            if not succ:
-                break
-            t = rng.choice(succ)
-            events.append(t.event)
-            s = t.target
-        out.append(events)
-    return out
-
-
 def follow(m: Model, events: list[Event], kinds: Counter[str]) -> str | None:
     """Every step of the run on every path and direction; the first that the encoding
-    cannot take, or None. `kinds` counts the steps that change
-    the path's view, by kind."""
+    cannot take, or None. `kinds` counts the steps that change the path's view, by
+    kind."""
     states = m.run(events)
     senders = [h for h in (0, 1) if states[0].program[h]]
     for h in senders:
@@ -186,7 +162,9 @@ def test_every_model_step_is_at_most_a_few_steps_of_the_transport_encoding(
     m = Model.load(design, bound)
     kinds: Counter[str] = Counter()
     extra = [DUPLICATE_RUN] if bound == "default" else []
-    for events in walks(design, bound, 30, 40) + extra:
+    walks = random_walks(m, 30, 40, f"transport/{design}/{bound}",
+                         lambda t: t.event.name not in RECOVERY)
+    for events in [events for events, _ in walks] + extra:
         mismatch = follow(m, events, kinds)
         assert mismatch is None, f"{design} {bound}: {' '.join(map(str, events))}\n{mismatch}"
     print(f"{design} {bound}: {sorted(kinds.items())}")
@@ -204,14 +182,12 @@ def test_a_responder_that_applies_a_duplicate_again_is_caught(
     original = model_transport._respond
 
     def reexecute(s: State, g: int, i: int, m: Req, staged: bool, rest: Any) -> State:
+        out = original(s, g, i, m, staged, rest)
         if m.psn < s.epsn[g][i] and s.nic[g][i] and s.qp[g][i] == "RTS":
             src = 1 - g
-            out = original(s, g, i, m, staged, rest)
-            execs = list(out.execs[src])
-            execs[m.wr - 1] += 1
-            return out._replace(execs=(tuple(execs), out.execs[1]) if src == 0
-                                else (out.execs[0], tuple(execs)))
-        return original(s, g, i, m, staged, rest)
+            return out._replace(execs=set_in(out.execs, src, m.wr - 1,
+                                             out.execs[src][m.wr - 1] + 1))
+        return out
 
     m = Model.load("Shift", "default")
     assert follow(m, DUPLICATE_RUN, Counter()) is None
