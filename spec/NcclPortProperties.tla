@@ -43,8 +43,21 @@ RequestsComplete ==
 \* A recovered path is used again: once both rails stay up for good, both sides
 \* end with every device Ok and every lane on its own device (fail-back), and stay
 \* so (`<>[]`: a bare `<>` would hold at the initial state, before any failure).
-FailBack ==
-    <>[](\A d \in Devs : link[d]) =>
-        <>[](\/ Failed
-           \/ \A d \in Devs : devS[d] = "Ok" /\ devR[d] = "Ok" /\ activeS[d] = d /\ activeR[d] = d)
+Home == \A d \in Devs : devS[d] = "Ok" /\ devR[d] = "Ok" /\ activeS[d] = d /\ activeR[d] = d
+FailBack == <>[](\A d \in Devs : link[d]) => <>[](Failed \/ Home)
+
+\* The two temporal properties at a stuck state, as invariants, so that a one-worker
+\* TLC run gives their shortest counterexample (docs/findings.md, "Shortest lassos").
+\* Every system action is weakly fair and faults are not, so a fair behaviour that
+\* stutters for good does it where no system step is possible (Stuck). When no
+\* behaviour takes infinitely many steps (Terminates, checked under Unfair: the state
+\* graph has no cycle) every fair behaviour ends so; sPosted and rPosted never
+\* decrease; hence RequestsComplete holds iff StuckComplete(N) is an invariant, and
+\* FailBack iff StuckFailBack(N) is.
+Stuck(N) == ~ENABLED <<SystemNext(N)>>_vars
+StuckComplete(N) ==
+    Stuck(N) => \A r \in Reqs : /\ (sPosted >= r => sDone[r] \/ Failed)
+                               /\ (rPosted >= r => rDone[r] \/ Failed)
+StuckFailBack(N) == (Stuck(N) /\ \A d \in Devs : link[d]) => (Failed \/ Home)
+Terminates == <>[][UNCHANGED vars]_vars
 =============================================================================

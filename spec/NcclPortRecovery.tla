@@ -12,4 +12,9 @@ N == [recovery |-> TRUE, flaps |-> FALSE]
 
 Next == PortNext(N)
 Spec == Init /\ [][Next]_vars /\ PortFairness(N)
+\* Without fairness: Terminates under it says the state graph has no cycle.
+Unfair == Init /\ [][Next]_vars
+\* RequestsComplete and FailBack as invariants (NcclPortProperties, StuckComplete).
+RequestsCompleteWhenStuck == StuckComplete(N)
+FailBackWhenStuck == StuckFailBack(N)
 =============================================================================

@@ -136,7 +136,9 @@ VARIABLES
 receiverVars == << activeR, devR, rEv, compl, rSlot, buf >>
 ReceiverTypeOK ==
     /\ activeR \in [Lanes -> Devs] /\ devR \in [Devs -> DevStates]
-    /\ rEv \in [Reqs -> [Devs -> -2..2]]
+    \* below -2 only with SlotGuard off: chunks of another request land in a reused
+    \* slot (docs/findings.md, N7: events {-3, 1})
+    /\ rEv \in [Reqs -> [Devs -> Int]] /\ \A r \in Reqs, d \in Devs : rEv[r][d] <= 2
     /\ compl \in [SlotIds -> [Devs -> BOOLEAN]] /\ rSlot \in [SlotIds -> 0..NReq]
     /\ buf \in [Reqs -> [Lanes -> 0..NReq]]
 

@@ -15,7 +15,7 @@ import pytest
 from shift.spec.catalog import load_catalog, packaged_spec_dir
 
 from shift.errors import SpecError, UsageError
-from shift.tlc.runner import INVARIANT, OK, RunConfig, RunResult, run_tlc
+from shift.tlc.runner import INVARIANT, OK, TEMPORAL, RunConfig, RunResult, run_tlc
 
 NCCL = ["NcclPortFailover", "NcclPortRecovery"]
 
@@ -39,7 +39,8 @@ def test_the_nccl_designs_have_their_own_properties_and_are_not_trilemma_rows() 
     rec = catalog.design("NcclPortRecovery")
     assert not rec.model
     assert catalog.invariants_of(rec) == ["ReceiveIntegrity", "NoLateLanding",
-                                          "NoErrorWhileHealthy", "RecoveryAgreement"]
+                                          "NoErrorWhileHealthy", "RecoveryAgreement",
+                                          "RequestsCompleteWhenStuck", "FailBackWhenStuck"]
     assert catalog.temporal_of(rec) == ["RequestsComplete", "FailBack"]
     assert catalog.constants_of(rec, catalog.bound("small"))["PolledBeforeProbe"] == "TRUE"
     # the trilemma designs keep the catalogue's columns and the bound's constants
@@ -203,8 +204,10 @@ def nccl_run(design: str, invariants: list[str]) -> RunResult:
     return run_tlc(cfg, invariants, [])
 
 
-def test_every_variable_of_the_failover_design_keeps_its_type() -> None:
-    result = nccl_run("NcclPortFailover", ["TypeOK"])
+@pytest.mark.parametrize("design", ["NcclPortFailover", "NcclPortFailoverNoSlotGuard"])
+def test_every_variable_of_the_failover_design_keeps_its_type(design: str) -> None:
+    """With SlotGuard off too, where a receive's events fall below -2 (N7)."""
+    result = nccl_run(design, ["TypeOK"])
     assert result.outcome == OK, (result.violated, result.message)
     assert result.distinct > 10_000, result.distinct  # the whole graph, not a fragment
 
@@ -236,3 +239,55 @@ def test_quiet_timeouts_is_what_keeps_the_final_ack_timer_from_expiring_early() 
     off = nccl_run("NcclPortRecoveryLoudTimeouts", ["FinalAckAwaited"])
     assert (off.outcome, off.violated) == (INVARIANT, "FinalAckAwaited"), off.message
     assert off.trace is not None and off.trace.steps[-1].action == "RAckTimeout"
+
+
+# The designs and bounds where designs.toml declares a temporal property violated: their
+# stuck forms (RequestsCompleteWhenStuck, FailBackWhenStuck) give the shortest lassos
+# only if no behaviour takes infinitely many steps (NcclPortProperties.tla).
+CATALOG = load_catalog()
+LASSOS = sorted((name, bound) for name, d in CATALOG.others.items() for bound in d.constants
+                if set(d.at(bound).violates) & set(CATALOG.temporal_of(d)))
+
+
+def test_the_lassos_are_those_of_the_findings() -> None:
+    assert LASSOS == [("NcclPortFailover", "default"), ("NcclPortFailoverNoSlotGuard", "small"),
+                      ("NcclPortRecovery", "small")]
+
+
+@pytest.mark.parametrize(("design", "bound"), LASSOS)
+def test_where_a_temporal_property_fails_no_behaviour_takes_infinitely_many_steps(
+        design: str, bound: str) -> None:
+    """Terminates under Unfair (no fairness) over the whole graph: it has no cycle, so a
+    fair behaviour ends stuttering where no system step is possible, and the stuck
+    forms of RequestsComplete and FailBack are exact (docs/findings.md, "Shortest
+    lassos")."""
+    d = CATALOG.design(design)
+    cfg = RunConfig(CATALOG.spec_dir, d.module, CATALOG.constants_of(d, CATALOG.bound(bound)),
+                    heap_mb=1024, spec="Unfair")
+    result = run_tlc(cfg, [], ["Terminates"])
+    assert result.outcome == OK, (result.violated, result.message)
+    assert result.distinct > 10_000, result.distinct  # the whole graph
+
+
+CYCLE = """---- MODULE Cycle ----
+EXTENDS Naturals
+VARIABLE x
+vars == x
+View == x
+Init == x = 0
+Next == x' = (x + 1) % STEPS
+Unfair == Init /\\ [][Next]_vars
+Terminates == <>[][UNCHANGED vars]_vars
+====
+"""
+
+
+@pytest.mark.parametrize(("step", "outcome"), [("(x + 1) % 3", TEMPORAL),
+                                                ("IF x < 2 THEN x + 1 ELSE x", OK)])
+def test_terminates_fails_on_a_graph_with_a_cycle(tmp_path: Path, step: str,
+                                                  outcome: str) -> None:
+    """The same formula, under the same kind of Unfair, on three states: violated when
+    they form a cycle, kept when they form a line that ends."""
+    (tmp_path / "Cycle.tla").write_text(CYCLE.replace("(x + 1) % STEPS", step))
+    result = run_tlc(RunConfig(tmp_path, "Cycle", {}, spec="Unfair"), [], ["Terminates"])
+    assert (result.outcome, result.distinct) == (outcome, 3), result.message

@@ -44,12 +44,13 @@ class RunConfig:
     constants: dict[str, str]
     workers: int = 1
     heap_mb: int = 2048
+    spec: str = "Spec"  # the module's behaviour formula (an NCCL design's Unfair, say)
 
 
 def write_cfg(path: Path, constants: dict[str, str], invariants: list[str],
-              temporal: list[str]) -> None:
+              temporal: list[str], spec: str = "Spec") -> None:
     lines = ["CONSTANTS"] + [f"    {k} = {v}" for k, v in constants.items()]
-    lines += ["SPECIFICATION Spec", "VIEW View"]
+    lines += [f"SPECIFICATION {spec}", "VIEW View"]
     lines += [f"INVARIANT {name}" for name in invariants]
     lines += [f"PROPERTY {name}" for name in temporal]
     path.write_text("\n".join(lines) + "\n")
@@ -93,7 +94,7 @@ def run_tlc(cfg: RunConfig, invariants: list[str], temporal: list[str],
         work = Path(tmp)
         for tla in cfg.spec_dir.glob("*.tla"):
             shutil.copyfile(tla, work / tla.name)
-        write_cfg(work / "MC.cfg", cfg.constants, invariants, temporal)
+        write_cfg(work / "MC.cfg", cfg.constants, invariants, temporal, cfg.spec)
         cmd = [java, "-XX:+UseParallelGC", f"-Xmx{cfg.heap_mb}m", "-cp", jar, "tlc2.TLC",
                "-tool", "-deadlock", "-workers", str(cfg.workers),
                "-metadir", str(work / "states"), "-config", "MC.cfg", f"{cfg.module}.tla"]
