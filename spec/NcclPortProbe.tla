@@ -213,7 +213,8 @@ RPollErr(N, d) ==
     /\ UNCHANGED << sPosted, rPosted, sDone, rDone, senderVars, rEv, compl, rSlot, buf >>
     /\ UNCHANGED << sq, scq, ghost, faultVars, uc, rcqRec, historyVars >>
 
-\* ncclIbTest on receive r: complete by the count rule.
+\* ncclIbTest on receive r (P2P 817-833): complete by the count rule (P2P 620-627, RES
+\* 998-1041: |negative| == remaining).
 RTest(r) ==
     /\ rPosted >= r /\ ~rDone[r] /\ err["R"] = "none" /\ IsComplete(rEv[r])
     /\ rDone' = [rDone EXCEPT ![r] = TRUE]
