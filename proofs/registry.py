@@ -8,6 +8,7 @@ from shift.proofs import (
     consensus,
     impossibility,
     indistinguishability,
+    progress,
     safety,
     transport,
 )
@@ -21,6 +22,7 @@ THEOREMS: list[Theorem] = [
     *consensus.THEOREMS,
     *achievability.THEOREMS,
     *safety.THEOREMS,
+    *progress.THEOREMS,
 ]
 
 
