@@ -183,6 +183,18 @@ class Derived:
         s = self.s
         return z3.And(s.sentB, s.base2 + self.c2() < s.rposted)
 
+    def received(self, r: int) -> z3.ArithRef:
+        """The WR whose payload B's receive WR r holds (0: none consumed it): on path 1
+        the r-th notification (receives are consumed in order, by the executed prefix),
+        on path 2 the notification there whose rank, counted from B's counter, is r."""
+        s, p = self.s, self.p
+        out: z3.ArithRef = z3.IntVal(0)
+        for w in range(p.n, 0, -1):
+            on2 = z3.And(s.sentB, p.two_sided(w), s.sq2[w], w <= s.x2,
+                         s.base2 + self.rank2(w) == r)
+            out = z3.If(on2, z3.IntVal(w), out)
+        return z3.If(r <= s.c1, p.note_wr(z3.IntVal(r)), out)
+
     def execs_of(self, w: z3.ArithRef) -> z3.ArithRef:
         return self.p.at(lambda i: self.s.execs[i] if i > 0 else z3.IntVal(0), w,
                          default=z3.IntVal(0))

@@ -21,11 +21,12 @@ def find_violation(p: Program, d: ReplayPolicy, prop: Property, depth: int,
                    assume: z3.BoolRef | None = None, step: int = 4,
                    hint: Callable[[AbstractState], z3.BoolRef] | None = None,
                    timeout_ms: int = 30_000, without: Sequence[int] = (),
-                   ) -> tuple[z3.CheckSatResult, list[str]]:
+                   backup_fails: bool = False) -> tuple[z3.CheckSatResult, list[str]]:
     """Search for a trace of at most `depth` steps from Init to a state violating prop,
     taking none of the actions `without` (indices in `action_names`): a constraint that
-    removes traces and never adds one, so a trace found is a trace of the relation."""
-    names = action_names(p, d)
+    removes traces and never adds one, so a trace found is a trace of the relation.
+    `backup_fails`: the relation in which A's backup QP may fail too."""
+    names = action_names(p, d, backup_fails)
     s = _Isolated(timeout_ms)
     s.add(p.wellformed())
     if assume is not None:
@@ -36,7 +37,8 @@ def find_violation(p: Program, d: ReplayPolicy, prop: Property, depth: int,
     for k in range(1, depth + 1):
         nxt = fresh(p.n, str(k))
         act = z3.Int(f"act_{k}")
-        s.add(next_(p, d, states[-1], nxt, act, stutter=True, without=without))
+        s.add(next_(p, d, states[-1], nxt, act, stutter=True, without=without,
+                    backup_fails=backup_fails))
         if hint is not None:  # a proved invariant: true of every reachable state
             s.add(hint(nxt))
         if acts:  # stutter only at the end: one representative per trace length

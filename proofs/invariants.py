@@ -8,6 +8,8 @@ The conjuncts, in groups (docs/proofs.md explains each and why it is needed):
 - `shape`    ranges of the thresholds, and which layer state allows what;
 - `rc`       what the RC prefix lemma gives per path (executions, consumed receives);
 - `handshake` the counter exchange: B's counter equals what it consumed on path 1;
+- `healthy`  the encoding's bound: A's backup QP never fails (left out, with `flushed`
+             added, for the relation with `backup_fails`);
 - `replay`   which WRs the replay put on the backup path (per design);
 - `notes`    what B's application has taken (NotificationIntegrity);
 - `atomics`  no atomic on both paths (AtomicSafety);
@@ -63,9 +65,10 @@ def shape(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
             + [z3.And(z3.Not(s.buf[w]), z3.Not(s.sq2[w]), z3.Not(s.eflush[w]),
                       s.pend[w] == z3.And(s.pol1 < w, w <= s.posted)) for w in ws]))),
         ("after Trigger(A)", z3.Implies(s.layerA != DEFAULT, z3.Not(s.qpA1))),
-        ("Error A: refused, nothing pending", z3.Implies(s.layerA == ERROR, conj(
+        # Error is a refusal, or (`healthy` dropped) the backup path's failure after a replay
+        ("Error A: refused, nothing pending", z3.Implies(s.layerA == ERROR, z3.Or(conj(
             [z3.Not(s.replayed)] + [z3.And(z3.Not(s.pend[w]), z3.Not(s.sq2[w]))
-                                    for w in ws]))),
+                                    for w in ws]), z3.And(s.replayed, z3.Not(s.qpA2))))),
         ("Default B", z3.Implies(s.layerB == DEFAULT, conj(
             [s.recvDone == s.polB1, s.taken == s.polB1, s.bh == s.bt, z3.Not(s.sentB)]))),
         ("Fallback B", z3.Implies(s.layerB == FALLBACK, conj(
@@ -117,9 +120,27 @@ def handshake(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
         # in Error too: a refused send side leaves A's receive side to fail over
         ("A sent its counter after its trigger", z3.Implies(s.sentA, s.layerA != DEFAULT)),
         ("replayed after both counters", z3.Implies(
-            s.replayed, z3.And(s.sentA, s.peerA >= 0, s.layerA == FALLBACK))),
-        ("backup QP never fails", s.qpA2),
+            s.replayed, z3.And(s.sentA, s.peerA >= 0, z3.Or(
+                s.layerA == FALLBACK, z3.And(s.layerA == ERROR, z3.Not(s.qpA2)))))),
     ]
+
+
+def healthy(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
+    """The encoding's bound: A's backup QP never fails (true of the relation without
+    `backup_fails`, where only a receiver-not-ready could fail it)."""
+    return [("backup QP never fails", s.qpA2)]
+
+
+def flushed(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
+    """What `healthy` implied and a backup failure needs said: once A's layer is in
+    Error every later post is flushed at once, behind what path 2 holds."""
+    ws = range(1, p.n + 1)
+    return [("after Error, every post flushed", conj(
+        [z3.Implies(z3.And(s.eflush[v], v < w, w <= s.posted), s.eflush[w])
+         for v in ws for w in ws]
+        + [z3.Implies(s.eflush[w], conj([z3.Not(s.sq2[w]), z3.Not(s.pend[w]),
+                                         z3.Not(s.buf[w]), w > s.sq1])) for w in ws]
+        + [z3.Implies(z3.And(s.eflush[w], s.sq2[v]), v < w) for v in ws for w in ws]))]
 
 
 def replay(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
@@ -135,7 +156,8 @@ def replay(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
             + [z3.Implies(z3.And(s.pend[v], v < w, w <= s.posted), s.pend[w])
                for v in ws for w in ws]))),
         ("beyond path 1, on path 2", z3.Implies(s.replayed, conj(
-            [z3.Implies(z3.And(s.ex1 < w, w <= s.posted), s.sq2[w]) for w in ws]
+            [z3.Implies(z3.And(s.ex1 < w, w <= s.posted), z3.Or(s.sq2[w], s.eflush[w]))
+             for w in ws]
             + [z3.Implies(s.pend[w], s.sq2[w]) for w in ws]))),
         ("no atomic replayed from path 1", z3.Implies(s.replayed, conj(
             [z3.Implies(z3.And(s.sq2[w], w <= s.sq1), z3.Not(p.atomic(w))) for w in ws]))),
@@ -145,7 +167,8 @@ def replay(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     ]
     if d.skip == "counter":
         cs.append(("notifications on path 2 (counter)", z3.Implies(s.replayed, conj(
-            [z3.Implies(p.two_sided(w), s.sq2[w] == z3.And(w <= s.posted, p.nb(w) > s.base2))
+            [z3.Implies(p.two_sided(w), s.sq2[w] == z3.And(w <= s.posted, p.nb(w) > s.base2,
+                                                           z3.Not(s.eflush[w])))
              for w in ws]))))
     elif d.skip == "prefix":
         cs.append(("path 2 holds a suffix (prefix)", z3.Implies(s.replayed, conj(
@@ -206,9 +229,19 @@ def order(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
     ]
 
 
-GROUPS = {"shape": shape, "rc": rc, "handshake": handshake, "replay": replay, "notes": notes,
+def polled(p: Program, d: ReplayPolicy, s: AbstractState) -> list[Conjunct]:
+    """What the liveness argument (`progress.no_deadlock`) adds: a WR whose completion,
+    or a later one's, A took from a CQ is no longer held by the layer."""
+    return [("polled WRs are not pending", conj(
+        [z3.Implies(s.pend[w], z3.And(w > s.pol1, w > s.p2)) for w in range(1, p.n + 1)]))]
+
+
+GROUPS = {"shape": shape, "rc": rc, "handshake": handshake, "healthy": healthy,
+          "replay": replay, "notes": notes,
           "atomics": atomics, "data": data, "order": order}
-EXTRA_GROUPS = {"memory": memory}  # part of a group above, for the searches' hints
+# `memory` is part of a group above, for the searches' hints; `polled` is the liveness
+# argument's, `flushed` the backup failure's
+EXTRA_GROUPS = {"memory": memory, "polled": polled, "flushed": flushed}
 
 
 def invariant(p: Program, d: ReplayPolicy, s: AbstractState,
@@ -218,8 +251,9 @@ def invariant(p: Program, d: ReplayPolicy, s: AbstractState,
 
 def check_inductive(p: Program, d: ReplayPolicy, prop: Property, assume: z3.BoolRef,
                     groups: tuple[str, ...] = tuple(GROUPS),
-                    timeout_ms: int = 60_000) -> ProofVerdict:
-    """Init => Inv, Inv /\\ Next => Inv', Inv => prop, conjunct by conjunct."""
+                    timeout_ms: int = 60_000, backup_fails: bool = False) -> ProofVerdict:
+    """Init => Inv, Inv /\\ Next => Inv', Inv => prop, conjunct by conjunct (Next with A's
+    backup QP failing too if `backup_fails`)."""
     s, t = fresh(p.n, "s"), fresh(p.n, "t")
     inv_s = invariant(p, d, s, groups)
     inv_t = invariant(p, d, t, groups)
@@ -229,8 +263,9 @@ def check_inductive(p: Program, d: ReplayPolicy, prop: Property, assume: z3.Bool
         return ProofVerdict("unknown", "no initial state satisfies the assumptions")
     step = solver(timeout_ms)
     act = z3.Int("act")
-    step.add(assume, conj([c for _, c in inv_s]), next_(p, d, s, t, act))
-    names = action_names(p, d)
+    step.add(assume, conj([c for _, c in inv_s]), next_(p, d, s, t, act,
+                                                        backup_fails=backup_fails))
+    names = action_names(p, d, backup_fails)
     for (name, c), (_, c_t) in zip(inv_s, inv_t, strict=True):
         r = base.check(z3.Not(c))
         if r != z3.unsat:

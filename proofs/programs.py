@@ -63,6 +63,12 @@ class Program:
             out = z3.If(z3.And(self.two_sided(w), self.nb(w) == j), z3.IntVal(w), out)
         return out
 
+    def payload(self, w: z3.ArithRef) -> z3.ArithRef:
+        """What WR w places in the receive WR it consumes: a SEND its value, anything
+        else nothing (0, as the buffer starts)."""
+        return self.at(lambda i: z3.If(self.op[i] == SEND, self.value[i], 0) if i else
+                       z3.IntVal(0), w, default=z3.IntVal(0))
+
     def apply(self, w: int, old: z3.ArithRef) -> z3.ArithRef:
         """Execute's memory update of region 1 by WR w (Workloads.tla's Applied)."""
         swapped = z3.If(old == self.compare[w], self.value[w], old)

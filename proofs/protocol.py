@@ -119,9 +119,11 @@ def _set(xs: list[z3.ExprRef], w: int, v: z3.ExprRef) -> list[z3.ExprRef]:
 class Actions:
     """Every action of the abstract SHIFT system, each as (name, guard, updates)."""
 
-    def __init__(self, p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState) -> None:
+    def __init__(self, p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
+                 backup_fails: bool = False) -> None:
         self.p, self.d, self.s, self.t = p, d, s, t
         self.q = Derived(p, s)
+        self.backup_fails = backup_fails
 
     # -- application observations -------------------------------------------------------
     def see_a(self, w: z3.ArithRef, ok: z3.BoolRef) -> Updates:
@@ -413,10 +415,21 @@ class Actions:
                 ("Trigger(B) by B's send side", z3.And(s.layerB == DEFAULT, z3.Not(s.qpB1)),
                  self.trigger_b())]
 
+    def backup_failure(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+        """The bound widened (`backup_fails`): A's backup QP enters the error state at any
+        moment (A's second NIC fails, or its retries on path 2 run out), with path 2's
+        wire empty as for path 1. Its WRs not acknowledged then complete with an error
+        (`Derived.cq2_err`), the layer goes to Error when A polls one, B's counter no
+        longer reaches A. B's backup QP stays healthy."""
+        if not self.backup_fails:
+            return []
+        return [("Timeout/NicFail(A, 2): A's backup QP in ERR", self.s.qpA2,
+                 {"qpA2": z3.BoolVal(False)})]
+
     def all(self) -> list[tuple[str, z3.BoolRef, Updates]]:
         return (self.post_send() + self.post_recv() + self.path1() + self.poll_a()
                 + self.poll_b() + self.progress() + self.path2() + self.host()
-                + self.lossy_control())
+                + self.lossy_control() + self.backup_failure())
 
 
 def transitions(p: Program, d: ReplayPolicy, s: AbstractState,
@@ -427,16 +440,17 @@ def transitions(p: Program, d: ReplayPolicy, s: AbstractState,
 
 def next_(p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
           act: z3.ArithRef | None = None, stutter: bool = False,
-          without: Sequence[int] = ()) -> z3.BoolRef:
+          without: Sequence[int] = (), backup_fails: bool = False) -> z3.BoolRef:
     """The transition relation: act = i names the action taken (the i-th of
     `action_names`; with `stutter`, act = len(actions) leaves the state unchanged).
-    `without`: actions left out (a sub-relation), their indices kept.
+    `without`: actions left out (a sub-relation), their indices kept. `backup_fails`:
+    A's backup QP may fail too (`Actions.backup_failure`, the last action).
 
     Encoded per variable rather than per action (t.f = the update of the chosen action,
     else s.f), which is the same relation as the disjunction of `transitions` and much
     smaller."""
     out = set(without)
-    acts = Actions(p, d, s, t).all()
+    acts = Actions(p, d, s, t, backup_fails).all()
     a = act if act is not None else z3.FreshInt("act")
     top = len(acts) + (1 if stutter else 0)
     cs: list[z3.BoolRef] = [a >= 0, a < top] + [a != i for i in sorted(out)]
@@ -459,9 +473,9 @@ def next_(p: Program, d: ReplayPolicy, s: AbstractState, t: AbstractState,
     return conj(cs)
 
 
-def action_names(p: Program, d: ReplayPolicy) -> list[str]:
+def action_names(p: Program, d: ReplayPolicy, backup_fails: bool = False) -> list[str]:
     s, t = fresh(p.n, "s"), fresh(p.n, "t")
-    return [name for name, _ in transitions(p, d, s, t)]
+    return [name for name, _, _ in Actions(p, d, s, t, backup_fails).all()]
 
 
 def lossy_control_actions(p: Program, d: ReplayPolicy) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from shift.proofs import (
     achievability,
+    backup,
     cases,
     consensus,
     impossibility,
@@ -22,6 +23,7 @@ THEOREMS: list[Theorem] = [
     *consensus.THEOREMS,
     *achievability.THEOREMS,
     *safety.THEOREMS,
+    *backup.THEOREMS,
     *progress.THEOREMS,
 ]
 

@@ -17,7 +17,7 @@ from shift.proofs.properties import PROPERTIES
 from shift.proofs.protocol import SHIFT, SHIFT_PREFIX, ReplayPolicy, lossy_control_actions
 
 N = 4
-BASE = ("shape", "rc", "handshake", "replay")
+BASE = ("shape", "rc", "handshake", "healthy", "replay")
 
 # SHIFT with its counter filter removed (and nothing else changed): the ablation. On a
 # program without atomics (workload 2) it is designs.toml's NaiveReplay, which replays every
@@ -96,7 +96,7 @@ THEOREMS = [
                   "notifications in post order, none twice or lost in between, each in its "
                   "own receive WR.",
         formula="Init => Inv_NI,  Inv_NI /\\ Next => Inv_NI',  Inv_NI => "
-                "NotificationIntegrity  (Inv_NI: shape, rc, handshake, replay, notes)",
+                "NotificationIntegrity  (Inv_NI: shape, rc, handshake, healthy, replay, notes)",
         check=lambda: inductive(SHIFT, ["NotificationIntegrity"], ("notes",)),
         scope=PROTOCOL_SCOPE,
         weakenings=(Weakening(

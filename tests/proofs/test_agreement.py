@@ -36,7 +36,15 @@ from shift.model.explore import explore
 from shift.model.next import Model
 from shift.model.state import DIR, Cqe, Ctl, State, set_at, taken
 from shift.proofs import programs
-from shift.proofs.abstract_state import DEFAULT, ERROR, FALLBACK, AbstractState, flat, fresh
+from shift.proofs.abstract_state import (
+    DEFAULT,
+    ERROR,
+    FALLBACK,
+    AbstractState,
+    Derived,
+    flat,
+    fresh,
+)
 from shift.proofs.decisions import CAS
 from shift.proofs.programs import DIRECTIONS, Program, encoded_region, fixed
 from shift.proofs.protocol import NAIVE, SHIFT, SHIFT_PREFIX, ReplayPolicy, init, next_
@@ -83,6 +91,10 @@ def readable(p: Program, s: State, h: int = A) -> dict[str, Any]:
         "dbad": not mp.data_at_notification_of(s, h),
         "qbad": False,
     }
+    # what each of r's receive WRs holds: a SEND's payload (checked against the WR the
+    # relation says consumed it, `Derived.received`)
+    for k, data in enumerate(s.bufs[r], 1):
+        out[f"payload[{k}]"] = data
     for w in range(1, n + 1):
         out[f"pend[{w}]"] = w in s.pending[h]
         out[f"sq2[{w}]"] = w in sq2
@@ -93,8 +105,12 @@ def readable(p: Program, s: State, h: int = A) -> dict[str, Any]:
     return out
 
 
-def constrain(t: AbstractState, values: dict[str, Any]) -> list[z3.BoolRef]:
+def constrain(p: Program, t: AbstractState, values: dict[str, Any]) -> list[z3.BoolRef]:
     fields = dict(flat(t))
+    q = Derived(p, t)
+    for k in values:
+        if k.startswith("payload["):
+            fields[k] = p.payload(q.received(int(k[len("payload["):-1])))
     return [fields[k] == (z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
             for k, v in values.items()]
 
@@ -125,7 +141,7 @@ class Relation:
         try:
             if src is not None:
                 solver.add(*[v == src[name] for name, v in flat(self.s)])
-            solver.add(*constrain(self.t, want))
+            solver.add(*constrain(self.p, self.t, want))
             if solver.check() != z3.sat:
                 return None
             model = solver.model()
@@ -180,11 +196,11 @@ def _exact(rel: Relation, events: list, states: list[State]) -> str | None:
     solver = z3.Solver()
     solver.set("timeout", 120_000)
     s = fresh(p.n, "x0")
-    steps = [z3.And(init(p, s), *constrain(s, rel.view(states[0])))]
+    steps = [z3.And(init(p, s), *constrain(p, s, rel.view(states[0])))]
     for k, state in enumerate(states[1:], 1):
         t = fresh(p.n, f"x{k}")
         steps.append(z3.And(next_(p, rel.policy, s, t, stutter=True),
-                            *constrain(t, rel.view(state))))
+                            *constrain(p, t, rel.view(state))))
         s = t
     solver.add(*steps)
     if solver.check() == z3.sat:
@@ -236,9 +252,9 @@ def runs() -> list[tuple[list, int]]:
     # Every workload, the two-way ones (both hosts post) with both directions checked.
     # The deepest states first (they have the longest runs), then a random sample of
     # each kind, then states whose (shortest) run delivers a resent counter: a counter
-    # lost, the timer, the duplicate, and states where workload 6's CAS has swapped
-    # (random states have few of those). The encoding's bound: no store of B's
-    # application (workload 6's buffer reset).
+    # lost, the timer, the duplicate, states where workload 6's CAS has swapped and
+    # states where a SEND's payload is in a receive WR (random states have few of those).
+    # The encoding's bound: no store of B's application (workload 6's buffer reset).
     states = [v for v in range(len(g.states)) if not any(g.states[v].stored)]
     two_way = [v for v in states if g.states[v].program[B]]
     one_way = [v for v in states if not g.states[v].program[B]]
@@ -251,7 +267,8 @@ def runs() -> list[tuple[list, int]]:
             resent[v] = resent[u] or step == "a resend delivered"
     picked = (by_depth[:20] + rng.sample(one_way, 60) + rng.sample(two_way, 60)
               + rng.sample([v for v in states if resent[v]], 20)
-              + rng.sample([v for v in states if swapped(g.states[v])], 10))
+              + rng.sample([v for v in states if swapped(g.states[v])], 10)
+              + rng.sample([v for v in states if any(any(b) for b in g.states[v].bufs)], 10))
     out = []
     for v in picked:
         events = g.events_to(v)
@@ -262,7 +279,7 @@ def runs() -> list[tuple[list, int]]:
 def test_every_sampled_model_step_is_a_step_of_the_relation(
         runs: list[tuple[list, int]]) -> None:
     m = Model.load("Shift", "small")
-    assert len(runs) == 170 and max(len(e) for e, _ in runs) >= 20
+    assert len(runs) == 180 and max(len(e) for e, _ in runs) >= 20
     workloads = {w for _, w in runs}
     assert {7, 8} <= workloads and {1, 2, 3, 4, 5, 6} & workloads
     counts = dict.fromkeys(CONTROL_STEPS, 0)
@@ -278,6 +295,10 @@ def test_every_sampled_model_step_is_a_step_of_the_relation(
     print(f"control-plane steps in {len(runs)} runs: {counts}")
     assert all(counts[k] >= 20 for k in CONTROL_STEPS), counts
     assert sum(swapped(m.run(e)[-1]) for e, _ in runs) >= 10
+    # and SEND payloads, each compared with the WR the relation says consumed its receive
+    payloads = sum(any(any(b) for b in m.run(e)[-1].bufs) for e, _ in runs)
+    print(f"runs that end with a SEND's payload in a receive WR: {payloads}")
+    assert payloads >= 20
 
 
 def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]]) -> None:
@@ -295,6 +316,25 @@ def test_a_model_step_the_relation_lacks_is_reported(runs: list[tuple[list, int]
     mismatch = follow(m2, events, workload)
     assert mismatch is not None and mismatch.startswith("A's WRs: step 5,"), mismatch
 
+
+
+def test_a_payload_in_the_wrong_receive_is_caught(runs: list[tuple[list, int]]) -> None:
+    """Check the payload check: a model whose SEND leaves its payload one receive WR
+    further on (the first receive keeps its empty buffer) is reported at that
+    execution."""
+    m = Model.load("Shift", "small")
+    events, workload = next((e, w) for e, w in runs if any(m.run(e)[-1].bufs[B]))
+    real = m.run
+    k = next(i for i, s in enumerate(real(events)) if any(s.bufs[B]))
+
+    def slid(evs: list) -> list[State]:
+        states = real(evs)
+        return states[:k] + [s._replace(bufs=set_at(s.bufs, B, (0, *s.bufs[B][:-1])))
+                             for s in states[k:]]
+    m2 = Model(m.design, m.bound)
+    object.__setattr__(m2, "run", slid)
+    mismatch = follow(m2, events, workload)
+    assert mismatch is not None and mismatch.startswith(f"A's WRs: step {k},"), mismatch
 
 
 def test_a_relation_whose_cas_leaves_memory_alone_is_caught(
@@ -486,7 +526,10 @@ def relation_successors(rel: Relation, cur: dict[str, z3.ExprRef],
                         keys: list[str]) -> list[dict[str, Any]]:
     """Every successor of `cur` under the relation, projected on the readable fields (and
     bok[w] where buf[w]): blocking each projection in turn."""
-    names = dict(flat(rel.t))
+    names: dict[str, z3.ExprRef] = dict(flat(rel.t))
+    received = Derived(rel.p, rel.t).received
+    names.update({k: rel.p.payload(received(int(k[len("payload["):-1])))
+                  for k in keys if k.startswith("payload[")})
     out: list[dict[str, Any]] = []
     rel.next.push()
     try:
