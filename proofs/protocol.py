@@ -418,13 +418,16 @@ class Actions:
     def backup_failure(self) -> list[tuple[str, z3.BoolRef, Updates]]:
         """The bound widened (`backup_fails`): A's backup QP enters the error state at any
         moment (A's second NIC fails, or its retries on path 2 run out), with path 2's
-        wire empty as for path 1. Its WRs not acknowledged then complete with an error
+        wire empty as for path 1: a NIC failure clears it, counters in flight included
+        (a timeout finds it empty). Its WRs not acknowledged then complete with an error
         (`Derived.cq2_err`), the layer goes to Error when A polls one, B's counter no
         longer reaches A. B's backup QP stays healthy."""
         if not self.backup_fails:
             return []
+        false = z3.BoolVal(False)
         return [("Timeout/NicFail(A, 2): A's backup QP in ERR", self.s.qpA2,
-                 {"qpA2": z3.BoolVal(False)})]
+                 {"qpA2": false, "ctlAB": false, "askAB": false, "ctlBA": false,
+                  "askBA": false})]
 
     def all(self) -> list[tuple[str, z3.BoolRef, Updates]]:
         return (self.post_send() + self.post_recv() + self.path1() + self.poll_a()

@@ -119,15 +119,17 @@ class Relation:
     """A design's relation (SHIFT's unless told) for one direction's program, built once:
     (s, t) and a solver holding Next."""
 
-    def __init__(self, workload: int, sender: int, policy: ReplayPolicy = SHIFT) -> None:
-        self.sender, self.policy = sender, policy
+    def __init__(self, workload: int, sender: int, policy: ReplayPolicy = SHIFT,
+                 backup_fails: bool = False) -> None:
+        self.sender, self.policy, self.backup_fails = sender, policy, backup_fails
         self.p = fixed(DIRECTIONS[(workload, HOSTS[sender])])
         self.s, self.t = fresh(self.p.n, "s"), fresh(self.p.n, "t")
         self.initial = z3.Solver()
         self.initial.add(init(self.p, self.t))
         self.next = z3.Solver()
         self.next.set("timeout", 30_000)
-        self.next.add(next_(self.p, policy, self.s, self.t, stutter=True))
+        self.next.add(next_(self.p, policy, self.s, self.t, stutter=True,
+                            backup_fails=backup_fails))
 
     def view(self, s: State) -> dict[str, Any]:
         return readable(self.p, s, self.sender)
@@ -154,10 +156,11 @@ class Relation:
 RELATIONS: dict[tuple[int, int, str], Relation] = {}
 
 
-def relation(workload: int, sender: int, policy: ReplayPolicy = SHIFT) -> Relation:
-    key = (workload, sender, policy.name)
+def relation(workload: int, sender: int, policy: ReplayPolicy = SHIFT,
+             backup_fails: bool = False) -> Relation:
+    key = (workload, sender, policy.name, backup_fails)
     if key not in RELATIONS:
-        RELATIONS[key] = Relation(workload, sender, policy)
+        RELATIONS[key] = Relation(workload, sender, policy, backup_fails)
     return RELATIONS[key]
 
 
@@ -167,7 +170,7 @@ def senders(workload: int) -> list[int]:
 
 
 def follow(m: Model, events: list, workload: int,
-           policy: ReplayPolicy = SHIFT) -> str | None:
+           policy: ReplayPolicy = SHIFT, backup_fails: bool = False) -> str | None:
     """Walk the model's run through the relation, once per direction; the first step it
     cannot take, or None. Each step asks for a successor of the previous abstract state
     (history fields chosen by Z3). A greedy choice could in principle block a later step,
@@ -175,7 +178,7 @@ def follow(m: Model, events: list, workload: int,
     which is exact."""
     states = m.run(events)
     for h in senders(workload):
-        rel = relation(workload, h, policy)
+        rel = relation(workload, h, policy, backup_fails)
         current = rel.step(None, rel.view(states[0]))
         if current is None:
             return f"{HOSTS[h]}'s WRs: step 0, Init: the initial states differ"
@@ -199,7 +202,8 @@ def _exact(rel: Relation, events: list, states: list[State]) -> str | None:
     steps = [z3.And(init(p, s), *constrain(p, s, rel.view(states[0])))]
     for k, state in enumerate(states[1:], 1):
         t = fresh(p.n, f"x{k}")
-        steps.append(z3.And(next_(p, rel.policy, s, t, stutter=True),
+        steps.append(z3.And(next_(p, rel.policy, s, t, stutter=True,
+                                  backup_fails=rel.backup_fails),
                             *constrain(p, t, rel.view(state))))
         s = t
     solver.add(*steps)
@@ -463,6 +467,45 @@ def test_every_step_of_random_runs_at_default_is_a_step_of_the_relation(design: 
     for events, workload in runs:
         mismatch = follow(m, events, workload, POLICIES[design])
         assert mismatch is None, f"{design}: {' '.join(map(str, events))}\n{mismatch}"
+
+
+# --------------------------------------------------------------------------------------
+# The backup path failing too (shift.backup_failure's relation)
+# --------------------------------------------------------------------------------------
+def a_backup_may_fail(t: Any) -> bool:
+    """`small` with a second fault, which may hit path 2, inside that relation's bound: no
+    recovery, no store of B's application; the sender's backup QP may fail (its NIC, or
+    its retries), the receiver's may not, and path 2's link stays up (a link failure
+    loses both counters in flight at once: two steps of the relation)."""
+    ev = t.event
+    return (ev.name not in (*RECOVERY, "AppWrite")
+            and not (ev.name == "LinkDown" and ev.args[0] == 2)
+            and not (ev.name == "NicFail" and ev.args[1] == 2 and ev.args[0] != "A"))
+
+
+def test_every_step_of_runs_whose_backup_path_fails_is_a_step_of_that_relation() -> None:
+    """40 seeded walks of SHIFT with up to two faults, on either path (one-way workloads:
+    A sends): each is a run of the relation whose backup QP may fail
+    (`Actions.backup_failure`), and in at least 10 A's backup QP fails, after a failover
+    in at least 5."""
+    small = Model.load("Shift", "small")
+    m = Model(small.design, dataclasses.replace(small.bound, name="backup fails",
+                                                max_faults=2, fault_paths=frozenset({1, 2})))
+    one_way = set(programs.WORKLOADS)
+    walks = [(events, states) for events, states in
+             random_walks(m, 120, 60, "Shift/backup fails", a_backup_may_fail)
+             if events[0].args[0] in one_way]
+    failed = [(e, st) for e, st in walks if st[-1].qp[A][1] == "ERR"]
+    after = [(e, st) for e, st in failed
+             if any(x.sendMode[A] != "Default" and x.qp[A][1] == "RTS" for x in st)]
+    print(f"{len(walks)} one-way walks, {len(failed)} with A's backup QP failed, "
+          f"{len(after)} of them after a failover")
+    assert len(walks) >= 40 and len(failed) >= 10 and len(after) >= 5
+    for events, _ in walks[:40] + failed[:10] + after:
+        mismatch = follow(m, events, events[0].args[0], SHIFT, backup_fails=True)
+        assert mismatch is None, f"{' '.join(map(str, events))}\n{mismatch}"
+    # the check tells the relations apart: without the backup's failure these are no runs
+    assert all(follow(m, e, e[0].args[0], SHIFT) is not None for e, _ in after)
 
 
 # --------------------------------------------------------------------------------------
