@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from docsection import write_section
 from shift.spec.catalog import load_catalog
 
 from shift.tlc.java import find_jar, find_java
@@ -150,12 +151,7 @@ def main() -> None:
     rows = {(b, d): measure(d, b, args.repeat, args.heap)
             for b in args.bounds.split(",") for d in args.designs.split(",")}
     section = table(rows, args)
-    doc = DOC.read_text()
-    if BEGIN in doc:
-        doc = doc.split(BEGIN, 1)[0] + section + doc.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(doc)
+    write_section(DOC, BEGIN, END, section)
     print(section)
 
 

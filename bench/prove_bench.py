@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import z3
+from docsection import write_section
 from shift.proofs.core import run
 from shift.proofs.registry import THEOREMS
 
@@ -55,12 +56,7 @@ def main() -> None:
     lines.append(f"| **total** | | **{statistics.median(totals):.1f}** | "
                  f"{min(totals):.1f}–{max(totals):.1f} |")
     section = "\n".join(lines) + "\n" + END
-    doc = DOC.read_text()
-    if BEGIN in doc:
-        doc = doc.split(BEGIN, 1)[0] + section + doc.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(doc)
+    write_section(DOC, BEGIN, END, section)
     print(section)
 
 

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from docsection import write_section
 from shift.model.explore import explore
 from shift.model.next import Model
 from shift.model.state import VARIABLES, State
@@ -103,12 +104,7 @@ def main() -> None:
     if args.no_write:
         print(section)
         return
-    doc = DOC.read_text()
-    if BEGIN in doc:
-        doc = doc.split(BEGIN, 1)[0] + section + doc.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(doc)
+    write_section(DOC, BEGIN, END, section)
     print(f"wrote {DOC}", file=sys.stderr)
 
 
