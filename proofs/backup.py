@@ -12,20 +12,19 @@ was reported complete before the replayed WRITE ahead of it failed.
 from __future__ import annotations
 
 import z3
-from shift.proofs import bmc
 from shift.proofs import invariants as iv
-from shift.proofs.abstract_state import fresh
 from shift.proofs.core import ProofVerdict, Theorem, Weakening
-from shift.proofs.programs import fixed, program
+from shift.proofs.programs import program
 from shift.proofs.properties import PROPERTIES
-from shift.proofs.protocol import (
-    SHIFT,
-    Actions,
-    ReplayPolicy,
-    action_names,
-    lossy_control_actions,
+from shift.proofs.protocol import SHIFT
+from shift.proofs.safety import (
+    BASE,
+    NCCL_SIMPLE,
+    SHIFT_NO_FILTER,
+    TWO_SENDS,
+    N,
+    trace_from_init,
 )
-from shift.proofs.safety import BASE, NCCL_SIMPLE, SHIFT_NO_FILTER, TWO_SENDS, N
 
 # The base invariant without `healthy`, with what a backup failure needs said
 FAILING = tuple(g for g in BASE if g != "healthy") + ("flushed",)
@@ -41,26 +40,6 @@ def survives(reuse: bool = False) -> ProofVerdict:
     return iv.check_inductive(
         p, SHIFT, lambda pp, s: z3.And(*[PROPERTIES[k](pp, s) for k in KEPT]), assume,
         FAILING + ("notes", "atomics", "data"), backup_fails=True)
-
-
-def broken(d: ReplayPolicy, prop: str, workload: list, depth: int,
-           backup_fails: bool = True) -> ProofVerdict:
-    """A trace from Init of at most `depth` steps, with the backup QP failing (unless
-    told), that breaks `prop`; none of the lossy control plane's steps, and none of the
-    host-wide triggers (the workloads are one-way: the model has no such step)."""
-    p = fixed(workload)
-    names = action_names(p, d, backup_fails)
-    s, t = fresh(p.n, "s"), fresh(p.n, "t")
-    host = {name for name, _, _ in Actions(p, d, s, t).host()}
-    without = lossy_control_actions(p, d) + [i for i, n in enumerate(names) if n in host]
-    r, lines = bmc.find_violation(p, d, PROPERTIES[prop], depth, step=depth,
-                                  timeout_ms=60_000, without=without,
-                                  backup_fails=backup_fails)
-    if r == z3.sat:
-        return ProofVerdict("refuted", f"{prop} violated in {len(lines) - 1} steps", lines)
-    return ProofVerdict("proved" if r == z3.unsat else "unknown",
-                        f"no violation of {prop} within {depth} steps" if r == z3.unsat
-                        else str(r))
 
 
 SCOPE = (f"every program of {N} WRs, one direction; one failover, then A's backup QP may "
@@ -85,8 +64,9 @@ THEOREMS = [
             Weakening("no counter filter",
                       "the replay re-posts the notifications B's counter shows received: "
                       "a trace from Init of program 2 (two SENDs) slides the queue",
-                      lambda: broken(SHIFT_NO_FILTER, "NotificationIntegrity", TWO_SENDS,
-                                     16))),
+                      lambda: trace_from_init(SHIFT_NO_FILTER, "NotificationIntegrity",
+                                              TWO_SENDS, 16, backup_fails=True,
+                                              one_way=True))),
     ),
     Theorem(
         name="shift.completion_order_backup_failure",
@@ -95,14 +75,15 @@ THEOREMS = [
                   "notification complete before the replayed WRITE ahead of it fails: "
                   "completions out of post order with NCCL's signaling (finding F4).",
         formula="exists trace from Init of Program(1) under Next_bf: not CompletionIntegrity",
-        check=lambda: broken(SHIFT, "CompletionIntegrity", NCCL_SIMPLE, 20),
+        check=lambda: trace_from_init(SHIFT, "CompletionIntegrity", NCCL_SIMPLE, 20,
+                                      backup_fails=True, one_way=True),
         scope="Workloads.tla's program 1 (NCCL Simple); traces from Init of <= 20 steps of "
               "the relation with A's backup QP failing (TLC: `large`, F4)",
         weakenings=(Weakening(
             "backup path healthy",
             "A's backup QP never fails: shift.completion_integrity's setting",
-            lambda: broken(SHIFT, "CompletionIntegrity", NCCL_SIMPLE, 20,
-                           backup_fails=False)),),
+            lambda: trace_from_init(SHIFT, "CompletionIntegrity", NCCL_SIMPLE, 20,
+                                    one_way=True)),),
         expected="refuted",
     ),
 ]

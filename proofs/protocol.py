@@ -43,7 +43,7 @@ properties `properties`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import z3
@@ -351,17 +351,19 @@ class Actions:
         return [("Drop(2, AtoB) A's counter", s.ctlAB, {"ctlAB": false, "askAB": false}),
                 ("Drop(2, BtoA) B's counter", s.ctlBA, {"ctlBA": false, "askBA": false})]
 
-    def handshake_timeouts(self) -> list[tuple[str, z3.BoolRef, Updates]]:
+    def handshake_timeouts(self, quiet_wire: bool = True
+                           ) -> list[tuple[str, z3.BoolRef, Updates]]:
         """HandshakeTimeout(h): h asked and awaits the answer, no counter is in flight on
         path 2 (the spec asks for the whole wire of path 2 to be quiet: the encoding sees
         only the counters, a weaker guard), and the peer is not about to answer (it did
         not take h's counter, or it has sent its own): h resends its counter, asking. The
         timer's assumption (it outlasts a round trip) is the quiet wire. Either host can
         be the one that asked: B when its default QP's flush, or `host`, triggered it
-        first."""
+        first. `quiet_wire=False` drops that assumption (a weakening: the timer may fire
+        with a counter in flight)."""
         s = self.s
         true = z3.BoolVal(True)
-        quiet = z3.And(z3.Not(s.ctlAB), z3.Not(s.ctlBA))
+        quiet = z3.And(z3.Not(s.ctlAB), z3.Not(s.ctlBA)) if quiet_wire else true
         return [
             ("HandshakeTimeout(A): A resends its counter",
              z3.And(s.askedA, s.sentA, z3.Not(z3.And(s.peerB >= 0, z3.Not(s.sentB))),
@@ -481,9 +483,18 @@ def action_names(p: Program, d: ReplayPolicy, backup_fails: bool = False) -> lis
     return [name for name, _, _ in Actions(p, d, s, t, backup_fails).all()]
 
 
+def action_indices(p: Program, d: ReplayPolicy,
+                   group: Callable[[Actions], list[tuple[str, z3.BoolRef, Updates]]],
+                   backup_fails: bool = False) -> list[int]:
+    """The indices (in `action_names`) of the actions `group` picks out of `Actions`
+    (for `next_`'s `without`)."""
+    s, t = fresh(p.n, "s"), fresh(p.n, "t")
+    acts = Actions(p, d, s, t, backup_fails)
+    picked = {name for name, _, _ in group(acts)}
+    return [i for i, (name, _, _) in enumerate(acts.all()) if name in picked]
+
+
 def lossy_control_actions(p: Program, d: ReplayPolicy) -> list[int]:
     """The indices (in `action_names`) of `Actions.lossy_control`'s actions."""
-    s, t = fresh(p.n, "s"), fresh(p.n, "t")
-    lossy = {name for name, _, _ in Actions(p, d, s, t).lossy_control()}
-    return [i for i, name in enumerate(action_names(p, d)) if name in lossy]
+    return action_indices(p, d, Actions.lossy_control)
 

@@ -14,7 +14,15 @@ from shift.proofs.abstract_state import AbstractState
 from shift.proofs.core import ProofVerdict, Reproduction, Theorem, Weakening
 from shift.proofs.programs import WORKLOADS, Program, fixed, program
 from shift.proofs.properties import PROPERTIES
-from shift.proofs.protocol import SHIFT, SHIFT_PREFIX, ReplayPolicy, lossy_control_actions
+from shift.proofs.protocol import (
+    SHIFT,
+    SHIFT_PREFIX,
+    Actions,
+    ReplayPolicy,
+    Updates,
+    action_indices,
+    lossy_control_actions,
+)
 
 N = 4
 BASE = ("shape", "rc", "handshake", "healthy", "replay")
@@ -63,16 +71,26 @@ def violation(d: ReplayPolicy, prop: str, workload: list[tuple[str, int, int, bo
 
 
 def trace_from_init(d: ReplayPolicy, prop: str, workload: list[tuple[str, int, int, bool]],
-                    depth: int) -> ProofVerdict:
+                    depth: int, backup_fails: bool = False,
+                    one_way: bool = False) -> ProofVerdict:
     """A trace from Init breaking `prop`, searched with no invariant as a hint (the
     invariants are SHIFT's, not those of a weakened design): refuted with the trace, or
-    proved up to `depth`."""
+    proved up to `depth`. `backup_fails`: in the relation whose backup QP may fail too;
+    `one_way`: without the host-wide triggers (a one-way workload: the model has no such
+    step)."""
     p = fixed(workload)
+
+    def left_out(acts: Actions) -> list[tuple[str, z3.BoolRef, Updates]]:
+        return acts.lossy_control() + (acts.host() if one_way else [])
     r, lines = bmc.find_violation(p, d, PROPERTIES[prop], depth, step=depth,
-                                  timeout_ms=60_000, without=lossy_control_actions(p, d))
+                                  timeout_ms=60_000,
+                                  without=action_indices(p, d, left_out, backup_fails),
+                                  backup_fails=backup_fails)
     if r == z3.sat:
         return ProofVerdict("refuted", f"{prop} violated in {len(lines) - 1} steps", lines)
-    return ProofVerdict("proved" if r == z3.unsat else "unknown", f"{prop}: {r}")
+    return ProofVerdict("proved" if r == z3.unsat else "unknown",
+                        f"no violation of {prop} within {depth} steps" if r == z3.unsat
+                        else f"{prop}: {r}")
 
 
 NCCL_SIMPLE = WORKLOADS[1]

@@ -105,12 +105,18 @@ def readable(p: Program, s: State, h: int = A) -> dict[str, Any]:
     return out
 
 
+def terms(p: Program, t: AbstractState, keys: Any) -> dict[str, z3.ExprRef]:
+    """The abstract state's field for each readable key: its own fields, and for
+    "payload[r]" the payload of the WR the relation says receive WR r holds."""
+    fields: dict[str, z3.ExprRef] = dict(flat(t))
+    received = Derived(p, t).received
+    fields.update({k: p.payload(received(int(k[len("payload["):-1])))
+                   for k in keys if k.startswith("payload[")})
+    return fields
+
+
 def constrain(p: Program, t: AbstractState, values: dict[str, Any]) -> list[z3.BoolRef]:
-    fields = dict(flat(t))
-    q = Derived(p, t)
-    for k in values:
-        if k.startswith("payload["):
-            fields[k] = p.payload(q.received(int(k[len("payload["):-1])))
+    fields = terms(p, t, values)
     return [fields[k] == (z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
             for k, v in values.items()]
 
@@ -569,10 +575,7 @@ def relation_successors(rel: Relation, cur: dict[str, z3.ExprRef],
                         keys: list[str]) -> list[dict[str, Any]]:
     """Every successor of `cur` under the relation, projected on the readable fields (and
     bok[w] where buf[w]): blocking each projection in turn."""
-    names: dict[str, z3.ExprRef] = dict(flat(rel.t))
-    received = Derived(rel.p, rel.t).received
-    names.update({k: rel.p.payload(received(int(k[len("payload["):-1])))
-                  for k in keys if k.startswith("payload[")})
+    names = terms(rel.p, rel.t, keys)
     out: list[dict[str, Any]] = []
     rel.next.push()
     try:
