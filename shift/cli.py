@@ -11,7 +11,7 @@ from shift.errors import ShiftError
 
 # One module per subcommand, each with register(subparsers).
 COMMANDS = ["shift.commands.check", "shift.commands.replay", "shift.commands.prove",
-            "shift.commands.fuzz", "shift.commands.config"]
+            "shift.commands.fuzz", "shift.commands.config", "shift.commands.run"]
 
 
 def parser() -> argparse.ArgumentParser:

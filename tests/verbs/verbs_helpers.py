@@ -1,0 +1,35 @@
+"""The verbs tests' resources: the rdma-core build with the provider, and a program run
+as one host of the simulated fabric."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from shift.verbs import devices, rdma_core
+
+
+def install_build_packages() -> None:
+    """The Debian packages rdma-core's build needs, installed when missing (as root)."""
+    missing = rdma_core.missing_packages()
+    if missing and shutil.which("apt-get") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-q"], capture_output=True, timeout=600, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-q", *missing], capture_output=True,
+                       timeout=1200, env=env)
+        missing = rdma_core.missing_packages()
+    if missing:
+        pytest.fail(f"the verbs tests build rdma-core: apt-get install {' '.join(missing)}")
+
+
+def build() -> rdma_core.Build:
+    install_build_packages()
+    return rdma_core.ensure_built(lambda line: print(line, file=sys.stderr))
+
+
+def run_as(b: rdma_core.Build, host: str, *argv: str,
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return devices.run(b, host, list(argv), capture_output=True, timeout=timeout)

@@ -1,0 +1,127 @@
+"""The simulated devices as libibverbs finds them, and a program run beside them.
+
+libibverbs lists devices from sysfs (``class/infiniband_verbs/uverbsN``, whose ``ibdev``
+names the device) and opens ``/dev/infiniband/uverbsN``. Without kernel RDMA neither
+exists, so each run gets its own: a tree under a temporary directory that ``SYSFS_PATH``
+points libibverbs at, and, in a private mount namespace (``unshare --mount``, as root),
+a tmpfs on ``/dev/infiniband`` whose ``uverbsN`` stand in for the character devices
+(``/dev/null``: the provider issues no kernel command). The host sees at most an empty
+``/dev/infiniband`` directory, the mount point.
+
+One process is one host: ``SHIFT_SIM_HOST`` (A or B) tells the provider which, and the
+GUIDs, GIDs and LIDs differ between hosts, as a program that exchanges them expects.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from shift.errors import ShiftError, UsageError
+
+from .rdma_core import Build
+
+HOSTS = ("A", "B")
+DEVICES = 2  # sim0 and sim1: the host's NIC 1 (default path) and NIC 2 (backup path)
+CDEV = "1:3"  # the stand-in character device, /dev/null
+USER_VERBS_ABI = 6  # class/infiniband_verbs/abi_version: what libibverbs 59 accepts
+PROVIDER_ABI = 1  # uverbsN/abi_version: what the provider matches
+
+
+def host_index(host: str) -> int:
+    if host not in HOSTS:
+        raise UsageError(f"host {host!r}: the simulated hosts are A and B")
+    return HOSTS.index(host)
+
+
+def node_guid(host: str, device: int) -> str:
+    """The device's GUID as sysfs prints it; the provider computes the same."""
+    return f"5348:4946:5400:{host_index(host) << 8 | device:04x}"
+
+
+def device_name(device: int) -> str:
+    return f"sim{device}"
+
+
+def write_file(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def write_device(sysfs: Path, host: str, device: int) -> None:
+    name = device_name(device)
+    uverbs = sysfs / "class" / "infiniband_verbs" / f"uverbs{device}"
+    write_file(uverbs / "ibdev", name)
+    write_file(uverbs / "dev", CDEV)
+    write_file(uverbs / "abi_version", str(PROVIDER_ABI))
+    ibdev = sysfs / "class" / "infiniband" / name
+    write_file(ibdev / "node_type", "1: CA")
+    write_file(ibdev / "node_guid", node_guid(host, device))
+    write_file(ibdev / "board_id", "SHIFT_SIMNIC")
+    gid = "fe80:0000:0000:0000:" + node_guid(host, device)  # link-local prefix + GUID
+    write_file(ibdev / "ports" / "1" / "gids" / "0", gid)
+
+
+def write_sysfs(sysfs: Path, host: str, devices: int = DEVICES) -> Path:
+    """The sysfs tree of one host's simulated devices under ``sysfs``."""
+    write_file(sysfs / "class" / "infiniband_verbs" / "abi_version", str(USER_VERBS_ABI))
+    for device in range(devices):
+        write_device(sysfs, host, device)
+    return sysfs
+
+
+def environment(build: Build, host: str, sysfs: Path) -> dict[str, str]:
+    """The environment of a program on the simulated devices: this build's libibverbs
+    (before Debian's, for programs linked against it), programs and pyverbs."""
+    env = dict(os.environ)
+
+    def prepend(var: str, path: Path) -> None:
+        env[var] = os.pathsep.join(p for p in (str(path), env.get(var, "")) if p)
+
+    prepend("PATH", build.bin)
+    prepend("LD_LIBRARY_PATH", build.lib)
+    prepend("PYTHONPATH", build.python)
+    env["SYSFS_PATH"] = str(sysfs)
+    env["SHIFT_SIM_HOST"] = host
+    return env
+
+
+# Run in the new mount namespace: the device nodes, then the program in place of sh.
+NAMESPACE_SCRIPT = """set -e
+mkdir -p /dev/infiniband
+mount -t tmpfs shift-sim /dev/infiniband
+i=0
+while [ "$i" -lt "$SHIFT_SIM_DEVICES" ]; do
+    ln -s /dev/null "/dev/infiniband/uverbs$i"; i=$((i+1))
+done
+exec "$@"
+"""
+
+
+def check_can_run(argv: list[str], env: dict[str, str]) -> None:
+    if not argv:
+        raise UsageError("no program to run: shift run [--host A|B] -- PROGRAM [ARGS ...]")
+    if shutil.which(argv[0], path=env["PATH"]) is None:
+        raise ShiftError(f"{argv[0]}: no such program (looked in the rdma-core build's "
+                         "bin/ and on PATH)")
+    if shutil.which("unshare") is None:
+        raise ShiftError("the simulated devices need unshare(1): apt-get install util-linux")
+    if os.geteuid() != 0:
+        raise ShiftError("the simulated devices need a private mount namespace: run as root")
+
+
+def run(build: Build, host: str, argv: list[str], devices: int = DEVICES,
+        **popen: object) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` as host ``host`` of the simulated fabric; ``popen`` goes to
+    subprocess.run (capture_output, timeout, ...)."""
+    host_index(host)
+    with tempfile.TemporaryDirectory(prefix=f"shift-sysfs-{host}-") as tmp:
+        env = environment(build, host, write_sysfs(Path(tmp), host, devices))
+        env["SHIFT_SIM_DEVICES"] = str(devices)
+        check_can_run(argv, env)
+        cmd = ["unshare", "--mount", "--propagation", "private",
+               "sh", "-c", NAMESPACE_SCRIPT, "shift-run", *argv]
+        return subprocess.run(cmd, env=env, text=True, check=False, **popen)  # type: ignore[call-overload]

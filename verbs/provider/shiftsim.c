@@ -1,0 +1,258 @@
+/*
+ * shiftsim.c - a libibverbs provider for the simulated NICs of shift (native/'s simnic).
+ *
+ * libibverbs finds the devices through the tree that `shift run` writes and points
+ * SYSFS_PATH at (class/infiniband_verbs/uverbsN naming simN), matches them to this
+ * provider by name, and opens them on a stand-in character device (/dev/null, in the
+ * private mount namespace `shift run` makes): no kernel RDMA is involved, and no call
+ * here issues a kernel command. Each process is one host (SHIFT_SIM_HOST, A or B) with
+ * the devices sim0 and sim1, its NICs 1 and 2.
+ *
+ * This file is the device and context layer: discovery, the device's and the port's
+ * attributes, protection domains, and the asynchronous-event channel a dead NIC will
+ * report on. Queue pairs, completion queues, memory regions and the wire between the
+ * two processes are the next step (issue 18); until then those verbs are libibverbs'
+ * defaults, which fail with EOPNOTSUPP.
+ */
+#define _GNU_SOURCE    /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/driver.h>
+
+#define SS_ABI_VERSION 1         /* uverbsN/abi_version of the tree shift run writes */
+#define SS_VENDOR_ID 0x5348      /* "SH" */
+#define SS_PART_ID 0x1f7         /* SHIFT */
+#define SS_MAX_QP 64
+#define SS_MAX_QP_WR 256         /* per queue, as simnic's rings */
+#define SS_MAX_CQE 1024
+#define SS_MAX_MR 256
+#define SS_MAX_PD 64
+#define SS_MAX_MSG 4096          /* one packet per message (simnic.h) */
+#define SS_LIDS_PER_HOST 16
+
+struct ss_device {
+	struct verbs_device ibv_dev;
+	int host;                /* 0 = A, 1 = B */
+	int index;               /* simN: NIC N + 1 of the host */
+};
+
+struct ss_context {
+	struct verbs_context ibv_ctx;
+	int event_write;         /* write end of the asynchronous-event pipe */
+};
+
+struct ss_pd {
+	struct ibv_pd ibv_pd;
+};
+
+static struct ss_device *to_ss_device(struct ibv_device *dev)
+{
+	return container_of(dev, struct ss_device, ibv_dev.device);
+}
+
+static struct ss_context *to_ss_context(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct ss_context, ibv_ctx.context);
+}
+
+/* The host this process plays: SHIFT_SIM_HOST=A (the default) or B. */
+static int host_from_env(void)
+{
+	const char *h = getenv("SHIFT_SIM_HOST");
+
+	return h && (h[0] == 'B' || h[0] == 'b') ? 1 : 0;
+}
+
+/* "sim3" -> 3; -1 for a name this provider does not own */
+static int index_from_name(const char *name)
+{
+	char *end;
+	long i;
+
+	if (strncmp(name, "sim", 3) != 0 || !name[3])
+		return -1;
+	i = strtol(name + 3, &end, 10);
+	return *end || i < 0 || i > 255 ? -1 : (int)i;
+}
+
+/* Unique across both hosts: "SHIFT" in the high bytes, then host and device. */
+static uint64_t node_guid(const struct ss_device *d)
+{
+	return 0x5348494654000000ULL | (uint64_t)d->host << 8 | (uint64_t)d->index;
+}
+
+static uint16_t port_lid(const struct ss_device *d)
+{
+	return (uint16_t)(d->host * SS_LIDS_PER_HOST + d->index + 1);
+}
+
+static int ss_query_device_ex(struct ibv_context *ctx,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ss_device *d = to_ss_device(ctx->device);
+	struct ibv_device_attr *a;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(attr, 0, attr_size);
+	a = &attr->orig_attr;
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "shift-simnic 1");
+	a->node_guid = htobe64(node_guid(d));
+	a->sys_image_guid = htobe64(node_guid(d) & ~0xffULL);
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 4096;
+	a->vendor_id = SS_VENDOR_ID;
+	a->vendor_part_id = SS_PART_ID;
+	a->max_qp = SS_MAX_QP;
+	a->max_qp_wr = SS_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->max_sge = 1;
+	a->max_sge_rd = 1;
+	a->max_cq = SS_MAX_QP;
+	a->max_cqe = SS_MAX_CQE;
+	a->max_mr = SS_MAX_MR;
+	a->max_pd = SS_MAX_PD;
+	a->max_qp_rd_atom = 1;
+	a->max_qp_init_rd_atom = 1;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_pkeys = 1;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+static int ss_query_port(struct ibv_context *ctx, uint8_t port,
+			 struct ibv_port_attr *attr)
+{
+	struct ss_device *d = to_ss_device(ctx->device);
+
+	if (port != 1)
+		return EINVAL;
+	*attr = (struct ibv_port_attr){
+		.state = IBV_PORT_ACTIVE,
+		.max_mtu = IBV_MTU_4096,
+		.active_mtu = IBV_MTU_4096,
+		.gid_tbl_len = 1,
+		.max_msg_sz = SS_MAX_MSG,
+		.pkey_tbl_len = 1,
+		.lid = port_lid(d),
+		.sm_lid = 1,
+		.max_vl_num = 1,
+		.active_width = 2,	/* 4x */
+		.active_speed = 32,	/* EDR */
+		.phys_state = 5,	/* LinkUp */
+		.link_layer = IBV_LINK_LAYER_INFINIBAND,
+	};
+	return 0;
+}
+
+static struct ibv_pd *ss_alloc_pd(struct ibv_context *ctx)
+{
+	struct ss_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibv_pd.context = ctx;
+	return &pd->ibv_pd;
+}
+
+static int ss_dealloc_pd(struct ibv_pd *ibpd)
+{
+	free(container_of(ibpd, struct ss_pd, ibv_pd));
+	return 0;
+}
+
+static void ss_free_context(struct ibv_context *ibctx)
+{
+	struct ss_context *ctx = to_ss_context(ibctx);
+
+	close(ctx->event_write);
+	close(ibctx->async_fd);
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops ss_ctx_ops = {
+	.query_device_ex = ss_query_device_ex,
+	.query_port = ss_query_port,
+	.alloc_pd = ss_alloc_pd,
+	.dealloc_pd = ss_dealloc_pd,
+	.free_context = ss_free_context,
+};
+
+/* The asynchronous events (a dead NIC, a port down) arrive on a pipe of our own:
+ * libibverbs reads ibv_get_async_event's descriptors from context.async_fd. */
+static int open_event_channel(struct ss_context *ctx)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		return errno;
+	ctx->ibv_ctx.context.async_fd = fds[0];
+	ctx->event_write = fds[1];
+	return 0;
+}
+
+static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+					      void *private_data)
+{
+	struct ss_context *ctx;
+	int err;
+
+	(void)private_data;
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+	err = open_event_channel(ctx);
+	if (err) {
+		verbs_uninit_context(&ctx->ibv_ctx);
+		free(ctx);
+		errno = err;
+		return NULL;
+	}
+	verbs_set_ops(&ctx->ibv_ctx, &ss_ctx_ops);
+	return &ctx->ibv_ctx;
+}
+
+static bool ss_match_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	return index_from_name(sysfs_dev->ibdev_name) >= 0;
+}
+
+static struct verbs_device *ss_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct ss_device *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->host = host_from_env();
+	d->index = index_from_name(sysfs_dev->ibdev_name);
+	return &d->ibv_dev;
+}
+
+static void ss_uninit_device(struct verbs_device *vdev)
+{
+	free(to_ss_device(&vdev->device));
+}
+
+static const struct verbs_device_ops ss_dev_ops = {
+	.name = "shiftsim",
+	.match_min_abi_version = SS_ABI_VERSION,
+	.match_max_abi_version = SS_ABI_VERSION,
+	.match_device = ss_match_device,
+	.alloc_device = ss_alloc_device,
+	.uninit_device = ss_uninit_device,
+	.alloc_context = ss_alloc_context,
+};
+PROVIDER_DRIVER(shiftsim, ss_dev_ops);
