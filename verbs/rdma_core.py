@@ -44,7 +44,8 @@ DEBIAN_PACKAGES = {
     "/usr/include/libnl3/netlink/route/link.h": "libnl-route-3-dev",
     "/usr/include/libudev.h": "libudev-dev",
 }
-PROVIDER_SOURCE = Path(__file__).resolve().parent / "provider" / "shiftsim.c"
+PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c")
 
 Progress = Callable[[str], None]
 
@@ -92,9 +93,19 @@ class Build:
         return self.bin / name
 
     def complete(self) -> bool:
-        return (self.provider.is_file() and self.driver_file.is_file()
-                and self.program("ibv_devinfo").is_file()
-                and self.provider.stat().st_mtime >= PROVIDER_SOURCE.stat().st_mtime)
+        if not (self.provider.is_file() and self.driver_file.is_file()
+                and self.program("ibv_devinfo").is_file()):
+            return False
+        built = self.provider.stat().st_mtime
+        return all(built >= p.stat().st_mtime for p in provider_inputs())
+
+
+def provider_inputs() -> list[Path]:
+    """What the provider is built from: its sources and header, and the core it links."""
+    from shift import native
+
+    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h")]
+            + [native.include_dir() / "simnic.h", native.lib_dir() / native.LIBRARY])
 
 
 def default_root() -> Path:
@@ -180,12 +191,21 @@ def compile_rdma_core(build: Build, say: Progress) -> None:
 
 
 def compile_provider(build: Build, say: Progress) -> None:
-    """The provider, against this build's private headers and libibverbs."""
+    """The provider, against this build's private headers and libibverbs, linking the
+    core's simnic (libshift.so, from ``pip install``)."""
+    from shift import native
+
+    if native.missing():
+        raise BuildError(f"the provider links the C core, and {native.missing()[0]} is "
+                         "missing: pip install -e . (or reinstall shift)")
     say(f"building the provider {build.provider.name}")
+    lib = native.lib_dir()
     run_logged([os.environ.get("CC", "cc"), "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-                "-O2", "-g", "-fPIC", "-shared", "-isystem", str(build.tree / "include"),
-                str(PROVIDER_SOURCE), f"-L{build.lib}", "-libverbs",
-                f"-Wl,-rpath,{build.lib}", "-o", str(build.provider)],
+                "-O2", "-g", "-fPIC", "-shared", "-pthread",
+                "-isystem", str(build.tree / "include"), f"-I{native.include_dir()}",
+                *(str(PROVIDER_DIR / s) for s in PROVIDER_SOURCES),
+                f"-L{build.lib}", "-libverbs", f"-L{lib}", "-lshift",
+                f"-Wl,-rpath,{build.lib}:{lib}", "-o", str(build.provider)],
                build.root, build.root / "provider.log")
     build.driver_file.write_text("driver shiftsim\n")
 

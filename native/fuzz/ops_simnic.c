@@ -340,12 +340,54 @@ void op_set_handler(void)
 
 /* ----------------------------------------------------------- wire, faults ----- */
 
+/* the wire as bytes: the head packet taken off (into a buffer that may be too small),
+ * then perhaps a byte of it changed and put back: a parser's input */
+static void wire_take_put(sn_fabric h, int path, int dir)
+{
+    uint8_t buf[SN_WIRE_MAX];
+    uint32_t cap = fz_u8(W->in) < 200 ? (uint32_t)sizeof buf : fz_small(W->in, SN_WIRE_MAX);
+    if (cap > sizeof buf)
+        cap = (uint32_t)sizeof buf; /* (cap is the buffer's size: the caller's promise) */
+    int n = sn_wire_take(h, path, dir, buf, cap);
+    FZ_CHECK(n >= 0 || n == -ENOSPC || n == -EINVAL || (n == -EBADF && !fab_of(h)), n, (int)cap);
+    if (n <= 0 || !(fz_u8(W->in) & 1))
+        return;
+    buf[fz_small(W->in, (uint32_t)n)] ^= fz_u8(W->in);
+    int r = sn_wire_put(h, path, dir, buf, (uint32_t)n);
+    FZ_CHECK(r == 0 || r == EINVAL || r == ENOMEM, r, n);
+}
+
+/* bytes from the input put on the wire, with a version byte and length that may agree */
+static void wire_put_bytes(sn_fabric h, int path, int dir)
+{
+    uint8_t buf[SN_WIRE_HEADER + 64];
+    uint32_t len = fz_small(W->in, (uint32_t)sizeof buf + 1);
+    if (len > sizeof buf)
+        len = (uint32_t)sizeof buf;
+    for (uint32_t i = 0; i < len; i++)
+        buf[i] = fz_u8(W->in);
+    if (len >= SN_WIRE_HEADER && fz_u8(W->in) < 200) {
+        buf[0] = 1;
+        buf[3] = 0;
+        memset(buf + 12, 0, 4);
+        buf[12] = (uint8_t)(len - SN_WIRE_HEADER);
+    }
+    int r = sn_wire_put(h, path, dir, len ? buf : NULL, len);
+    FZ_CHECK(r == 0 || r == EINVAL || r == ENOMEM || (r == EBADF && !fab_of(h)), r, (int)len);
+}
+
 void op_wire(void)
 {
     sn_fabric h = pick(T_FAB);
     int host = pick_host(), path = pick_path(), dir = (int)fz_small(W->in, 2);
     int r;
-    switch (fz_pick(W->in, 5)) {
+    switch (fz_pick(W->in, 7)) {
+    case 5:
+        wire_take_put(h, path, dir);
+        return;
+    case 6:
+        wire_put_bytes(h, path, dir);
+        return;
     case 0:
         r = sn_transmit(h, host, path);
         break;

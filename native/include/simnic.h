@@ -90,9 +90,19 @@ struct sn_counters {
     uint64_t executed;      /* requests executed by a responder */
     uint64_t duplicates;    /* duplicate requests answered without re-execution */
     uint64_t timeouts;      /* retransmission timer expiries that went back */
+    uint64_t malformed;     /* bytes sn_wire_put refused: not a packet */
 };
 
 int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out);
+/* One host of a fabric whose other host is elsewhere (another process, or another
+ * fabric of this one): CQs, QPs and memory regions exist only on `host`; a memory
+ * region may lie anywhere in the process's memory (the caller keeps it mapped, as
+ * registration pins pages; attr->mem_size is unused and sn_host_mem gives ENOTSUP); a
+ * QP's destination may be any QP number (no NIC knows the remote QPs); there is no
+ * sn_connect or sn_reconnect (each end is brought up by its own host); and the wire past
+ * the host's NICs is the caller's: sn_wire_take what the host sent, sn_wire_put what
+ * reaches it, sn_deliver it. */
+int sn_host_create(const struct sn_fabric_attr *attr, int host, sn_fabric *out);
 int sn_fabric_destroy(sn_fabric f);
 /* The memory of a host: [*base, *base + *size). Regions must be registered in it. */
 int sn_host_mem(sn_fabric f, int host, uint8_t **base, size_t *size);
@@ -150,6 +160,15 @@ long sn_pump(sn_fabric f, long budget);
 /* Packets on a channel; 0 for bad arguments. Head kind: 0 none, 1 request, 2 ack,
  * 3 control. */
 int sn_wire_len(sn_fabric f, int path, int dir);
+/* The wire as bytes (a packet's encoding: a header of SN_WIRE_HEADER bytes, then its
+ * payload). sn_wire_take takes the head packet off a channel into buf: its length, 0 if
+ * the channel is empty, -ENOSPC if cap is too small (the packet stays; SN_WIRE_MAX is
+ * always enough). sn_wire_put appends a packet to a channel: 0 (a packet onto a dead
+ * link is lost, as any), EINVAL for bytes that are not a well-formed packet (counted as
+ * malformed, not acted on). Input from the network: every field is checked. */
+enum { SN_WIRE_HEADER = 56, SN_WIRE_MAX = 4152 /* header + SHIFT_MAX_MSG */ };
+int sn_wire_take(sn_fabric f, int path, int dir, void *buf, uint32_t cap);
+int sn_wire_put(sn_fabric f, int path, int dir, const void *buf, uint32_t len);
 int sn_wire_head_kind(sn_fabric f, int path, int dir);
 int sn_path_healthy(sn_fabric f, int path);
 int sn_nic_alive(sn_fabric f, int host, int nic);

@@ -72,7 +72,8 @@ void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t le
 
 /* ------------------------------------------------------------- fabric ------- */
 
-int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out)
+/* a fabric of both hosts (local -1), or of one with process memory (local 0 or 1) */
+static int fabric_new(const struct sn_fabric_attr *attr, int local, sn_fabric *out)
 {
     if (!out)
         return EINVAL;
@@ -90,14 +91,15 @@ int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out)
     if (!f)
         return ENOMEM;
     f->attr = a;
+    f->local = local;
     for (int h = 0; h < 2; h++) {
-        f->host[h].mem = calloc(1, a.mem_size);
-        if (!f->host[h].mem) {
+        f->host[h].mem = local < 0 ? calloc(1, a.mem_size) : NULL;
+        if (local < 0 && !f->host[h].mem) {
             free(f->host[0].mem);
             free(f);
             return ENOMEM;
         }
-        f->host[h].size = a.mem_size;
+        f->host[h].size = local < 0 ? a.mem_size : 0;
         f->host[h].nic[1].alive = f->host[h].nic[2].alive = 1;
     }
     f->link[1] = f->link[2] = 1;
@@ -110,6 +112,21 @@ int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out)
     }
     *out = H_PTR(f->h);
     return 0;
+}
+
+int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out)
+{
+    return fabric_new(attr, -1, out);
+}
+
+int sn_host_create(const struct sn_fabric_attr *attr, int host, sn_fabric *out)
+{
+    if (!valid_host(host)) {
+        if (out)
+            *out = NULL;
+        return EINVAL;
+    }
+    return fabric_new(attr, host, out);
 }
 
 int sn_fabric_destroy(sn_fabric fh)
@@ -165,6 +182,8 @@ int sn_host_mem(sn_fabric fh, int host, uint8_t **base, size_t *size)
         return EBADF;
     if (!valid_host(host) || !base || !size)
         return EINVAL;
+    if (f->local >= 0)
+        return ENOTSUP; /* one host: its memory is the process's */
     *base = f->host[host].mem;
     *size = f->host[host].size;
     return 0;
@@ -189,7 +208,7 @@ int sn_reg_mr(sn_fabric fh, int host, int nic, uint64_t addr, size_t length, int
     sn_fab *f = sn__fab(fh);
     if (!f)
         return EBADF;
-    if (!out || !valid_host(host) || !valid_path(nic))
+    if (!out || !here(f, host) || !valid_path(nic))
         return EINVAL;
     *out = NULL;
     if (access & ~0xf)
@@ -199,9 +218,14 @@ int sn_reg_mr(sn_fabric fh, int host, int nic, uint64_t addr, size_t length, int
         return EINVAL;
     if (length == 0)
         return EINVAL;
-    uint64_t base = (uint64_t)(uintptr_t)f->host[host].mem, size = f->host[host].size;
-    if (addr < base || length > size || addr - base > size - length)
-        return EFAULT;
+    if (f->local >= 0) {
+        if (addr == 0 || addr + length < addr) /* the process's memory: no wrap-around */
+            return EFAULT;
+    } else {
+        uint64_t base = (uint64_t)(uintptr_t)f->host[host].mem, size = f->host[host].size;
+        if (addr < base || length > size || addr - base > size - length)
+            return EFAULT;
+    }
     sn_nic *n = &f->host[host].nic[nic];
     if (!n->alive)
         return EIO;
@@ -270,7 +294,7 @@ int sn_create_cq(sn_fabric fh, int host, int cqe, sn_cq *out)
     sn_fab *f = sn__fab(fh);
     if (!f)
         return EBADF;
-    if (!out || !valid_host(host) || cqe < 1 || cqe > 65536)
+    if (!out || !here(f, host) || cqe < 1 || cqe > 65536)
         return EINVAL;
     *out = NULL;
     if (f->ncqs == f->capcqs) {

@@ -128,6 +128,7 @@ typedef struct sn_fab {
     uint32_t ncqs, capcqs;
     struct sn_counters ctr;
     int users;             /* shift connections bound to this fabric */
+    int local;             /* sn_host_create's host; -1: both hosts are here */
 } sn_fab;
 
 enum { SN_QPN_BASE = 0x100 };
@@ -153,6 +154,11 @@ static inline int valid_host(int h) { return h == SN_HOST_A || h == SN_HOST_B; }
 static inline int valid_path(int p) { return p == 1 || p == 2; }
 static inline int valid_dir(int d) { return d == SN_AtoB || d == SN_BtoA; }
 static inline int dir_from(int host) { return host == SN_HOST_A ? SN_AtoB : SN_BtoA; }
+/* a host whose objects and events this fabric holds (both, or sn_host_create's) */
+static inline int here(const struct sn_fab *f, int h)
+{
+    return valid_host(h) && (f->local < 0 || f->local == h);
+}
 
 /* the QP may have a packet to send: its NIC's transmit must look again */
 static inline void qp_kick(sn_qp_s *qp) { qp->f->host[qp->host].nic[qp->nic].idle = 0; }

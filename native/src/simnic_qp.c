@@ -80,7 +80,8 @@ int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
         return EINVAL;
     if (mask & SN_QP_DEST_QPN) {
         sn_qp_s *d = qp_by_qpn(qp->f, attr->dest_qp_num);
-        if (!d || d->host == qp->host || d->nic != qp->nic)
+        if (qp->f->local >= 0 ? attr->dest_qp_num >= (1u << 24) /* any QPN: 24 bits */
+                              : !d || d->host == qp->host || d->nic != qp->nic)
             return EINVAL;
         if (to != SHIFT_QPS_RTR)
             return EINVAL;
@@ -157,7 +158,7 @@ int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *
     sn_fab *f = sn__fab(fh);
     if (!f)
         return EBADF;
-    if (!out || !attr || !valid_host(host) || !valid_path(nic))
+    if (!out || !attr || !here(f, host) || !valid_path(nic))
         return EINVAL;
     *out = NULL;
     sn_cq_s *scq = h_get(attr->send_cq, H_CQ), *rcq = h_get(attr->recv_cq, H_CQ);
@@ -313,6 +314,8 @@ int sn_reconnect(sn_qp q)
     sn_qp_s *qp = sn__qp(q);
     if (!qp)
         return EINVAL;
+    if (qp->f->local >= 0)
+        return ENOTSUP; /* one host: the peer's end is not here to reset */
     return sn__reconnect(qp);
 }
 

@@ -52,7 +52,7 @@ int sn_transmit(sn_fabric fh, int host, int path)
     sn_fab *f = sn__fab(fh);
     if (!f)
         return -EBADF;
-    if (!valid_host(host) || !valid_path(path))
+    if (!here(f, host) || !valid_path(path))
         return -EINVAL;
     sn_nic *n = &f->host[host].nic[path];
     if (!n->alive || n->idle || n->nqp == 0)
@@ -363,6 +363,8 @@ int sn_deliver(sn_fabric fh, int path, int dir)
         return -EBADF;
     if (!valid_path(path) || !valid_dir(dir))
         return -EINVAL;
+    if (f->local >= 0 && dir == dir_from(f->local))
+        return -EINVAL; /* leaving this host: sn_wire_take's */
     sn_pkt *p = chan_pop(&f->wire[path][dir]);
     if (!p)
         return 0;
@@ -429,7 +431,7 @@ int sn_timeout(sn_fabric fh, int host, int path)
     sn_fab *f = sn__fab(fh);
     if (!f)
         return -EBADF;
-    if (!valid_host(host) || !valid_path(path))
+    if (!here(f, host) || !valid_path(path))
         return -EINVAL;
     return sn__timeout(f, host, path) > 0;
 }

@@ -187,7 +187,7 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
     sn_fab *f = sn__fab(fh);
     if (!f)
         return -EBADF;
-    if (!valid_host(host) || !valid_path(nic))
+    if (!here(f, host) || !valid_path(nic))
         return -EINVAL;
     sn_nic *n = &f->host[host].nic[nic];
     if (!n->alive)
@@ -210,7 +210,7 @@ int sn_nic_recover(sn_fabric fh, int host, int nic)
     sn_fab *f = sn__fab(fh);
     if (!f)
         return -EBADF;
-    if (!valid_host(host) || !valid_path(nic))
+    if (!here(f, host) || !valid_path(nic))
         return -EINVAL;
     sn_nic *n = &f->host[host].nic[nic];
     if (n->alive)
@@ -233,12 +233,13 @@ long sn_pump(sn_fabric fh, long budget)
         moved = 0;
         for (int p = 1; p <= 2; p++) {
             for (int h = 0; h < 2; h++)
-                while (steps < budget && sn_transmit(fh, h, p) > 0) {
+                while (here(f, h) && steps < budget && sn_transmit(fh, h, p) > 0) {
                     steps++;
                     moved = 1;
                 }
             for (int d = 0; d < 2; d++)
-                while (steps < budget && sn_deliver(fh, p, d) > 0) {
+                while ((f->local < 0 || d != dir_from(f->local)) && steps < budget &&
+                       sn_deliver(fh, p, d) > 0) {
                     steps++;
                     moved = 1;
                 }
@@ -285,4 +286,113 @@ int sn_link_is_up(sn_fabric fh, int path)
     if (!f || !valid_path(path))
         return 0;
     return f->link[path];
+}
+
+/* -------------------------------------------------- the wire as bytes ------- */
+/* A packet's encoding, little-endian: version, kind, op, 0; dst_qpn, psn, len, imm,
+ * rkey (32 bits each); raddr, cmp, swap, val (64 bits each); then len payload bytes. */
+enum { WIRE_VERSION = 1, CTL_MAX = 256 };
+
+static void put_le(uint8_t *b, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *b, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+    return v;
+}
+
+static void encode(const sn_pkt *p, uint8_t *b)
+{
+    b[0] = WIRE_VERSION;
+    b[1] = p->kind;
+    b[2] = p->op;
+    b[3] = 0;
+    put_le(b + 4, p->dst_qpn, 4);
+    put_le(b + 8, p->psn, 4);
+    put_le(b + 12, p->len, 4);
+    put_le(b + 16, p->imm, 4);
+    put_le(b + 20, p->rkey, 4);
+    put_le(b + 24, p->raddr, 8);
+    put_le(b + 32, p->cmp, 8);
+    put_le(b + 40, p->swap, 8);
+    put_le(b + 48, p->val, 8);
+    memcpy(b + SN_WIRE_HEADER, p->data, p->len);
+}
+
+/* Would the NICs act on a packet of this kind, op and payload without harm? A request's
+ * op is a WR opcode, a READ asks for at most one message; an ACK's op is a syndrome; a
+ * control message is at most CTL_MAX bytes. */
+static int well_formed(int kind, int op, uint32_t len, uint64_t val)
+{
+    switch (kind) {
+    case PKT_REQ:
+        if (op < SHIFT_WR_RDMA_WRITE || op > SHIFT_WR_ATOMIC_FETCH_AND_ADD)
+            return 0;
+        if (op == SHIFT_WR_RDMA_READ)
+            return len == 0 && val <= SHIFT_MAX_MSG;
+        return op < SHIFT_WR_RDMA_READ || len == 0;
+    case PKT_ACK:
+        return op >= SYN_ACK && op <= SYN_REM_OP;
+    case PKT_CTL:
+        return len >= 1 && len <= CTL_MAX;
+    default:
+        return 0;
+    }
+}
+
+int sn_wire_take(sn_fabric fh, int path, int dir, void *buf, uint32_t cap)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return -EBADF;
+    if (!valid_path(path) || !valid_dir(dir) || !buf)
+        return -EINVAL;
+    sn_chan *c = &f->wire[path][dir];
+    if (!c->head)
+        return 0;
+    if (cap < SN_WIRE_HEADER + c->head->len)
+        return -ENOSPC;
+    sn_pkt *p = chan_pop(c);
+    uint32_t n = SN_WIRE_HEADER + p->len;
+    encode(p, buf);
+    pkt_free(f, p);
+    return (int)n;
+}
+
+int sn_wire_put(sn_fabric fh, int path, int dir, const void *buf, uint32_t len)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return EBADF;
+    if (!valid_path(path) || !valid_dir(dir) || (!buf && len))
+        return EINVAL;
+    const uint8_t *b = buf;
+    if (len < SN_WIRE_HEADER || len > SN_WIRE_MAX || b[0] != WIRE_VERSION || b[3] != 0 ||
+        get_le(b + 12, 4) != len - SN_WIRE_HEADER ||
+        !well_formed(b[1], b[2], len - SN_WIRE_HEADER, get_le(b + 48, 8))) {
+        f->ctr.malformed++;
+        return EINVAL;
+    }
+    sn_pkt *p = pkt_new(f, len - SN_WIRE_HEADER);
+    if (!p)
+        return ENOMEM;
+    p->kind = b[1];
+    p->op = b[2];
+    p->dst_qpn = (uint32_t)get_le(b + 4, 4);
+    p->psn = (uint32_t)get_le(b + 8, 4);
+    p->imm = (uint32_t)get_le(b + 16, 4);
+    p->rkey = (uint32_t)get_le(b + 20, 4);
+    p->raddr = get_le(b + 24, 8);
+    p->cmp = get_le(b + 32, 8);
+    p->swap = get_le(b + 40, 8);
+    p->val = get_le(b + 48, 8);
+    memcpy(p->data, b + SN_WIRE_HEADER, p->len);
+    chan_push(f, path, dir, p);
+    return 0;
 }

@@ -6,21 +6,14 @@
  */
 #include "shift_sim.h"
 #include "internal.h" /* shift__sim_calls: the backend calls a scenario makes */
+#include "check.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c)                                                                        \
-    do {                                                                                \
-        checks++;                                                                       \
-        if (!(c)) {                                                                     \
-            failures++;                                                                 \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);        \
-        }                                                                               \
-    } while (0)
+int checks, failures;
 
 /* ------------------------------------------------------------- raw simnic ------ */
 
@@ -2496,6 +2489,7 @@ int main(void)
 {
     test_raw_basic();
     test_raw_errors();
+    test_wire();
     test_raw_bad_handles();
     for (int host = 0; host < 2; host++)
         for (int step = 0; step < 12; step++)

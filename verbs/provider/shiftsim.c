@@ -10,9 +10,7 @@
  *
  * This file is the device and context layer: discovery, the device's and the port's
  * attributes, protection domains, and the asynchronous-event channel a dead NIC will
- * report on. Queue pairs, completion queues, memory regions and the wire between the
- * two processes are the next step (issue 18); until then those verbs are libibverbs'
- * defaults, which fail with EOPNOTSUPP.
+ * report on. The host and its wire are host.c's; CQs, MRs and QPs queues.c's.
  */
 #define _GNU_SOURCE    /* pipe2 */
 #include <errno.h>
@@ -23,29 +21,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <infiniband/driver.h>
+#include "shiftsim.h"
 
 #define SS_ABI_VERSION 1         /* uverbsN/abi_version of the tree shift run writes */
 #define SS_VENDOR_ID 0x5348      /* "SH" */
 #define SS_PART_ID 0x1f7         /* SHIFT */
 #define SS_MAX_QP 64
-#define SS_MAX_QP_WR 256         /* per queue, as simnic's rings */
-#define SS_MAX_CQE 1024
+#define SS_MAX_QP_WR 16384       /* per queue, as simnic's rings */
+#define SS_MAX_CQE 65536
 #define SS_MAX_MR 256
 #define SS_MAX_PD 64
 #define SS_MAX_MSG 4096          /* one packet per message (simnic.h) */
 #define SS_LIDS_PER_HOST 16
-
-struct ss_device {
-	struct verbs_device ibv_dev;
-	int host;                /* 0 = A, 1 = B */
-	int index;               /* simN: NIC N + 1 of the host */
-};
-
-struct ss_context {
-	struct verbs_context ibv_ctx;
-	int event_write;         /* write end of the asynchronous-event pipe */
-};
 
 struct ss_pd {
 	struct ibv_pd ibv_pd;
@@ -54,11 +41,6 @@ struct ss_pd {
 static struct ss_device *to_ss_device(struct ibv_device *dev)
 {
 	return container_of(dev, struct ss_device, ibv_dev.device);
-}
-
-static struct ss_context *to_ss_context(struct ibv_context *ctx)
-{
-	return container_of(ctx, struct ss_context, ibv_ctx.context);
 }
 
 /* The host this process plays: SHIFT_SIM_HOST=A (the default) or B. */
@@ -180,6 +162,7 @@ static void ss_free_context(struct ibv_context *ibctx)
 	close(ibctx->async_fd);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
+	ss_host_put();
 }
 
 static const struct verbs_context_ops ss_ctx_ops = {
@@ -188,6 +171,18 @@ static const struct verbs_context_ops ss_ctx_ops = {
 	.alloc_pd = ss_alloc_pd,
 	.dealloc_pd = ss_dealloc_pd,
 	.free_context = ss_free_context,
+	.create_cq = ss_create_cq,
+	.poll_cq = ss_poll_cq,
+	.req_notify_cq = ss_req_notify_cq,
+	.destroy_cq = ss_destroy_cq,
+	.reg_mr = ss_reg_mr,
+	.dereg_mr = ss_dereg_mr,
+	.create_qp = ss_create_qp,
+	.query_qp = ss_query_qp,
+	.modify_qp = ss_modify_qp,
+	.destroy_qp = ss_destroy_qp,
+	.post_send = ss_post_send,
+	.post_recv = ss_post_recv,
 };
 
 /* The asynchronous events (a dead NIC, a port down) arrive on a pipe of our own:
@@ -210,14 +205,24 @@ static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_
 	int err;
 
 	(void)private_data;
+	err = ss_host_get(to_ss_device(ibdev)->host);
+	if (err) { /* the host's wire is taken: the same host of this fabric runs */
+		close(cmd_fd);
+		errno = err;
+		return NULL;
+	}
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_UNKNOWN);
-	if (!ctx)
+	if (!ctx) {
+		ss_host_put();
 		return NULL;
-	err = open_event_channel(ctx);
+	}
+	ctx->nic = to_ss_device(ibdev)->index + 1;
+	err = ctx->nic <= SS_NICS ? open_event_channel(ctx) : ENODEV;
 	if (err) {
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);
+		ss_host_put();
 		errno = err;
 		return NULL;
 	}

@@ -1,0 +1,243 @@
+/*
+ * host.c - this process's host of the simulated fabric, and the wire to the other one.
+ *
+ * The host is one simnic host (sn_host_create): its memory is the process's, its two
+ * NICs are sim0 and sim1. Path p's wire is a datagram socket per end, in the abstract
+ * unix namespace: "shift-sim/<fabric>/<host><p>", <fabric> from SHIFT_SIM_FABRIC, so
+ * that several pairs of programs can run at once. A packet the peer cannot take (not
+ * started yet, gone) is lost, as on a wire; RC's retransmission timer, driven from here
+ * with the monotonic clock (the core has none), brings it back.
+ *
+ * The NIC works while the application does not, as hardware does: a progress thread
+ * waits on the sockets (or the timer) and moves the wire under the lock; the verbs calls
+ * (post, poll) move it too, for latency. (The core stays without threads or clocks:
+ * they are the provider's.)
+ */
+#define _GNU_SOURCE
+#include "shiftsim.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SS_RETRY_NS (50 * 1000 * 1000ULL) /* the transport timer: 50 ms */
+#define SS_TICK_MS 5                        /* the progress thread's longest sleep */
+
+static struct ss_host the_host = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static const char *fabric_name(void)
+{
+	const char *name = getenv("SHIFT_SIM_FABRIC");
+
+	return name && *name ? name : "shift";
+}
+
+/* the abstract socket address of host's end of path */
+static socklen_t wire_address(struct sockaddr_un *a, int host, int path)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "shift-sim/%s/%c%d",
+		     fabric_name(), host == SN_HOST_A ? 'A' : 'B', path);
+	if (n < 0 || (size_t)n >= sizeof(a->sun_path) - 1)
+		return 0;
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int open_wire(struct ss_host *h, int path)
+{
+	struct sockaddr_un self;
+	socklen_t len = wire_address(&self, h->host, path);
+
+	h->peer_len[path] = wire_address(&h->peer[path], !h->host, path);
+	if (!len || !h->peer_len[path])
+		return ENAMETOOLONG;
+	h->sock[path] = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (h->sock[path] < 0)
+		return errno;
+	if (bind(h->sock[path], (struct sockaddr *)&self, len)) {
+		int err = errno; /* EADDRINUSE: this host of this fabric runs already */
+
+		close(h->sock[path]);
+		h->sock[path] = -1;
+		return err;
+	}
+	return 0;
+}
+
+static void *progress_thread(void *arg);
+
+static void close_host(struct ss_host *h)
+{
+	if (h->running) {
+		h->running = 0;
+		pthread_mutex_unlock(&h->lock); /* let the thread see it and finish */
+		pthread_join(h->thread, NULL);
+		pthread_mutex_lock(&h->lock);
+	}
+	for (int p = 1; p <= SS_NICS; p++)
+		if (h->sock[p] >= 0)
+			close(h->sock[p]);
+	if (h->fabric)
+		sn_fabric_destroy(h->fabric);
+	h->fabric = NULL;
+}
+
+static int open_host(struct ss_host *h, int host)
+{
+	struct sn_fabric_attr attr = {.retry_cnt = 7, .rnr_retry = 7, .rnr_nak = 1};
+	int err;
+
+	h->host = host;
+	h->sock[1] = h->sock[2] = -1;
+	err = sn_host_create(&attr, host, &h->fabric);
+	for (int p = 1; !err && p <= SS_NICS; p++) {
+		err = open_wire(h, p);
+		h->last_heard_ns[p] = now_ns();
+	}
+	if (!err) {
+		h->running = 1;
+		err = pthread_create(&h->thread, NULL, progress_thread, h);
+		if (err)
+			h->running = 0;
+	}
+	if (err)
+		close_host(h);
+	return err;
+}
+
+int ss_host_get(int host)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&the_host.lock);
+	if (the_host.refs && the_host.host != host)
+		err = EINVAL;
+	else if (!the_host.refs)
+		err = open_host(&the_host, host);
+	if (!err)
+		the_host.refs++;
+	pthread_mutex_unlock(&the_host.lock);
+	return err;
+}
+
+void ss_host_put(void)
+{
+	pthread_mutex_lock(&the_host.lock);
+	if (--the_host.refs == 0)
+		close_host(&the_host);
+	pthread_mutex_unlock(&the_host.lock);
+}
+
+struct ss_host *ss_host_lock(void)
+{
+	pthread_mutex_lock(&the_host.lock);
+	return &the_host;
+}
+
+void ss_host_unlock(void)
+{
+	pthread_mutex_unlock(&the_host.lock);
+}
+
+static int out_dir(const struct ss_host *h)
+{
+	return h->host == SN_HOST_A ? SN_AtoB : SN_BtoA;
+}
+
+/* what the host's NIC sent on path leaves by the socket */
+static int send_out(struct ss_host *h, int path)
+{
+	uint8_t pkt[SN_WIRE_MAX];
+	int moved = 0, n;
+
+	while (sn_transmit(h->fabric, h->host, path) > 0)
+		moved++;
+	while ((n = sn_wire_take(h->fabric, path, out_dir(h), pkt, sizeof(pkt))) > 0) {
+		if (sendto(h->sock[path], pkt, (size_t)n, 0,
+			   (struct sockaddr *)&h->peer[path], h->peer_len[path]) == n)
+			h->sent++;
+		else
+			h->lost++; /* the peer is not there, or its queue is full */
+		moved++;
+	}
+	return moved;
+}
+
+/* what reached the host's end of path is delivered to its NIC */
+static int take_in(struct ss_host *h, int path)
+{
+	uint8_t pkt[SN_WIRE_MAX];
+	int in_dir = !out_dir(h), moved = 0;
+	ssize_t n;
+
+	while ((n = recv(h->sock[path], pkt, sizeof(pkt), MSG_DONTWAIT)) > 0) {
+		h->received++;
+		h->last_heard_ns[path] = now_ns();
+		if (sn_wire_put(h->fabric, path, in_dir, pkt, (uint32_t)n) == 0)
+			sn_deliver(h->fabric, path, in_dir);
+		moved++;
+	}
+	return moved;
+}
+
+/* RC's retransmission timer: nothing heard on a path for SS_RETRY_NS while a QP waits
+ * for an ACK there, its NIC goes back (sn_timeout acts only on QPs that wait) */
+static void expire(struct ss_host *h, int path)
+{
+	uint64_t now = now_ns();
+
+	if (now - h->last_heard_ns[path] < SS_RETRY_NS)
+		return;
+	h->last_heard_ns[path] = now;
+	sn_timeout(h->fabric, h->host, path);
+}
+
+void ss_progress(struct ss_host *h)
+{
+	int moved;
+
+	if (!h->fabric)
+		return;
+	do {
+		moved = 0;
+		for (int p = 1; p <= SS_NICS; p++)
+			moved += send_out(h, p) + take_in(h, p);
+	} while (moved);
+	for (int p = 1; p <= SS_NICS; p++)
+		expire(h, p);
+}
+
+/* the NIC's own work: wake on a packet or the tick, move the wire */
+static void *progress_thread(void *arg)
+{
+	struct ss_host *h = arg;
+	struct pollfd fds[SS_NICS];
+
+	for (int p = 1; p <= SS_NICS; p++)
+		fds[p - 1] = (struct pollfd){.fd = h->sock[p], .events = POLLIN};
+	for (;;) {
+		poll(fds, SS_NICS, SS_TICK_MS);
+		pthread_mutex_lock(&h->lock);
+		if (!h->running) {
+			pthread_mutex_unlock(&h->lock);
+			return NULL;
+		}
+		ss_progress(h);
+		pthread_mutex_unlock(&h->lock);
+	}
+}

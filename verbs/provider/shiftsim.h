@@ -1,0 +1,94 @@
+/*
+ * shiftsim.h - what the provider's files share: the process's host (one simnic host
+ * whose peer is another process, reached over a datagram socket per NIC), and the verbs
+ * objects that wrap simnic's.
+ */
+#ifndef SHIFTSIM_H
+#define SHIFTSIM_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <infiniband/driver.h>
+
+#include "simnic.h"
+
+#define SS_NICS 2
+
+/* This process's host of the simulated fabric. One lock guards it and every simnic
+ * call: the core has no lock of its own, the provider is where threads meet it. */
+struct ss_host {
+	pthread_mutex_t lock;
+	int refs;                       /* open device contexts */
+	int host;                       /* SN_HOST_A or SN_HOST_B */
+	sn_fabric fabric;               /* sn_host_create: this host only */
+	int sock[SS_NICS + 1];          /* per NIC: the wire to the peer's NIC */
+	struct sockaddr_un peer[SS_NICS + 1];
+	socklen_t peer_len[SS_NICS + 1];
+	uint64_t last_heard_ns[SS_NICS + 1]; /* the retransmission timer's reference */
+	uint64_t sent, received, lost;  /* packets over the sockets */
+	pthread_t thread;               /* progress: the NIC works while the program does not */
+	int running;
+};
+
+struct ss_device {
+	struct verbs_device ibv_dev;
+	int host;                       /* 0 = A, 1 = B */
+	int index;                      /* simN: NIC N + 1 of the host */
+};
+
+struct ss_context {
+	struct verbs_context ibv_ctx;
+	int event_write;                /* write end of the asynchronous-event pipe */
+	int nic;                        /* 1 or 2 */
+};
+
+struct ss_cq {
+	struct ibv_cq ibv_cq;
+	sn_cq cq;
+};
+
+struct ss_mr {
+	struct verbs_mr vmr;
+	sn_mr mr;
+};
+
+struct ss_qp {
+	struct ibv_qp ibv_qp;
+	sn_qp qp;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+};
+
+static inline struct ss_context *to_ss_context(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct ss_context, ibv_ctx.context);
+}
+
+/* host.c */
+int ss_host_get(int host);              /* 0, or an errno */
+void ss_host_put(void);
+struct ss_host *ss_host_lock(void);     /* the host, locked */
+void ss_host_unlock(void);
+void ss_progress(struct ss_host *h);    /* move the wire: send, receive, time out */
+
+/* queues.c: the verbs of CQs, MRs and QPs */
+struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
+			    struct ibv_comp_channel *channel, int comp_vector);
+int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+int ss_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int ss_destroy_cq(struct ibv_cq *ibcq);
+struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+			 int access);
+int ss_dereg_mr(struct verbs_mr *vmr);
+struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		struct ibv_qp_init_attr *init);
+int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
+int ss_destroy_qp(struct ibv_qp *ibqp);
+int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ss_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+#endif
