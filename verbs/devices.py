@@ -18,7 +18,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from shift.errors import ShiftError, UsageError
 
@@ -113,15 +116,39 @@ def check_can_run(argv: list[str], env: dict[str, str]) -> None:
         raise ShiftError("the simulated devices need a private mount namespace: run as root")
 
 
-def run(build: Build, host: str, argv: list[str], devices: int = DEVICES,
-        **popen: object) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` as host ``host`` of the simulated fabric; ``popen`` goes to
-    subprocess.run (capture_output, timeout, ...)."""
+@contextmanager
+def prepared(build: Build, host: str, argv: list[str], devices: int = DEVICES,
+             env: dict[str, str] | None = None) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The command line and environment that run ``argv`` as host ``host``; the sysfs
+    tree lives until the context ends."""
     host_index(host)
     with tempfile.TemporaryDirectory(prefix=f"shift-sysfs-{host}-") as tmp:
-        env = environment(build, host, write_sysfs(Path(tmp), host, devices))
-        env["SHIFT_SIM_DEVICES"] = str(devices)
-        check_can_run(argv, env)
-        cmd = ["unshare", "--mount", "--propagation", "private",
-               "sh", "-c", NAMESPACE_SCRIPT, "shift-run", *argv]
-        return subprocess.run(cmd, env=env, text=True, check=False, **popen)  # type: ignore[call-overload]
+        full = environment(build, host, write_sysfs(Path(tmp), host, devices))
+        full.update(env or {})
+        full["SHIFT_SIM_DEVICES"] = str(devices)
+        check_can_run(argv, full)
+        yield ["unshare", "--mount", "--propagation", "private",
+               "sh", "-c", NAMESPACE_SCRIPT, "shift-run", *argv], full
+
+
+def run(build: Build, host: str, argv: list[str], devices: int = DEVICES,
+        env: dict[str, str] | None = None, **popen: Any) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` as host ``host`` of the simulated fabric to its end; ``env`` adds to
+    the environment, ``popen`` goes to subprocess.run (capture_output, timeout, ...)."""
+    with prepared(build, host, argv, devices, env) as (cmd, full):
+        return subprocess.run(cmd, env=full, text=True, check=False, **popen)
+
+
+@contextmanager
+def started(build: Build, host: str, argv: list[str], devices: int = DEVICES,
+            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """``argv`` running as host ``host`` (its standard streams piped), killed if still running
+    when the context ends."""
+    with prepared(build, host, argv, devices, env) as (cmd, full), subprocess.Popen(
+            cmd, env=full, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE) as proc:
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
