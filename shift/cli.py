@@ -11,7 +11,8 @@ from shift.errors import ShiftError
 
 # One module per subcommand, each with register(subparsers).
 COMMANDS = ["shift.commands.check", "shift.commands.replay", "shift.commands.prove",
-            "shift.commands.fuzz", "shift.commands.config", "shift.commands.run"]
+            "shift.commands.fuzz", "shift.commands.config", "shift.commands.run",
+            "shift.commands.fault"]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -45,7 +45,7 @@ DEBIAN_PACKAGES = {
     "/usr/include/libudev.h": "libudev-dev",
 }
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
-PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c")
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c")
 
 Progress = Callable[[str], None]
 

@@ -44,15 +44,15 @@ static const char *fabric_name(void)
 	return name && *name ? name : "shift";
 }
 
-/* the abstract socket address of host's end of path */
-static socklen_t wire_address(struct sockaddr_un *a, int host, int path)
+/* the abstract socket address "shift-sim/<fabric>/<host><end>" (end: "1", "2", "ctl") */
+socklen_t ss_address(struct sockaddr_un *a, int host, const char *end)
 {
 	int n;
 
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "shift-sim/%s/%c%d",
-		     fabric_name(), host == SN_HOST_A ? 'A' : 'B', path);
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "shift-sim/%s/%c%s",
+		     fabric_name(), host == SN_HOST_A ? 'A' : 'B', end);
 	if (n < 0 || (size_t)n >= sizeof(a->sun_path) - 1)
 		return 0;
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
@@ -60,10 +60,11 @@ static socklen_t wire_address(struct sockaddr_un *a, int host, int path)
 
 static int open_wire(struct ss_host *h, int path)
 {
+	const char *end = path == 1 ? "1" : "2";
 	struct sockaddr_un self;
-	socklen_t len = wire_address(&self, h->host, path);
+	socklen_t len = ss_address(&self, h->host, end);
 
-	h->peer_len[path] = wire_address(&h->peer[path], !h->host, path);
+	h->peer_len[path] = ss_address(&h->peer[path], !h->host, end);
 	if (!len || !h->peer_len[path])
 		return ENAMETOOLONG;
 	h->sock[path] = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -81,6 +82,20 @@ static int open_wire(struct ss_host *h, int path)
 
 static void *progress_thread(void *arg);
 
+/* SHIFT_SIM_STATS: what the host's wire and NICs did, on stderr at the last close */
+static void report(struct ss_host *h)
+{
+	struct sn_counters c = {0};
+
+	sn_counters_get(h->fabric, &c);
+	fprintf(stderr, "shift-sim: host %c: sent %llu received %llu dropped %llu lost %llu "
+		"timeouts %llu duplicates %llu malformed %llu\n", h->host == SN_HOST_A ? 'A' : 'B',
+		(unsigned long long)h->sent, (unsigned long long)h->received,
+		(unsigned long long)h->dropped, (unsigned long long)h->lost,
+		(unsigned long long)c.timeouts, (unsigned long long)c.duplicates,
+		(unsigned long long)c.malformed);
+}
+
 static void close_host(struct ss_host *h)
 {
 	if (h->running) {
@@ -92,6 +107,10 @@ static void close_host(struct ss_host *h)
 	for (int p = 1; p <= SS_NICS; p++)
 		if (h->sock[p] >= 0)
 			close(h->sock[p]);
+	if (h->ctl_sock >= 0)
+		close(h->ctl_sock);
+	if (h->fabric && getenv("SHIFT_SIM_STATS"))
+		report(h);
 	if (h->fabric)
 		sn_fabric_destroy(h->fabric);
 	h->fabric = NULL;
@@ -102,13 +121,20 @@ static int open_host(struct ss_host *h, int host)
 	struct sn_fabric_attr attr = {.retry_cnt = 7, .rnr_retry = 7, .rnr_nak = 1};
 	int err;
 
+	struct sockaddr_un ctl;
+	socklen_t ctl_len = ss_address(&ctl, host, "ctl");
+
 	h->host = host;
-	h->sock[1] = h->sock[2] = -1;
+	h->sock[1] = h->sock[2] = h->ctl_sock = -1;
+	memset(h->event_fd, -1, sizeof(h->event_fd));
+	memset(h->drop_next, 0, sizeof(h->drop_next));
 	err = sn_host_create(&attr, host, &h->fabric);
 	for (int p = 1; !err && p <= SS_NICS; p++) {
 		err = open_wire(h, p);
 		h->last_heard_ns[p] = now_ns();
 	}
+	if (!err)
+		err = ctl_len ? ss_control_open(h, &ctl, ctl_len) : ENAMETOOLONG;
 	if (!err) {
 		h->running = 1;
 		err = pthread_create(&h->thread, NULL, progress_thread, h);
@@ -188,7 +214,10 @@ static int take_in(struct ss_host *h, int path)
 	while ((n = recv(h->sock[path], pkt, sizeof(pkt), MSG_DONTWAIT)) > 0) {
 		h->received++;
 		h->last_heard_ns[path] = now_ns();
-		if (sn_wire_put(h->fabric, path, in_dir, pkt, (uint32_t)n) == 0)
+		if (h->drop_next[path]) { /* `shift drop`: lost on arrival */
+			h->drop_next[path]--;
+			h->dropped++;
+		} else if (sn_wire_put(h->fabric, path, in_dir, pkt, (uint32_t)n) == 0)
 			sn_deliver(h->fabric, path, in_dir);
 		moved++;
 	}
@@ -226,17 +255,19 @@ void ss_progress(struct ss_host *h)
 static void *progress_thread(void *arg)
 {
 	struct ss_host *h = arg;
-	struct pollfd fds[SS_NICS];
+	struct pollfd fds[SS_NICS + 1];
 
 	for (int p = 1; p <= SS_NICS; p++)
 		fds[p - 1] = (struct pollfd){.fd = h->sock[p], .events = POLLIN};
+	fds[SS_NICS] = (struct pollfd){.fd = h->ctl_sock, .events = POLLIN};
 	for (;;) {
-		poll(fds, SS_NICS, SS_TICK_MS);
+		poll(fds, SS_NICS + 1, SS_TICK_MS);
 		pthread_mutex_lock(&h->lock);
 		if (!h->running) {
 			pthread_mutex_unlock(&h->lock);
 			return NULL;
 		}
+		ss_control_take(h);
 		ss_progress(h);
 		pthread_mutex_unlock(&h->lock);
 	}

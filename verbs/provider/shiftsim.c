@@ -111,15 +111,27 @@ static int ss_query_device_ex(struct ibv_context *ctx,
 	return 0;
 }
 
+/* the port is up while the NIC lives and its link is up */
+static int port_up(struct ibv_context *ctx)
+{
+	int nic = to_ss_context(ctx)->nic;
+	struct ss_host *h = ss_host_lock();
+	int up = sn_nic_alive(h->fabric, h->host, nic) && sn_link_is_up(h->fabric, nic);
+
+	ss_host_unlock();
+	return up;
+}
+
 static int ss_query_port(struct ibv_context *ctx, uint8_t port,
 			 struct ibv_port_attr *attr)
 {
 	struct ss_device *d = to_ss_device(ctx->device);
+	int up = port_up(ctx);
 
 	if (port != 1)
 		return EINVAL;
 	*attr = (struct ibv_port_attr){
-		.state = IBV_PORT_ACTIVE,
+		.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN,
 		.max_mtu = IBV_MTU_4096,
 		.active_mtu = IBV_MTU_4096,
 		.gid_tbl_len = 1,
@@ -130,7 +142,7 @@ static int ss_query_port(struct ibv_context *ctx, uint8_t port,
 		.max_vl_num = 1,
 		.active_width = 2,	/* 4x */
 		.active_speed = 32,	/* EDR */
-		.phys_state = 5,	/* LinkUp */
+		.phys_state = up ? 5 : 3,	/* LinkUp, Disabled */
 		.link_layer = IBV_LINK_LAYER_INFINIBAND,
 	};
 	return 0;
@@ -158,6 +170,8 @@ static void ss_free_context(struct ibv_context *ibctx)
 {
 	struct ss_context *ctx = to_ss_context(ibctx);
 
+	ss_unwatch(ss_host_lock(), ctx->nic, ctx->event_write);
+	ss_host_unlock();
 	close(ctx->event_write);
 	close(ibctx->async_fd);
 	verbs_uninit_context(&ctx->ibv_ctx);
@@ -219,6 +233,14 @@ static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_
 	}
 	ctx->nic = to_ss_device(ibdev)->index + 1;
 	err = ctx->nic <= SS_NICS ? open_event_channel(ctx) : ENODEV;
+	if (!err) {
+		err = ss_watch(ss_host_lock(), ctx->nic, ctx->event_write);
+		ss_host_unlock();
+		if (err) {
+			close(ctx->event_write);
+			close(ctx->ibv_ctx.context.async_fd);
+		}
+	}
 	if (err) {
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);

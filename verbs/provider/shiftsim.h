@@ -16,6 +16,7 @@
 #include "simnic.h"
 
 #define SS_NICS 2
+#define SS_WATCHERS 16 /* open contexts per device that hear its events */
 
 /* This process's host of the simulated fabric. One lock guards it and every simnic
  * call: the core has no lock of its own, the provider is where threads meet it. */
@@ -31,6 +32,10 @@ struct ss_host {
 	uint64_t sent, received, lost;  /* packets over the sockets */
 	pthread_t thread;               /* progress: the NIC works while the program does not */
 	int running;
+	int ctl_sock;                   /* faults from outside (control.c) */
+	int event_fd[SS_NICS + 1][SS_WATCHERS]; /* contexts' event pipes, -1 if free */
+	uint32_t drop_next[SS_NICS + 1];  /* packets still to lose on arrival */
+	uint64_t dropped, lost_events;
 };
 
 struct ss_device {
@@ -73,6 +78,13 @@ void ss_host_put(void);
 struct ss_host *ss_host_lock(void);     /* the host, locked */
 void ss_host_unlock(void);
 void ss_progress(struct ss_host *h);    /* move the wire: send, receive, time out */
+socklen_t ss_address(struct sockaddr_un *a, int host, const char *end);
+
+/* control.c: faults from outside, events to the contexts */
+int ss_control_open(struct ss_host *h, const struct sockaddr_un *self, socklen_t len);
+void ss_control_take(struct ss_host *h);
+int ss_watch(struct ss_host *h, int nic, int fd);
+void ss_unwatch(struct ss_host *h, int nic, int fd);
 
 /* queues.c: the verbs of CQs, MRs and QPs */
 struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
