@@ -5,8 +5,9 @@ names the device) and opens ``/dev/infiniband/uverbsN``. Without kernel RDMA nei
 exists, so each run gets its own: a tree under a temporary directory that ``SYSFS_PATH``
 points libibverbs at, and, in a private mount namespace (``unshare --mount``, as root),
 a tmpfs on ``/dev/infiniband`` whose ``uverbsN`` stand in for the character devices
-(``/dev/null``: the provider issues no kernel command). The host sees at most an empty
-``/dev/infiniband`` directory, the mount point.
+(``/dev/full``: the provider issues no kernel command, and one that libibverbs issues
+itself - a completion channel - fails with ENOSPC instead of reading zeros). The host
+sees at most an empty ``/dev/infiniband`` directory, the mount point.
 
 One process is one host: ``SHIFT_SIM_HOST`` (A or B) tells the provider which, and the
 GUIDs, GIDs and LIDs differ between hosts, as a program that exchanges them expects.
@@ -14,6 +15,7 @@ GUIDs, GIDs and LIDs differ between hosts, as a program that exchanges them expe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -29,7 +31,7 @@ from .rdma_core import Build
 
 HOSTS = ("A", "B")
 DEVICES = 2  # sim0 and sim1: the host's NIC 1 (default path) and NIC 2 (backup path)
-CDEV = "1:3"  # the stand-in character device, /dev/null
+CDEV = "1:7"  # the stand-in character device, /dev/full: a kernel command fails (ENOSPC)
 USER_VERBS_ABI = 6  # class/infiniband_verbs/abi_version: what libibverbs 59 accepts
 PROVIDER_ABI = 1  # uverbsN/abi_version: what the provider matches
 
@@ -66,6 +68,7 @@ def write_device(sysfs: Path, host: str, device: int) -> None:
     write_file(ibdev / "board_id", "SHIFT_SIMNIC")
     gid = "fe80:0000:0000:0000:" + node_guid(host, device)  # link-local prefix + GUID
     write_file(ibdev / "ports" / "1" / "gids" / "0", gid)
+    write_file(ibdev / "ports" / "1" / "pkeys" / "0", "0xffff")  # the default partition
 
 
 def write_sysfs(sysfs: Path, host: str, devices: int = DEVICES) -> Path:
@@ -74,6 +77,22 @@ def write_sysfs(sysfs: Path, host: str, devices: int = DEVICES) -> Path:
     for device in range(devices):
         write_device(sysfs, host, device)
     return sysfs
+
+
+def write_rdma_tool(bin_dir: Path, devices: int) -> Path:
+    """An ``rdma`` (iproute2) that answers ``rdma link show -j`` for the simulated
+    devices, as the kernel's netlink would for real ones (rdma-core's tests ask it which
+    links exist); anything else it refuses."""
+    links = json.dumps([{"ifindex": d, "ifname": device_name(d), "port": 1,
+                         "state": "ACTIVE", "physical_state": "LINK_UP"}
+                        for d in range(devices)])
+    tool = bin_dir / "rdma"
+    write_file(tool, f"""#!/bin/sh
+if [ "$*" = "link show -j" ]; then echo '{links}'; exit 0; fi
+echo "rdma (shift run): only 'rdma link show -j' is answered for the simulated devices" >&2
+exit 1""")
+    tool.chmod(0o755)
+    return bin_dir
 
 
 def environment(build: Build, host: str, sysfs: Path) -> dict[str, str]:
@@ -98,7 +117,7 @@ mkdir -p /dev/infiniband
 mount -t tmpfs shift-sim /dev/infiniband
 i=0
 while [ "$i" -lt "$SHIFT_SIM_DEVICES" ]; do
-    ln -s /dev/null "/dev/infiniband/uverbs$i"; i=$((i+1))
+    ln -s /dev/full "/dev/infiniband/uverbs$i"; i=$((i+1))
 done
 exec "$@"
 """
@@ -123,7 +142,9 @@ def prepared(build: Build, host: str, argv: list[str], devices: int = DEVICES,
     tree lives until the context ends."""
     host_index(host)
     with tempfile.TemporaryDirectory(prefix=f"shift-sysfs-{host}-") as tmp:
-        full = environment(build, host, write_sysfs(Path(tmp), host, devices))
+        full = environment(build, host, write_sysfs(Path(tmp) / "sys", host, devices))
+        full["PATH"] = os.pathsep.join((str(write_rdma_tool(Path(tmp) / "bin", devices)),
+                                        full["PATH"]))
         full.update(env or {})
         full["SHIFT_SIM_DEVICES"] = str(devices)
         check_can_run(argv, full)

@@ -103,6 +103,9 @@ int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out);
  * the host's NICs is the caller's: sn_wire_take what the host sent, sn_wire_put what
  * reaches it, sn_deliver it. */
 int sn_host_create(const struct sn_fabric_attr *attr, int host, sn_fabric *out);
+/* A one-host fabric of host B numbers its QPs from SN_QPN_HOST_B up, host A's below it:
+ * a packet's destination QP number says which host it is for (a program's loopback). */
+enum { SN_QPN_HOST_B = 0x200000 };
 int sn_fabric_destroy(sn_fabric f);
 /* The memory of a host: [*base, *base + *size). Regions must be registered in it. */
 int sn_host_mem(sn_fabric f, int host, uint8_t **base, size_t *size);

@@ -92,6 +92,7 @@ static int fabric_new(const struct sn_fabric_attr *attr, int local, sn_fabric *o
         return ENOMEM;
     f->attr = a;
     f->local = local;
+    f->qpn_base = SN_QPN_BASE + (local == SN_HOST_B ? SN_QPN_HOST_B : 0);
     for (int h = 0; h < 2; h++) {
         f->host[h].mem = local < 0 ? calloc(1, a.mem_size) : NULL;
         if (local < 0 && !f->host[h].mem) {

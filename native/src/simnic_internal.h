@@ -122,7 +122,8 @@ typedef struct sn_fab {
     int link[3];
     sn_chan wire[3][2];
     sn_pkt *freel;
-    sn_qp_s **qps;         /* by qpn - SN_QPN_BASE */
+    sn_qp_s **qps;         /* by qpn - qpn_base */
+    uint32_t qpn_base;     /* SN_QPN_BASE; a one-host fabric's B: + SN_QPN_HOST_B */
     uint32_t nqps, capqps;
     sn_cq_s **cqs;
     uint32_t ncqs, capcqs;
@@ -131,6 +132,7 @@ typedef struct sn_fab {
     int local;             /* sn_host_create's host; -1: both hosts are here */
 } sn_fab;
 
+/* QP numbers: from 0x100 (a one-host fabric of host B: + SN_QPN_HOST_B, simnic.h) */
 enum { SN_QPN_BASE = 0x100 };
 
 /* unchecked entry points for the backend (the caller holds valid objects) */
@@ -165,9 +167,9 @@ static inline void qp_kick(sn_qp_s *qp) { qp->f->host[qp->host].nic[qp->nic].idl
 
 static inline sn_qp_s *qp_by_qpn(sn_fab *f, uint32_t qpn)
 {
-    if (qpn < SN_QPN_BASE || qpn - SN_QPN_BASE >= f->nqps)
+    if (qpn < f->qpn_base || qpn - f->qpn_base >= f->nqps)
         return NULL;
-    return f->qps[qpn - SN_QPN_BASE];
+    return f->qps[qpn - f->qpn_base];
 }
 
 static inline uint32_t qp_psn(const sn_qp_s *qp, uint64_t idx)

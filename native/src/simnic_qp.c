@@ -204,7 +204,7 @@ int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *
     qp->f = f;
     qp->host = host;
     qp->nic = nic;
-    qp->qpn = SN_QPN_BASE + f->nqps;
+    qp->qpn = f->qpn_base + f->nqps;
     qp->state = SHIFT_QPS_RESET;
     qp->scq = scq;
     qp->rcq = rcq;
@@ -243,7 +243,7 @@ int sn_destroy_qp(sn_qp q)
     if (n->rr >= n->nqp)
         n->rr = 0;
     /* its packets can no longer reach it: qp_by_qpn will find nothing */
-    f->qps[qp->qpn - SN_QPN_BASE] = NULL;
+    f->qps[qp->qpn - f->qpn_base] = NULL;
     qp->scq->refs--;
     qp->rcq->refs--;
     qp_release(qp);

@@ -51,6 +51,7 @@ static void split_open(split_t *s)
     struct sn_qp_attr q[2];
     for (int h = 0; h < 2; h++)
         CHECK(sn_query_qp(s->qp[h], &q[h]) == 0);
+    CHECK(q[0].qp_num < SN_QPN_HOST_B && q[1].qp_num >= SN_QPN_HOST_B); /* QPNs name hosts */
     for (int h = 0; h < 2; h++)
         bring_up(s, h, q[other(h)].qp_num);
 }

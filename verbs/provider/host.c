@@ -185,7 +185,17 @@ static int out_dir(const struct ss_host *h)
 	return h->host == SN_HOST_A ? SN_AtoB : SN_BtoA;
 }
 
-/* what the host's NIC sent on path leaves by the socket */
+/* Is the packet for a QP of this host (a program's loopback: its QPs talk to each
+ * other over one NIC)? QP numbers say which host they are on (SN_QPN_HOST_B). */
+static int for_this_host(const struct ss_host *h, const uint8_t *pkt)
+{
+	uint32_t qpn = (uint32_t)pkt[4] | (uint32_t)pkt[5] << 8 | (uint32_t)pkt[6] << 16 |
+		       (uint32_t)pkt[7] << 24;
+
+	return (qpn >= SN_QPN_HOST_B) == (h->host == SN_HOST_B);
+}
+
+/* what the host's NIC sent on path leaves by the socket, or comes back to it */
 static int send_out(struct ss_host *h, int path)
 {
 	uint8_t pkt[SN_WIRE_MAX];
@@ -194,7 +204,10 @@ static int send_out(struct ss_host *h, int path)
 	while (sn_transmit(h->fabric, h->host, path) > 0)
 		moved++;
 	while ((n = sn_wire_take(h->fabric, path, out_dir(h), pkt, sizeof(pkt))) > 0) {
-		if (sendto(h->sock[path], pkt, (size_t)n, 0,
+		if (for_this_host(h, pkt)) {
+			if (sn_wire_put(h->fabric, path, !out_dir(h), pkt, (uint32_t)n) == 0)
+				sn_deliver(h->fabric, path, !out_dir(h));
+		} else if (sendto(h->sock[path], pkt, (size_t)n, 0,
 			   (struct sockaddr *)&h->peer[path], h->peer_len[path]) == n)
 			h->sent++;
 		else

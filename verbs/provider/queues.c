@@ -242,6 +242,7 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->ibv_qp.send_cq = attr->send_cq;
 	qp->ibv_qp.recv_cq = attr->recv_cq;
 	qp->ibv_qp.qp_context = attr->qp_context;
+	qp->path = (struct ibv_qp_attr){.path_mtu = IBV_MTU_4096, .port_num = 1};
 	return &qp->ibv_qp;
 }
 
@@ -258,16 +259,12 @@ int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	ss_host_unlock();
 	if (err)
 		return err;
-	*attr = (struct ibv_qp_attr){
-		.qp_state = (enum ibv_qp_state)q.qp_state,
-		.cur_qp_state = (enum ibv_qp_state)q.qp_state,
-		.path_mtu = IBV_MTU_4096,
-		.rq_psn = q.rq_psn,
-		.sq_psn = q.sq_psn,
-		.dest_qp_num = q.dest_qp_num,
-		.cap = qp->cap,
-		.port_num = 1,
-	};
+	*attr = qp->path;
+	attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)q.qp_state;
+	attr->rq_psn = q.rq_psn;
+	attr->sq_psn = q.sq_psn;
+	attr->dest_qp_num = q.dest_qp_num;
+	attr->cap = qp->cap;
 	*init = (struct ibv_qp_init_attr){
 		.qp_context = ibqp->qp_context,
 		.send_cq = ibqp->send_cq,
@@ -277,6 +274,33 @@ int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		.sq_sig_all = qp->sq_sig_all,
 	};
 	return 0;
+}
+
+/* the attributes of mask that simnic does not keep, for ss_query_qp */
+static void keep_path(struct ibv_qp_attr *p, const struct ibv_qp_attr *a, int mask)
+{
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		p->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		p->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		p->port_num = a->port_num;
+	if (mask & IBV_QP_AV)
+		p->ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		p->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		p->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		p->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		p->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		p->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		p->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		p->max_dest_rd_atomic = a->max_dest_rd_atomic;
 }
 
 /* The attributes simnic keeps (state, destination QP, PSNs); the path's (address
@@ -300,8 +324,10 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	ss_host_lock();
 	err = sn_modify_qp(qp->qp, &q, m);
 	ss_host_unlock();
-	if (!err)
+	if (!err) {
 		ibqp->state = (enum ibv_qp_state)q.qp_state;
+		keep_path(&qp->path, attr, mask);
+	}
 	return err;
 }
 

@@ -3,7 +3,7 @@
  *
  * libibverbs finds the devices through the tree that `shift run` writes and points
  * SYSFS_PATH at (class/infiniband_verbs/uverbsN naming simN), matches them to this
- * provider by name, and opens them on a stand-in character device (/dev/null, in the
+ * provider by name, and opens them on a stand-in character device (/dev/full, in the
  * private mount namespace `shift run` makes): no kernel RDMA is involved, and no call
  * here issues a kernel command. Each process is one host (SHIFT_SIM_HOST, A or B) with
  * the devices sim0 and sim1, its NICs 1 and 2.
@@ -15,6 +15,7 @@
 #define _GNU_SOURCE    /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,9 @@ static int ss_query_device_ex(struct ibv_context *ctx,
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
+	if (attr_size >= offsetof(struct ibv_device_attr_ex, phys_port_cnt_ex) +
+			 sizeof(attr->phys_port_cnt_ex))
+		attr->phys_port_cnt_ex = 1;
 	return 0;
 }
 
@@ -249,6 +253,7 @@ static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_
 		return NULL;
 	}
 	verbs_set_ops(&ctx->ibv_ctx, &ss_ctx_ops);
+	ctx->ibv_ctx.context.num_comp_vectors = 1;
 	return &ctx->ibv_ctx;
 }
 

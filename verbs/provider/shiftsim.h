@@ -16,7 +16,7 @@
 #include "simnic.h"
 
 #define SS_NICS 2
-#define SS_WATCHERS 16 /* open contexts per device that hear its events */
+#define SS_WATCHERS 256 /* open contexts per device that hear its events */
 
 /* This process's host of the simulated fabric. One lock guards it and every simnic
  * call: the core has no lock of its own, the provider is where threads meet it. */
@@ -65,6 +65,7 @@ struct ss_qp {
 	sn_qp qp;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
+	struct ibv_qp_attr path;        /* what simnic does not keep, as last set */
 };
 
 static inline struct ss_context *to_ss_context(struct ibv_context *ctx)
