@@ -13,6 +13,7 @@ import time
 import uuid
 
 import pytest
+from shift.impl._native import lib
 from shift.verbs import devices
 from shift.verbs.rdma_core import Build
 
@@ -79,7 +80,11 @@ def test_rc_pingpong_over_gids(rdma: Build) -> None:
     server, client = pingpong_pair(rdma, "-d", "sim0", "-g", "0", "-n", "200", "-c")
     assert server.returncode == 0 and client.returncode == 0, client.stderr + server.stderr
     assert "GID fe80::5348:4946:5400:100" in server.stdout.split("remote address:")[0]
-    assert "remote address: LID 0x0011, QPN 0x000100" in client.stdout
+    assert "remote address: LID 0x0011" in client.stdout
+    # QP numbers name their host (simnic.h SN_QPN_HOST_B): A's below it, B's above
+    qpn_of = {host: int(re.search(r"remote address:.*QPN (0x[0-9a-f]+)", peer.stdout)[1], 16)
+              for host, peer in (("B", client), ("A", server))}
+    assert qpn_of["B"] >= lib.SN_QPN_HOST_B > qpn_of["A"]
 
 
 def test_the_client_without_a_server_fails(rdma: Build) -> None:
