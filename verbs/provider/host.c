@@ -128,6 +128,7 @@ static int open_host(struct ss_host *h, int host)
 	h->sock[1] = h->sock[2] = h->ctl_sock = -1;
 	memset(h->event_fd, -1, sizeof(h->event_fd));
 	memset(h->drop_next, 0, sizeof(h->drop_next));
+	memset(h->held_len, 0, sizeof(h->held_len));
 	err = sn_host_create(&attr, host, &h->fabric);
 	for (int p = 1; !err && p <= SS_NICS; p++) {
 		err = open_wire(h, p);
@@ -195,24 +196,43 @@ static int for_this_host(const struct ss_host *h, const uint8_t *pkt)
 	return (qpn >= SN_QPN_HOST_B) == (h->host == SN_HOST_B);
 }
 
+/* one packet to the peer: 1 sent (or lost: the peer is gone), 0 if its socket is full */
+static int send_one(struct ss_host *h, int path, const uint8_t *pkt, int n)
+{
+	if (sendto(h->sock[path], pkt, (size_t)n, 0, (struct sockaddr *)&h->peer[path],
+		   h->peer_len[path]) == n) {
+		h->sent++;
+		return 1;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+		return 0;
+	h->lost++; /* no peer (not started, or gone): as on a wire to nothing */
+	return 1;
+}
+
 /* what the host's NIC sent on path leaves by the socket, or comes back to it */
 static int send_out(struct ss_host *h, int path)
 {
-	uint8_t pkt[SN_WIRE_MAX];
+	uint8_t *pkt = h->held[path];
 	int moved = 0, n;
 
+	if (h->held_len[path]) {
+		if (!send_one(h, path, pkt, h->held_len[path]))
+			return 0;
+		h->held_len[path] = 0;
+		moved++;
+	}
 	while (sn_transmit(h->fabric, h->host, path) > 0)
 		moved++;
-	while ((n = sn_wire_take(h->fabric, path, out_dir(h), pkt, sizeof(pkt))) > 0) {
+	while ((n = sn_wire_take(h->fabric, path, out_dir(h), pkt, SN_WIRE_MAX)) > 0) {
+		moved++;
 		if (for_this_host(h, pkt)) {
 			if (sn_wire_put(h->fabric, path, !out_dir(h), pkt, (uint32_t)n) == 0)
 				sn_deliver(h->fabric, path, !out_dir(h));
-		} else if (sendto(h->sock[path], pkt, (size_t)n, 0,
-			   (struct sockaddr *)&h->peer[path], h->peer_len[path]) == n)
-			h->sent++;
-		else
-			h->lost++; /* the peer is not there, or its queue is full */
-		moved++;
+		} else if (!send_one(h, path, pkt, n)) {
+			h->held_len[path] = n; /* held back until the peer has room */
+			break;
+		}
 	}
 	return moved;
 }
@@ -264,17 +284,14 @@ void ss_progress(struct ss_host *h)
 		expire(h, p);
 }
 
-/* the NIC's own work: wake on a packet or the tick, move the wire */
+/* the NIC's own work: wake on a packet, on room for a held one, or on the tick; move
+ * the wire; ask to be woken for what it holds */
 static void *progress_thread(void *arg)
 {
 	struct ss_host *h = arg;
 	struct pollfd fds[SS_NICS + 1];
 
-	for (int p = 1; p <= SS_NICS; p++)
-		fds[p - 1] = (struct pollfd){.fd = h->sock[p], .events = POLLIN};
-	fds[SS_NICS] = (struct pollfd){.fd = h->ctl_sock, .events = POLLIN};
 	for (;;) {
-		poll(fds, SS_NICS + 1, SS_TICK_MS);
 		pthread_mutex_lock(&h->lock);
 		if (!h->running) {
 			pthread_mutex_unlock(&h->lock);
@@ -282,6 +299,11 @@ static void *progress_thread(void *arg)
 		}
 		ss_control_take(h);
 		ss_progress(h);
+		for (int p = 1; p <= SS_NICS; p++)
+			fds[p - 1] = (struct pollfd){.fd = h->sock[p], .events = POLLIN |
+						     (h->held_len[p] ? POLLOUT : 0)};
+		fds[SS_NICS] = (struct pollfd){.fd = h->ctl_sock, .events = POLLIN};
 		pthread_mutex_unlock(&h->lock);
+		poll(fds, SS_NICS + 1, SS_TICK_MS);
 	}
 }

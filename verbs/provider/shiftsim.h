@@ -30,6 +30,10 @@ struct ss_host {
 	socklen_t peer_len[SS_NICS + 1];
 	uint64_t last_heard_ns[SS_NICS + 1]; /* the retransmission timer's reference */
 	uint64_t sent, received, lost;  /* packets over the sockets */
+	/* a packet the peer's socket had no room for: sent before any other (the link's
+	 * flow control: a full receiver holds the sender back, it does not drop) */
+	uint8_t held[SS_NICS + 1][SN_WIRE_MAX];
+	int held_len[SS_NICS + 1];
 	pthread_t thread;               /* progress: the NIC works while the program does not */
 	int running;
 	int ctl_sock;                   /* faults from outside (control.c) */
