@@ -35,8 +35,12 @@ struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 	struct ss_host *h;
 	int err;
 
-	(void)ctx; /* simnic's CQs are the host's: a QP of either NIC may use one */
-	(void)comp_vector;
+	/* (simnic's CQs are the host's: a QP of either NIC may use one) */
+	if (cqe < 1 || cqe > SS_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= ctx->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (channel) { /* completion events: not yet (no event pipe per channel) */
 		errno = EOPNOTSUPP;
 		return NULL;

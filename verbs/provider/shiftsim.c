@@ -29,7 +29,6 @@
 #define SS_PART_ID 0x1f7         /* SHIFT */
 #define SS_MAX_QP 64
 #define SS_MAX_QP_WR 16384       /* per queue, as simnic's rings */
-#define SS_MAX_CQE 65536
 #define SS_MAX_MR 256
 #define SS_MAX_PD 64
 #define SS_MAX_MSG 4096          /* one packet per message (simnic.h) */

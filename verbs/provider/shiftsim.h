@@ -16,6 +16,7 @@
 #include "simnic.h"
 
 #define SS_NICS 2
+#define SS_MAX_CQE 65536 /* as simnic's CQ rings */
 #define SS_WATCHERS 256 /* open contexts per device that hear its events */
 
 /* This process's host of the simulated fabric. One lock guards it and every simnic
