@@ -6,8 +6,7 @@ import pytest
 from shift.verbs.rdma_core import Build
 from verbs_helpers import build
 
-# One worker builds rdma-core and runs the module (pytest-xdist, --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("verbs")
+# Each module is in the xdist group "verbs": one worker builds rdma-core and runs them.
 
 
 @pytest.fixture(scope="session")
