@@ -4,10 +4,7 @@ the host's counters show flow control holding packets back rather than losing th
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import uuid
 
 import pytest
@@ -15,22 +12,14 @@ from shift.verbs import devices
 from shift.verbs.rdma_core import Build
 from test_faults import counters
 from test_pingpong import free_port, wait_listening
+from verbs_helpers import debian_program
 
 pytestmark = pytest.mark.xdist_group("verbs")
 
 
 @pytest.fixture(scope="module")
 def perftest() -> str:
-    """ib_write_bw: found, or installed from Debian's packages (as root)."""
-    found = shutil.which("ib_write_bw")
-    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "install", "-y", "-q", "perftest"], capture_output=True,
-                       timeout=600, env=env)
-        found = shutil.which("ib_write_bw")
-    if found is None:
-        pytest.fail("the perftest test needs Debian's perftest: apt-get install perftest")
-    return found
+    return debian_program("ib_write_bw", "perftest")
 
 
 def test_ib_write_bw_moves_every_write(rdma: Build, perftest: str) -> None:

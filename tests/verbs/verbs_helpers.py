@@ -12,17 +12,31 @@ import pytest
 from shift.verbs import devices, rdma_core
 
 
-def install_build_packages() -> None:
-    """The Debian packages rdma-core's build needs, installed when missing (as root)."""
-    missing = rdma_core.missing_packages()
-    if missing and shutil.which("apt-get") and os.geteuid() == 0:
+def apt_install(packages: list[str]) -> None:
+    """Debian packages installed (as root; otherwise nothing happens)."""
+    if packages and shutil.which("apt-get") and os.geteuid() == 0:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         subprocess.run(["apt-get", "update", "-q"], capture_output=True, timeout=600, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-q", *missing], capture_output=True,
+        subprocess.run(["apt-get", "install", "-y", "-q", *packages], capture_output=True,
                        timeout=1200, env=env)
-        missing = rdma_core.missing_packages()
+
+
+def install_build_packages() -> None:
+    """The Debian packages rdma-core's build needs, installed when missing."""
+    apt_install(rdma_core.missing_packages())
+    missing = rdma_core.missing_packages()
     if missing:
         pytest.fail(f"the verbs tests build rdma-core: apt-get install {' '.join(missing)}")
+
+
+def debian_program(name: str, package: str) -> str:
+    """A program on PATH, installed from its Debian package when missing."""
+    if shutil.which(name) is None:
+        apt_install([package])
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"the verbs tests need {name}: apt-get install {package}")
+    return found
 
 
 def build() -> rdma_core.Build:
