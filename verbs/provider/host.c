@@ -129,6 +129,7 @@ static int open_host(struct ss_host *h, int host)
 	memset(h->event_fd, -1, sizeof(h->event_fd));
 	memset(h->drop_next, 0, sizeof(h->drop_next));
 	memset(h->held_len, 0, sizeof(h->held_len));
+	h->sent = h->received = h->lost = h->dropped = h->lost_events = 0;
 	err = sn_host_create(&attr, host, &h->fabric);
 	for (int p = 1; !err && p <= SS_NICS; p++) {
 		err = open_wire(h, p);
