@@ -69,7 +69,8 @@ enum sn_qp_attr_mask {
     SN_QP_STATE = 1,
     SN_QP_DEST_QPN = 2,
     SN_QP_RQ_PSN = 4,
-    SN_QP_SQ_PSN = 8
+    SN_QP_SQ_PSN = 8,
+    SN_QP_ACCESS = 16
 };
 
 struct sn_qp_attr {
@@ -80,6 +81,9 @@ struct sn_qp_attr {
     uint32_t qp_num;        /* query only */
     int nic;                /* query only: 1 or 2 */
     int host;               /* query only */
+    int access;             /* the remote operations the QP accepts as a responder
+                             * (SHIFT_ACCESS_REMOTE_*; a new QP accepts all): another is
+                             * NAKed as an invalid request (rxe_resp.c check_op_valid) */
 };
 
 struct sn_counters {

@@ -78,6 +78,7 @@ typedef struct sn_qp_s {
     sn_cq_s *scq, *rcq;
     uint32_t dest_qpn;
     int has_dest;
+    int access;            /* remote operations accepted (SN_QP_ACCESS) */
     uint32_t max_inline;
     /* requester: WQE indices grow forever; slot = index % sq_cap */
     sn_wqe *sq;

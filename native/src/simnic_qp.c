@@ -70,9 +70,12 @@ static void qp_rts_fresh(sn_qp_s *qp)
     qp->rnr_left = qp->f->attr.rnr_retry;
 }
 
-int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
+static int modify_state(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
 {
-    if (!attr || (mask & ~(SN_QP_STATE | SN_QP_DEST_QPN | SN_QP_RQ_PSN | SN_QP_SQ_PSN)))
+    if (!attr || (mask & ~(SN_QP_STATE | SN_QP_DEST_QPN | SN_QP_RQ_PSN | SN_QP_SQ_PSN |
+                           SN_QP_ACCESS)))
+        return EINVAL;
+    if ((mask & SN_QP_ACCESS) && (attr->access & ~0xf))
         return EINVAL;
     int to = (mask & SN_QP_STATE) ? attr->qp_state : qp->state;
     int from = qp->state;
@@ -142,6 +145,15 @@ int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
     }
 }
 
+/* the state transition, then (only if it succeeded) the access flags */
+int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
+{
+    int err = modify_state(qp, attr, mask);
+    if (!err && (mask & SN_QP_ACCESS))
+        qp->access = attr->access;
+    return err;
+}
+
 /* ------------------------------------------------------------- QPs ---------- */
 
 void qp_release(sn_qp_s *qp)
@@ -209,6 +221,7 @@ int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *
     qp->scq = scq;
     qp->rcq = rcq;
     qp->max_inline = attr->max_inline_data;
+    qp->access = SHIFT_ACCESS_REMOTE_WRITE | SHIFT_ACCESS_REMOTE_READ | SHIFT_ACCESS_REMOTE_ATOMIC;
     qp->retries_left = f->attr.retry_cnt;
     qp->rnr_left = f->attr.rnr_retry;
     qp->h = h_new(qp, H_QP);
@@ -271,6 +284,7 @@ int sn_query_qp(sn_qp q, struct sn_qp_attr *attr)
     attr->qp_num = qp->qpn;
     attr->nic = qp->nic;
     attr->host = qp->host;
+    attr->access = qp->access;
     return 0;
 }
 

@@ -132,12 +132,28 @@ static void responder_fatal(sn_fab *f, sn_qp_s *qp, int syn, uint32_t psn)
     qp_to_err(qp);
 }
 
+/* the QP's access flags allow this remote operation (a SEND needs none) */
+static int qp_accepts(const sn_qp_s *qp, int op)
+{
+    if (op == SHIFT_WR_RDMA_WRITE || op == SHIFT_WR_RDMA_WRITE_WITH_IMM)
+        return (qp->access & SHIFT_ACCESS_REMOTE_WRITE) != 0;
+    if (op == SHIFT_WR_RDMA_READ)
+        return (qp->access & SHIFT_ACCESS_REMOTE_READ) != 0;
+    if (is_atomic(op))
+        return (qp->access & SHIFT_ACCESS_REMOTE_ATOMIC) != 0;
+    return 1;
+}
+
 static void responder(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
 {
     int d = psn_diff(p->psn, qp->epsn);
     if (d > 0)
         return; /* ahead of the expected PSN: discarded (the requester will time out) */
     int op = p->op;
+    if (!qp_accepts(qp, op)) {
+        responder_fatal(f, qp, SYN_INV_REQ, p->psn);
+        return;
+    }
     if (d < 0) {
         f->ctr.duplicates++;
         if (op == SHIFT_WR_RDMA_READ) {

@@ -150,6 +150,30 @@ static void test_split_traffic(void)
     split_close(&s);
 }
 
+/* A responder QP's access flags gate remote operations: an atomic to a QP that allows
+ * only WRITEs is NAKed as an invalid request, and both QPs go to ERR */
+static void test_qp_access(void)
+{
+    split_t s;
+    split_open(&s);
+    struct shift_wc wc;
+    struct sn_qp_attr a = {.access = SHIFT_ACCESS_REMOTE_WRITE}, q;
+    CHECK(sn_modify_qp(s.qp[1], &a, SN_QP_ACCESS) == 0); /* RTS to RTS, the flags */
+    CHECK(sn_query_qp(s.qp[1], &q) == 0 && q.access == SHIFT_ACCESS_REMOTE_WRITE);
+    a.access = 0x10;
+    CHECK(sn_modify_qp(s.qp[1], &a, SN_QP_ACCESS) == EINVAL);
+    struct shift_send_wr w = wr_to(&s, 0, 1, SHIFT_WR_RDMA_WRITE, 0, 8, 0);
+    CHECK(sn_post_send(s.qp[0], &w, NULL) == 0);
+    settle(&s);
+    CHECK(poll_one(s.cq[0], &wc) == 1 && wc.status == SHIFT_WC_SUCCESS); /* allowed */
+    w = wr_to(&s, 0, 2, SHIFT_WR_ATOMIC_FETCH_AND_ADD, 64, 8, 64);
+    CHECK(sn_post_send(s.qp[0], &w, NULL) == 0);
+    settle(&s);
+    CHECK(poll_one(s.cq[0], &wc) == 1 && wc.wr_id == 2 && wc.status == SHIFT_WC_REM_INV_REQ_ERR);
+    CHECK(sn_query_qp(s.qp[1], &q) == 0 && q.qp_state == SHIFT_QPS_ERR);
+    split_close(&s);
+}
+
 static void test_one_host_guards(void)
 {
     split_t s;
@@ -293,6 +317,7 @@ static void test_parser_random(void)
 void test_wire(void)
 {
     test_split_traffic();
+    test_qp_access();
     test_one_host_guards();
     test_parser_rejects();
     test_parser_random();

@@ -325,6 +325,10 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	m |= (mask & IBV_QP_DEST_QPN) ? SN_QP_DEST_QPN : 0;
 	m |= (mask & IBV_QP_RQ_PSN) ? SN_QP_RQ_PSN : 0;
 	m |= (mask & IBV_QP_SQ_PSN) ? SN_QP_SQ_PSN : 0;
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		m |= SN_QP_ACCESS;
+		q.access = mr_access(attr->qp_access_flags) & ~SHIFT_ACCESS_LOCAL_WRITE;
+	}
 	ss_host_lock();
 	err = sn_modify_qp(qp->qp, &q, m);
 	ss_host_unlock();
