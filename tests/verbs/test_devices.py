@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,19 @@ def test_shift_run_passes_the_exit_status(rdma: Build, tmp_path: Path) -> None:
     proc = shift("run", "--host", "B", "--", "sh", "-c", "test \"$SHIFT_SIM_HOST\" = B && exit 7",
                  cwd=tmp_path, env={"SHIFT_VERBS_DIR": str(rdma.root)})
     assert proc.returncode == 7, proc.stderr
+
+
+def test_one_process_per_host(rdma: Build) -> None:
+    """A second program as the same host of the same fabric cannot open the devices, and
+    says why; under another fabric name it can."""
+    env = {"SHIFT_SIM_FABRIC": f"twice-{uuid.uuid4().hex[:8]}"}
+    holder = [sys.executable, str(Path(__file__).with_name("pyverbs_events.py")), "sim0"]
+    with devices.started(rdma, "A", holder, env=env) as first:
+        assert first.stdout is not None and first.stdout.readline().strip() == "listening"
+        second = devices.run(rdma, "A", ["ibv_devinfo"], capture_output=True, timeout=60,
+                             env=env)
+        other = devices.run(rdma, "A", ["ibv_devinfo"], capture_output=True, timeout=60,
+                            env={"SHIFT_SIM_FABRIC": f"other-{uuid.uuid4().hex[:8]}"})
+    assert second.returncode != 0
+    assert "host A of fabric" in second.stderr and "runs in another process" in second.stderr
+    assert other.returncode == 0 and "sim0" in other.stdout

@@ -4,9 +4,10 @@
  * The host is one simnic host (sn_host_create): its memory is the process's, its two
  * NICs are sim0 and sim1. Path p's wire is a datagram socket per end, in the abstract
  * unix namespace: "shift-sim/<fabric>/<host><p>", <fabric> from SHIFT_SIM_FABRIC, so
- * that several pairs of programs can run at once. A packet the peer cannot take (not
- * started yet, gone) is lost, as on a wire; RC's retransmission timer, driven from here
- * with the monotonic clock (the core has none), brings it back.
+ * that several pairs of programs can run at once. A packet the peer's socket has no room
+ * for waits (the link's flow control); one for a peer that is not there (not started
+ * yet, gone) is lost, as on a wire, and RC's retransmission timer, driven from here with
+ * the monotonic clock (the core has none), brings it back.
  *
  * The NIC works while the application does not, as hardware does: a progress thread
  * waits on the sockets (or the timer) and moves the wire under the lock; the verbs calls
@@ -160,6 +161,13 @@ int ss_host_get(int host)
 	if (!err)
 		the_host.refs++;
 	pthread_mutex_unlock(&the_host.lock);
+	if (err == EADDRINUSE)
+		fprintf(stderr, "shiftsim: host %c of fabric '%s' runs in another process already "
+			"(one process per host: give this pair its own SHIFT_SIM_FABRIC)\n",
+			host == SN_HOST_A ? 'A' : 'B', fabric_name());
+	else if (err)
+		fprintf(stderr, "shiftsim: cannot open host %c: %s\n", host == SN_HOST_A ? 'A' : 'B',
+			strerror(err));
 	return err;
 }
 
