@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -169,9 +170,19 @@ def fetch(build: Build, say: Progress) -> None:
             tar.extractall(build.root)  # noqa: S202 - the archive's digest was checked
 
 
-def run_logged(cmd: list[str], cwd: Path, log: Path) -> None:
-    with open(log, "w") as out:
-        proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+def run_logged(cmd: list[str], cwd: Path, log: Path, say: Progress | None = None) -> None:
+    """cmd with its output in log; BuildError with the log's end if it fails. With say,
+    every tenth of ninja's "[k/N]" steps is told as it goes."""
+    told = 0
+    with open(log, "w") as out, subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            m = re.match(r"\[(\d+)/(\d+)\]", line)
+            if say and m and int(m[1]) * 10 // int(m[2]) > told:
+                told = int(m[1]) * 10 // int(m[2])
+                say(f"rdma-core: {told * 10}% ({m[1]} of {m[2]} steps)")
     if proc.returncode != 0:
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise BuildError(f"{cmd[0]} failed (exit {proc.returncode}); the end of {log}:\n"
@@ -187,7 +198,7 @@ def compile_rdma_core(build: Build, say: Progress) -> None:
                     "-DENABLE_RESOLVE_NEIGH=0", f"-DPYTHON_EXECUTABLE={sys.executable}",
                     str(build.source)], build.tree, build.root / "cmake.log")
     say("building rdma-core: libibverbs, pyverbs, the example programs (ninja, a few minutes)")
-    run_logged(["ninja"], build.tree, build.root / "ninja.log")
+    run_logged(["ninja"], build.tree, build.root / "ninja.log", say)
 
 
 def compile_provider(build: Build, say: Progress) -> None:

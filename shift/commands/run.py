@@ -5,7 +5,8 @@ libibverbs (rdma-core 59, built on first use) and the project's provider. Two pr
 started as --host A and --host B are the two hosts of the fabric:
 
     shift run -- ibv_devinfo
-    shift run --host B -- ibv_rc_pingpong -d sim0 -g 0
+    shift run --host B -- ibv_rc_pingpong -d sim0 -g 0 &
+    shift run --host A -- ibv_rc_pingpong -d sim0 -g 0 localhost
 
 The first run builds rdma-core and the provider into a cache directory (a few minutes;
 $SHIFT_VERBS_DIR chooses another). The exit status is the program's.
@@ -25,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="A", choices=("A", "B"),
                    help="the host the program plays (default A)")
+    p.add_argument("--fabric", help="the fabric's name: programs of one fabric are its two "
+                   "hosts (default: $SHIFT_SIM_FABRIC or shift)")
     p.add_argument("program", nargs=argparse.REMAINDER,
                    help="the program and its arguments, after --")
     p.set_defaults(run=run_program)
@@ -37,5 +40,6 @@ def run_program(args: argparse.Namespace) -> int:
     if not argv:
         raise UsageError("no program to run: shift run [--host A|B] -- PROGRAM [ARGS ...]")
     build = rdma_core.ensure_built(lambda line: print(f"shift run: {line}", file=sys.stderr))
-    proc = devices.run(build, args.host, argv)
+    env = {"SHIFT_SIM_FABRIC": args.fabric} if args.fabric else None
+    proc = devices.run(build, args.host, argv, env=env)
     return proc.returncode if proc.returncode >= 0 else 128 - proc.returncode

@@ -98,7 +98,8 @@ def test_shift_run_an_unknown_program(rdma: Build, tmp_path: Path) -> None:
 
 
 def test_shift_run_passes_the_exit_status(rdma: Build, tmp_path: Path) -> None:
-    proc = shift("run", "--host", "B", "--", "sh", "-c", "test \"$SHIFT_SIM_HOST\" = B && exit 7",
+    check = 'test "$SHIFT_SIM_HOST" = B && test "$SHIFT_SIM_FABRIC" = mine && exit 7'
+    proc = shift("run", "--host", "B", "--fabric", "mine", "--", "sh", "-c", check,
                  cwd=tmp_path, env={"SHIFT_VERBS_DIR": str(rdma.root)})
     assert proc.returncode == 7, proc.stderr
 
