@@ -35,15 +35,15 @@ def address(fabric: str, host: str) -> bytes:
     return b"\0" + f"shift-sim/{fabric}/{host}ctl".encode()
 
 
-def send(fabric: str, host: str, command: str) -> bool:
-    """Apply a command on a host; True if it changed something, False if it was so
-    already. ShiftError if no program runs as that host or the provider refused."""
+def ask(fabric: str, host: str, command: str) -> str:
+    """A command's answer from a host's provider, after its "ok ". ShiftError if no
+    program runs as that host or the provider refused."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
         s.bind(b"")  # an autobound abstract address: the provider answers to it
         s.settimeout(TIMEOUT)
         try:
             s.sendto(command.encode(), address(fabric, host))
-            answer = s.recv(64).decode(errors="replace")
+            answer = s.recv(512).decode(errors="replace")
         except (ConnectionRefusedError, FileNotFoundError):
             raise ShiftError(f"no program on host {host} of fabric {fabric!r} has the "
                              "simulated devices open (start it with shift run)") from None
@@ -52,7 +52,22 @@ def send(fabric: str, host: str, command: str) -> bool:
                              f"within {TIMEOUT} s") from None
     if not answer.startswith("ok "):
         raise ShiftError(f"host {host} refused {command!r}: {answer}")
-    return answer == "ok 1"
+    return answer[3:]
+
+
+def send(fabric: str, host: str, command: str) -> bool:
+    """Apply a fault on a host: True if it changed something, False if it was so."""
+    return ask(fabric, host, command) == "1"
+
+
+def stats(fabric: str, host: str) -> dict[str, int]:
+    """The host's counters: packets sent, received, dropped, lost; RC's timeouts and
+    duplicates; malformed packets refused."""
+    words = ask(fabric, host, "stats").split()
+    try:
+        return {k: int(v) for k, v in zip(words[::2], words[1::2], strict=True)}
+    except ValueError:
+        raise ShiftError(f"host {host} answered stats with {' '.join(words)!r}") from None
 
 
 def link(fabric: str, device: str, up: bool) -> dict[str, bool]:

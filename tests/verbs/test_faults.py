@@ -13,9 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from shift.verbs import devices
+from shift.verbs import control, devices
 from shift.verbs.rdma_core import Build
 from test_pingpong import free_port, iterations, wait_listening
+
+from shift.errors import ShiftError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_cli_errors import one_line_error, shift  # noqa: E402
@@ -43,6 +45,22 @@ def fault(env: dict[str, str], *args: str) -> str:
     return proc.stdout
 
 
+def wait_for_traffic(env: dict[str, str], client: subprocess.Popen[str],
+                     packets: int = 200, seconds: float = 60) -> None:
+    """Until host A has received `packets` (its device open, the exchange done, traffic
+    flowing), asking its provider (shift stats)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert client.poll() is None, client.communicate()
+        try:
+            if control.stats(env["SHIFT_SIM_FABRIC"], "A")["received"] >= packets:
+                return
+        except ShiftError:
+            pass  # not open yet
+        time.sleep(0.02)
+    pytest.fail(f"host A did not receive {packets} packets within {seconds} s")
+
+
 HUNG = None  # a side still waiting when the other had ended (and a grace period passed)
 
 
@@ -61,7 +79,8 @@ def pingpong_with(rdma: Build, env: dict[str, str], iters: str,
         for f in before:
             fault(env, *f)
         with devices.started(rdma, "A", [*args, "localhost"], env=env) as client:
-            time.sleep(0.5)  # the exchange done, traffic flowing
+            if during:
+                wait_for_traffic(env, client)
             for f in during:
                 fault(env, *f)
             client_seen = ended(client, 120)
@@ -137,3 +156,4 @@ def test_fault_errors(rdma: Build) -> None:
         shift("link", "up", "sim1", cwd=Path.cwd(), env=env))
     assert "--count 0" in one_line_error(
         shift("drop", "sim0", "-n", "0", cwd=Path.cwd(), env=env))
+    assert "no program on host A" in one_line_error(shift("stats", cwd=Path.cwd(), env=env))

@@ -8,6 +8,7 @@
  * event (IBV_EVENT_DEVICE_FATAL for a dead NIC, PORT_ERR / PORT_ACTIVE for its link).
  *
  *     nic-down N | nic-up N | link-down N | link-up N | drop N COUNT    (N: 1 or 2)
+ *     stats      (answered "ok sent S received R ...": the host's counters)
  */
 #define _GNU_SOURCE
 #include "shiftsim.h"
@@ -113,23 +114,34 @@ static int handle(struct ss_host *h, char *text)
 	return apply(h, verb, nic, count);
 }
 
+/* the answer to one command */
+static void answer(struct ss_host *h, char *text, size_t len, char *reply, size_t cap)
+{
+	int r;
+
+	if (!strcmp(text, "stats")) {
+		snprintf(reply, cap, "ok ");
+		ss_counters_text(h, reply + 3, cap - 3);
+		return;
+	}
+	r = strlen(text) != len ? -EINVAL : handle(h, text); /* (a NUL inside: refused) */
+	if (r >= 0)
+		snprintf(reply, cap, "ok %d", r > 0);
+	else
+		snprintf(reply, cap, "error %s", strerror(-r));
+}
+
 void ss_control_take(struct ss_host *h)
 {
-	char text[64], reply[32];
+	char text[64], reply[256];
 	struct sockaddr_un from;
 	socklen_t from_len = sizeof(from);
 	ssize_t n;
 
 	while ((n = recvfrom(h->ctl_sock, text, sizeof(text) - 1, MSG_DONTWAIT,
 			     (struct sockaddr *)&from, &from_len)) >= 0) {
-		int r;
-
 		text[n] = 0;
-		r = memchr(text, 0, (size_t)n) ? -EINVAL : handle(h, text);
-		if (r >= 0)
-			snprintf(reply, sizeof(reply), "ok %d", r > 0);
-		else
-			snprintf(reply, sizeof(reply), "error %s", strerror(-r));
+		answer(h, text, (size_t)n, reply, sizeof(reply));
 		if (from_len > offsetof(struct sockaddr_un, sun_path))
 			sendto(h->ctl_sock, reply, strlen(reply), MSG_DONTWAIT,
 			       (struct sockaddr *)&from, from_len);

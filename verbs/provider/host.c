@@ -83,18 +83,26 @@ static int open_wire(struct ss_host *h, int path)
 
 static void *progress_thread(void *arg);
 
-/* SHIFT_SIM_STATS: what the host's wire and NICs did, on stderr at the last close */
-static void report(struct ss_host *h)
+/* what the host's wire and NICs did, as "name value" pairs */
+void ss_counters_text(struct ss_host *h, char *buf, size_t cap)
 {
 	struct sn_counters c = {0};
 
 	sn_counters_get(h->fabric, &c);
-	fprintf(stderr, "shift-sim: host %c: sent %llu received %llu dropped %llu lost %llu "
-		"timeouts %llu duplicates %llu malformed %llu\n", h->host == SN_HOST_A ? 'A' : 'B',
-		(unsigned long long)h->sent, (unsigned long long)h->received,
-		(unsigned long long)h->dropped, (unsigned long long)h->lost,
-		(unsigned long long)c.timeouts, (unsigned long long)c.duplicates,
-		(unsigned long long)c.malformed);
+	snprintf(buf, cap, "sent %llu received %llu dropped %llu lost %llu timeouts %llu "
+		 "duplicates %llu malformed %llu", (unsigned long long)h->sent,
+		 (unsigned long long)h->received, (unsigned long long)h->dropped,
+		 (unsigned long long)h->lost, (unsigned long long)c.timeouts,
+		 (unsigned long long)c.duplicates, (unsigned long long)c.malformed);
+}
+
+/* SHIFT_SIM_STATS: the counters on stderr at the last close */
+static void report(struct ss_host *h)
+{
+	char text[256];
+
+	ss_counters_text(h, text, sizeof(text));
+	fprintf(stderr, "shift-sim: host %c: %s\n", h->host == SN_HOST_A ? 'A' : 'B', text);
 }
 
 static void close_host(struct ss_host *h)

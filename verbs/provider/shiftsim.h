@@ -85,6 +85,7 @@ struct ss_host *ss_host_lock(void);     /* the host, locked */
 void ss_host_unlock(void);
 void ss_progress(struct ss_host *h);    /* move the wire: send, receive, time out */
 socklen_t ss_address(struct sockaddr_un *a, int host, const char *end);
+void ss_counters_text(struct ss_host *h, char *buf, size_t cap);
 
 /* control.c: faults from outside, events to the contexts */
 int ss_control_open(struct ss_host *h, const struct sockaddr_un *self, socklen_t len);
