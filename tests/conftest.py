@@ -19,6 +19,13 @@ LONGEST = [
     "tests/model/test_explain.py",
     "tests/test_nccl_port.py",
     "tests/test_report.py",
+    # the xdist group "verbs": the rdma-core build (minutes) and then its tests
+    "tests/verbs/test_devices.py",
+    "tests/verbs/test_pingpong.py",
+    "tests/verbs/test_faults.py",
+    "tests/verbs/test_pyverbs_rc.py",
+    "tests/verbs/test_perftest.py",
+    "tests/verbs/test_rdma_core_suite.py",
     "tests/differential/test_seeded_bugs.py",
     "tests/impl/test_native_fuzz.py",
 ]
