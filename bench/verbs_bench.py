@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,27 +34,12 @@ BEGIN, END = "<!-- verbs:begin -->", "<!-- verbs:end -->"
 WRITES, ROUNDS = 20000, 5000
 
 
-def free_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
-def listening(port: str) -> bool:
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as f:
-            if any(r.split()[1].endswith(f":{int(port):04X}") and r.split()[3] == "0A"
-                   for r in f.readlines()[1:]):
-                return True
-    return False
-
-
 def pair(build: rdma_core.Build, argv: list[str]) -> str:
     """Server as host B, client as host A; the client's output."""
-    port = free_port()
+    port = str(devices.free_port())
     env = {"SHIFT_SIM_FABRIC": f"bench-{uuid.uuid4().hex[:8]}"}
     with devices.started(build, "B", [*argv, "-p", port], env=env) as server:
-        while not listening(port):
+        while not devices.listening(int(port)):
             if server.poll() is not None:
                 raise RuntimeError(f"{argv[0]} server ended: {server.communicate()}")
             time.sleep(0.02)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -173,3 +174,23 @@ def started(build: Build, host: str, argv: list[str], devices: int = DEVICES,
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+# ---- the out-of-band exchange a verbs program does over TCP (ibv_rc_pingpong, perftest)
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, for a server program's -p."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    """Does something listen on the TCP port? Read from /proc: a probe connection would
+    be the one connection a server like ibv_rc_pingpong accepts."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+        if any(r[1].endswith(f":{port:04X}") and r[3] == "0A" for r in rows):
+            return True
+    return False

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from shift.verbs import control, devices
 from shift.verbs.rdma_core import Build
-from test_pingpong import free_port, iterations, wait_listening
+from test_pingpong import iterations, wait_listening
 
 from shift.errors import ShiftError
 
@@ -72,7 +72,7 @@ def pingpong_with(rdma: Build, env: dict[str, str], iters: str,
     its device open, those `during` once both run; each side's exit status (HUNG if it
     still waited 5 s after the other ended, as a side with no send in flight does on
     hardware) and output."""
-    port = str(free_port())
+    port = str(devices.free_port())
     args = ["ibv_rc_pingpong", "-d", "sim0", "-c", "-n", iters, "-p", port]
     with devices.started(rdma, "B", args, env=env) as server:
         wait_listening(int(port), server)

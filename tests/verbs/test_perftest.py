@@ -11,7 +11,7 @@ import pytest
 from shift.verbs import devices
 from shift.verbs.rdma_core import Build
 from test_faults import counters
-from test_pingpong import free_port, wait_listening
+from test_pingpong import wait_listening
 from verbs_helpers import debian_program
 
 pytestmark = pytest.mark.xdist_group("verbs")
@@ -23,7 +23,7 @@ def perftest() -> str:
 
 
 def test_ib_write_bw_moves_every_write(rdma: Build, perftest: str) -> None:
-    port, iters = str(free_port()), 20000
+    port, iters = str(devices.free_port()), 20000
     env = {"SHIFT_SIM_FABRIC": f"perftest-{uuid.uuid4().hex[:8]}", "SHIFT_SIM_STATS": "1"}
     args = [perftest, "-d", "sim0", "-s", "64", "-n", str(iters), "-p", port]
     with devices.started(rdma, "B", args, env=env) as server:

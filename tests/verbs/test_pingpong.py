@@ -7,7 +7,6 @@ the two programs → what each reported."""
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import time
 import uuid
@@ -20,23 +19,13 @@ from shift.verbs.rdma_core import Build
 pytestmark = pytest.mark.xdist_group("verbs")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_listening(port: int, server: subprocess.Popen[str], seconds: float = 30) -> None:
-    """Until the server listens on port (read from /proc: a probe connection would be
-    the one connection the server accepts)."""
+    """Until the server listens on port (devices.listening)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert server.poll() is None, server.communicate()
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            with open(table) as f:
-                rows = [line.split() for line in f.readlines()[1:]]
-            if any(r[1].endswith(f":{port:04X}") and r[3] == "0A" for r in rows):
-                return
+        if devices.listening(port):
+            return
         time.sleep(0.05)
     pytest.fail(f"ibv_rc_pingpong did not listen on port {port} within {seconds} s")
 
@@ -44,7 +33,7 @@ def wait_listening(port: int, server: subprocess.Popen[str], seconds: float = 30
 def pingpong_pair(rdma: Build, *args: str, timeout: float = 120,
                   ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """ibv_rc_pingpong: the server as host B, then the client as host A; both finished."""
-    port = str(free_port())
+    port = str(devices.free_port())
     fabric = {"SHIFT_SIM_FABRIC": f"pingpong-{uuid.uuid4().hex[:8]}"}
     with devices.started(rdma, "B", ["ibv_rc_pingpong", "-p", port, *args],
                          env=fabric) as server:
@@ -89,7 +78,8 @@ def test_rc_pingpong_over_gids(rdma: Build) -> None:
 
 def test_the_client_without_a_server_fails(rdma: Build) -> None:
     """No server: the client's TCP exchange fails and so does the program (exit 1)."""
-    client = devices.run(rdma, "A", ["ibv_rc_pingpong", "-p", str(free_port()), "localhost"],
+    port = str(devices.free_port())
+    client = devices.run(rdma, "A", ["ibv_rc_pingpong", "-p", port, "localhost"],
                          capture_output=True, timeout=60,
                          env={"SHIFT_SIM_FABRIC": f"alone-{uuid.uuid4().hex[:8]}"})
     assert client.returncode != 0
