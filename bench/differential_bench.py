@@ -57,7 +57,8 @@ def impl_alone(model: Model, ts: list[list[Event]]) -> int:
     steps = 0
     for t in ts:
         bridge = Bridge(model.design.name, model.bound.max_retries,
-                        model.init(t[0]).program, recover=model.bound.recover)
+                        model.init(t[0]).program, recover=model.bound.recover,
+                        ack_before_cqe=model.bound.ack_before_cqe)
         try:
             for ev in t[1:]:
                 bridge.apply(ev)

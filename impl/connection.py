@@ -68,7 +68,7 @@ EVENT_METHODS = {
     "Transmit": "transmit", "Deliver": "deliver", "Drop": "drop", "Timeout": "timeout",
     "LinkDown": "link_down", "LinkUp": "link_up", "NicFail": "nic_fail",
     "NicRecover": "nic_recover", "Progress": "progress", "AppWrite": "app_write",
-    "HandshakeTimeout": "handshake_timeout",
+    "HandshakeTimeout": "handshake_timeout", "WriteCqe": "write_cqe",
 }
 
 
@@ -496,6 +496,9 @@ class Connection:
 
     def drop(self, path: int, direction: str) -> bool:
         return self._fabric.drop(path, direction)
+
+    def write_cqe(self, host: str, path: int) -> bool:
+        return self._fabric.write_cqe(host, path)
 
     def link_down(self, path: int) -> bool:
         return self._fabric.link_down(path)

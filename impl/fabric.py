@@ -14,15 +14,19 @@ from .verbs import HOST_NAMES, HOSTS, DesignCode
 
 class Fabric:
     """Two hosts (A, B), each with NIC 1 and NIC 2; path p = NIC p of A, link p, NIC p of
-    B. Path 1 is the default, path 2 the backup. Nothing moves unless an event says so."""
+    B. Path 1 is the default, path 2 the backup. Nothing moves unless an event says so.
+    With ack_before_cqe, a responder's successful receive completion reaches host memory
+    only after its ACK left, when `write_cqe` writes it, and a NIC that dies first loses
+    it (the spec's AckBeforeCqe)."""
 
     def __init__(self, *, mem_size: int = 1 << 16, retries: int = 7, rnr_retry: int = 7,
-                 rnr_nak: bool = False):
+                 rnr_nak: bool = False, ack_before_cqe: bool = False):
         attr = ffi.new("struct sn_fabric_attr *")
         attr.mem_size = int_arg("mem_size", mem_size, 4096, 1 << 30)
         attr.retry_cnt = int_arg("retries", retries, 0, 7)
         attr.rnr_retry = int_arg("rnr_retry", rnr_retry, 0, 7)
         attr.rnr_nak = int(bool_arg("rnr_nak", rnr_nak))
+        attr.ack_before_cqe = int(bool_arg("ack_before_cqe", ack_before_cqe))
         out = ffi.new("sn_fabric *")
         check_errno(lib.sn_fabric_create(attr, out), "sn_fabric_create")
         self._h = out[0]
@@ -101,6 +105,12 @@ class Fabric:
         RETRY_EXC_ERR once retries are spent. Only the NIC's: `Connection.timeout` also
         fires the failover layer's handshake timer, which the spec does not have."""
         return _did(lib.sn_timeout(self.handle, host_arg(host), path_arg(path)), "timeout")
+
+    def write_cqe(self, host: str, nic: int) -> bool:
+        """WriteCqe(host, nic): the NIC writes the oldest receive completion it made (and
+        ACKed) into host memory, where a poll finds it."""
+        return _did(lib.sn_write_cqe(self.handle, host_arg(host), path_arg(nic, "nic")),
+                    "write_cqe")
 
     def link_down(self, path: int) -> bool:
         return _did(lib.sn_link_down(self.handle, path_arg(path)), "link_down")

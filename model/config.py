@@ -50,6 +50,7 @@ class Constants:
     fault_paths: frozenset[int]
     recover: bool
     ctl_loss: bool  # CtlLoss: the wire may lose the layer's control messages, on any path
+    ack_before_cqe: bool  # AckBeforeCqe: a receive completion is written after its ACK leaves
     programs: tuple[tuple[WR, ...], ...]  # Program(k) (A's) for each k of workloads, in order
     stores: tuple[tuple[Store, ...], ...]  # StoresOf(k) (B's), likewise
     bprograms: tuple[tuple[WR, ...], ...] = ()  # BProgram(k) (B's), likewise; () all empty
@@ -160,7 +161,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
     """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`),
     with the programs of its workloads."""
     need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover",
-            "CtlLoss")
+            "CtlLoss", "AckBeforeCqe")
     missing = [k for k in need if k not in constants]
     if missing:
         raise SpecError(f"bound {name}: constants {', '.join(missing)} missing")
@@ -168,7 +169,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
         v = {k: parse_value(constants[k]) for k in need}
     except TlaValueError as e:
         raise SpecError(f"bound {name}: {e}") from None
-    for flag in ("Recover", "CtlLoss"):
+    for flag in ("Recover", "CtlLoss", "AckBeforeCqe"):
         if not isinstance(v[flag], bool):
             raise SpecError(f"bound {name}: {flag} = {v[flag]!r}: expected TRUE or FALSE")
     ks = _ints("Workloads", v["Workloads"])
@@ -178,7 +179,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
     return Constants(name, ks, _int("MaxRetries", v["MaxRetries"]),
                      _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
                      frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"],
-                     v["CtlLoss"], programs, stores, bprograms)
+                     v["CtlLoss"], v["AckBeforeCqe"], programs, stores, bprograms)
 
 
 def design(name: str, catalog: Catalog | None = None) -> DesignRecord:

@@ -238,6 +238,18 @@ def timeout(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str |
     return None
 
 
+def write_cqe(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str | None:
+    h, i = HOST[host], p - 1
+    if not s.nic[h][i]:
+        return f"{host}'s NIC {p} is dead: what it had not yet written died with it"
+    if not s.unwritten[h][i]:
+        why = ("" if b.ack_before_cqe else
+               f" (AckBeforeCqe = FALSE at bound {b.name}: a receive completion is in host "
+               f"memory when its ACK leaves)")
+        return f"{host}'s NIC {p} has no receive completion left to write{why}"
+    return None
+
+
 # -- faults (faults.py; Faults.tla) --
 
 def link_down(s: State, d: DesignRecord, b: Constants, p: int) -> str | None:
@@ -392,6 +404,7 @@ WHY_NOT: dict[str, Reason] = {
     "Deliver": deliver,
     "Drop": drop,
     "Timeout": timeout,
+    "WriteCqe": write_cqe,
     "LinkDown": link_down,
     "LinkUp": link_up,
     "NicFail": nic_fail,

@@ -28,12 +28,14 @@ def link_up(s: State, d: DesignRecord, b: Constants, p: int) -> State | None:
 def nic_fail(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
     """NicFail(h, p): NIC p of host dies: its QP goes to the error state and its driver
     flushes the outstanding WRs (the send WRs from the oldest unacknowledged, then the
-    receive WRs); CQEs already in host memory survive."""
+    receive WRs); CQEs already in host memory survive, those it had not yet written
+    (AckBeforeCqe) die with it."""
     h, i = HOST[host], p - 1
     if p not in b.fault_paths or s.faults >= b.max_faults or not s.nic[h][i]:
         return None
     s2 = s._replace(nic=set_in(s.nic, h, i, False), wire=set_at(s.wire, i, NO_WIRE),
-                    faults=s.faults + 1, qp=set_in(s.qp, h, i, ERR))
+                    faults=s.faults + 1, qp=set_in(s.qp, h, i, ERR),
+                    unwritten=set_in(s.unwritten, h, i, ()))
     if s.qp[h][i] == ERR:  # already flushed when it went to the error state
         return s2
     flushed = (tuple(Cqe(w, 0, FLUSH, 0) for w in s.sq[h][i][s.una[h][i] - 1:])

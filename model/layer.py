@@ -92,13 +92,14 @@ def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
     """Trigger(h, D, status): host h takes its sides off the default path: its default QP
     to the error state, the default CQ drained up to its first error (its good completions
     held for the application); the send side to Fallback (or Error, or it abandons a
-    fail-back), the receive side, if on the default QP, to Moving."""
-    good = good_prefix(s.cq[h][0])
+    fail-back), the receive side, if on the default QP, to Moving. The drain (as
+    ib_drain_qp's) takes what a live NIC had not yet written too (AckBeforeCqe)."""
+    good = good_prefix(s.cq[h][0] + s.unwritten[h][0])
     abandon = s.sendMode[h] in (WAIT_SIGNALED, WAIT_DRAINED)
     cq2 = s.cq[h][1] + _flushed(s.sq[h][0]) if abandon and s.qp[h][1] == ERR else s.cq[h][1]
     s2 = _trigger_send(s, h, d, status, good)
     s2 = s2._replace(qp=set_in(s.qp, h, 0, ERR), cq=set_at(s.cq, h, ((), cq2)),
-                     sentCtr=set_at(s.sentCtr, h, False))
+                     unwritten=set_in(s.unwritten, h, 0, ()), sentCtr=set_at(s.sentCtr, h, False))
     if s.recvMode[h] != DEFAULT:
         return s2
     recvs = [c.recv for c in good if c.recv > 0]
@@ -163,10 +164,10 @@ def app_error(s: State, h: int) -> State:
 def peer_app_error(s: State, h: int) -> State:
     """PeerAppError(h): the peer's application failed the QP pair, so h's is failed too,
     as plain RC's would be (F6b). Both QPs go to the error state; the application gets
-    everything the CQs hold (default first), then every WR and receive WR still
-    outstanding, flushed; the send side is in Error, the receive side back on the default
-    QP; h's QP pair is its application's."""
-    cs = s.cq[h][0] + s.cq[h][1]
+    everything the CQs hold (default first; on each, what its NIC had not yet written
+    last), then every WR and receive WR still outstanding, flushed; the send side is in
+    Error, the receive side back on the default QP; h's QP pair is its application's."""
+    cs = s.cq[h][0] + s.unwritten[h][0] + s.cq[h][1] + s.unwritten[h][1]
     sends = [c for c in cs if c.recv == 0]
     in_cq = {c.wr for c in sends}
     oks = [c.wr for c in sends if c.status == SUCCESS]
@@ -176,7 +177,7 @@ def peer_app_error(s: State, h: int) -> State:
     taken = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)
     return s._replace(
         qp=set_at(s.qp, h, (ERR, ERR)), cq=set_at(s.cq, h, ((), ())),
-        rq=set_at(s.rq, h, ((), ())),
+        unwritten=set_at(s.unwritten, h, ((), ())), rq=set_at(s.rq, h, ((), ())),
         buffered=set_at(s.buffered, h, s.buffered[h] + cs + _flushed(left) + _flushed_recvs(owed)),
         pending=set_at(s.pending, h, ()), rpend=set_at(s.rpend, h, ()),
         recvDone=set_at(s.recvDone, h, s.recvDone[h] + taken),
@@ -281,12 +282,15 @@ def _reset_path1(s: State, b: Constants) -> State:
 def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
     """Reconnect(h, D), step 4a: the default path is healthy again: reconnect its QP pair
     (both ends start afresh) unless the peer did, and probe it; then wait for the fence. A
-    reset waits until no side of either host holds WRs on the default QP."""
+    reset waits until no side of either host holds WRs on the default QP, and until
+    both NICs wrote the completions they made there."""
     if not (d.failBack and b.recover and s.sendMode[h] == FALLBACK and s.replayed[h]
             and s.sentCtr[h] and not s.fresh[h] and path_healthy(s, 1)):
         return None
     if not (s.qp[0][0] == RTS and s.qp[1][0] == RTS):
         if holds1(s, peer(h)) or s.recvMode[h] == DEFAULT:
+            return None
+        if s.unwritten[0][0] or s.unwritten[1][0]:  # the NICs write them before a reset
             return None
         s = _reset_path1(s, b)
     return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))

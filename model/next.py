@@ -53,6 +53,7 @@ EVENT_FUNCTIONS: dict[str, Action] = {
     "Deliver": deliver,
     "Drop": transport.drop,
     "Timeout": transport.timeout,
+    "WriteCqe": transport.write_cqe,
     "LinkDown": faults.link_down,
     "LinkUp": faults.link_up,
     "NicFail": faults.nic_fail,
@@ -73,13 +74,13 @@ def action_of(s: State, ev: Event) -> str:
 
 # The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
 FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeout",
-                          "DeliverPacket", "DeliverControl", "PollCq", "Progress",
+                          "WriteCqe", "DeliverPacket", "DeliverControl", "PollCq", "Progress",
                           "HandshakeTimeout"})
 
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
     """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
-    Transmit(h, p), Timeout(h, p), PollCq(h), Progress(h), HandshakeTimeout(h),
+    Transmit(h, p), Timeout(h, p), WriteCqe(h, p), PollCq(h), Progress(h), HandshakeTimeout(h),
     DeliverPacket(p, d) and DeliverControl(p, d) are one conjunct per argument; PostSend(h),
     PostRecv(h) and AppWrite(h) one per host (their other event arguments are not
     parameters of the action)."""
@@ -99,6 +100,7 @@ def _ev(name: str, *args: Any) -> Event:
 _FIXED: list[tuple[Event, Action]] = (
     [(_ev("Transmit", h, p), transport.transmit) for h in HOSTS for p in PATHS]
     + [(_ev("Timeout", h, p), transport.timeout) for h in HOSTS for p in PATHS]
+    + [(_ev("WriteCqe", h, p), transport.write_cqe) for h in HOSTS for p in PATHS]
     + [(_ev("Drop", p, dr), transport.drop) for p in PATHS for dr in DIRECTIONS]
     + [(_ev("LinkDown", p), faults.link_down) for p in PATHS]
     + [(_ev("LinkUp", p), faults.link_up) for p in PATHS]

@@ -136,6 +136,7 @@ class State(NamedTuple):
     rq: Queues
     qp: tuple[tuple[str, str], tuple[str, str]]
     cq: Cqs
+    unwritten: Cqs
     wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
@@ -181,7 +182,8 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         stores=stores, stored=zeros,
         sq=(two, two), una=ones, nxt=ones, retry=((max_retries,) * 2,) * 2,
         epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
-        qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), wire=(two, two),
+        qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), unwritten=(two, two),
+        wire=(two, two),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
         mem=(tuple(0 for _ in REGIONS),) * 2,
         bufs=((0,) * num_notes(b), (0,) * num_notes(a)),

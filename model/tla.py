@@ -76,6 +76,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "rq": _per_path(list),
     "qp": _per_path(_ident),
     "cq": _per_path(lambda q: [_cqe(c) for c in q]),
+    "unwritten": _per_path(lambda q: [_cqe(c) for c in q]),
     "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
                         "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
     "link": list,

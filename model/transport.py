@@ -43,6 +43,14 @@ def push(link: tuple[bool, bool], wire: Wire, i: int, j: int, m: Packet) -> Wire
     return set_in(wire, i, j, wire[i][j] + (m,))
 
 
+def complete(s: State, h: int, i: int, es: tuple[Cqe, ...]) -> dict[str, object]:
+    """RCTransport.tla's Complete(h, p, es): h's NIC makes the completions es on path
+    i+1's CQ, written behind (and with) the receive completions it had not yet written.
+    The fields to replace."""
+    return {"cq": set_in(s.cq, h, i, s.cq[h][i] + s.unwritten[h][i] + es),
+            "unwritten": set_in(s.unwritten, h, i, ())}
+
+
 def failed_at(s: State, h: int, i: int, k: int, status: str) -> tuple[Cqe, ...]:
     """RCTransport.tla's FailedAt(h, p, k, status): the CQEs of h's QP on path i+1 entering
     the error state because its WR at PSN k failed: in post order, the unacknowledged WRs
@@ -64,16 +72,17 @@ def transmit(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> Stat
     if n > len(q) or (p == 1 and s.sendMode[h] == WAIT_DRAINED):
         return None
     if s.program[h][q[n - 1] - 1].key == "LKEY":
-        return s._replace(qp=set_in(s.qp, h, i, "ERR"),
-                          cq=set_in(s.cq, h, i, s.cq[h][i] + failed_at(s, h, i, n, LOC_PROT)),
-                          rq=set_in(s.rq, h, i, ()))
+        return s._replace(qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
+                          **complete(s, h, i, failed_at(s, h, i, n, LOC_PROT)))
     return s._replace(wire=push(s.link, s.wire, i, h, Req(n, q[n - 1])),
                       nxt=set_in(s.nxt, h, i, n + 1))
 
 
-def _execute(s: State, g: int, i: int, w: int, psn: int, staged: bool, rest: Wire) -> State:
+def _execute(s: State, g: int, i: int, w: int, psn: int, staged: bool, ack_first: bool,
+             rest: Wire) -> State:
     """Execute(g, p, w, psn, staged, rest): host g's responder executes the request for
-    its peer's WR w with the expected PSN."""
+    its peer's WR w with the expected PSN. With ack_first (AckBeforeCqe) the receive
+    completion of a notification is not yet in host memory: unwritten."""
     src = peer(g)
     x = s.program[src][w - 1]
     dup = staged and s.execs[src][w - 1] > 0  # Staging: a copy already made, by sequence number
@@ -83,18 +92,21 @@ def _execute(s: State, g: int, i: int, w: int, psn: int, staged: bool, rest: Wir
     mem = set_in(s.mem, g, x.region - 1, applied(x, old)) if apply else s.mem
     execs = s.execs if dup else set_in(s.execs, src, w - 1, s.execs[src][w - 1] + 1)
     copies = s.copies + 1 if staged and not dup else s.copies
-    rq, cq, bufs = s.rq, s.cq, s.bufs
+    rq, bufs = s.rq, s.bufs
+    cqs: dict[str, object] = {}
     if x.op in TWO_SIDED and not dup:
         # Respond ruled out receiver-not-ready, so a receive WR is there to consume.
         head = rq[g][i][0]
         if x.op == "SEND":  # the payload lands in that receive WR's buffer
             bufs = set_in(bufs, g, head - 1, x.value)
         rq = set_in(rq, g, i, rq[g][i][1:])
-        cq = set_in(cq, g, i, cq[g][i] + (Cqe(w, head, SUCCESS, 0),))
+        cqe = Cqe(w, head, SUCCESS, 0)
+        cqs = ({"unwritten": set_in(s.unwritten, g, i, s.unwritten[g][i] + (cqe,))}
+               if ack_first else complete(s, g, i, (cqe,)))
     saved = (set_in(s.saved, g, i, s.saved[g][i] | {(psn, old)}) if x.op in ATOMICS
              else s.saved)
     val = old if x.op in RETURNS else 0
-    return s._replace(mem=mem, bufs=bufs, execs=execs, copies=copies, rq=rq, cq=cq,
+    return s._replace(mem=mem, bufs=bufs, execs=execs, copies=copies, rq=rq, **cqs,
                       saved=saved, epsn=set_in(s.epsn, g, i, s.epsn[g][i] + 1),
                       wire=push(s.link, rest, i, g, Ack(psn, val)))
 
@@ -122,11 +134,12 @@ def _remote_access(s: State, g: int, i: int, m: Req, rest: Wire) -> State:
     flushed = (tuple(Cqe(w, 0, FLUSH, 0) for w in q[una - 1:])
                + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[g][i]))
     return s._replace(wire=push(s.link, rest, i, g, Nak(m.psn)),
-                      qp=set_in(s.qp, g, i, "ERR"), cq=set_in(s.cq, g, i, s.cq[g][i] + flushed),
-                      rq=set_in(s.rq, g, i, ()))
+                      qp=set_in(s.qp, g, i, "ERR"), rq=set_in(s.rq, g, i, ()),
+                      **complete(s, g, i, flushed))
 
 
-def _respond(s: State, g: int, i: int, m: Req, staged: bool, rest: Wire) -> State:
+def _respond(s: State, g: int, i: int, m: Req, staged: bool, ack_first: bool,
+             rest: Wire) -> State:
     """Respond(g, p, m, staged, rest): execute the expected PSN, re-ACK a duplicate
     without executing it, discard a request ahead of it, one that finds no receive WR, or
     any on a dead end."""
@@ -139,7 +152,7 @@ def _respond(s: State, g: int, i: int, m: Req, staged: bool, rest: Wire) -> Stat
     if m.psn == e and x.key == "RKEY":
         return _remote_access(s, g, i, m, rest)
     if m.psn == e:
-        return _execute(s, g, i, m.wr, m.psn, staged, rest)
+        return _execute(s, g, i, m.wr, m.psn, staged, ack_first, rest)
     return s._replace(wire=push(s.link, rest, i, g,
                                 Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn))))
 
@@ -159,12 +172,12 @@ def _acknowledge(s: State, h: int, i: int, m: Ack | Nak, max_retries: int,
         failed = ((Cqe(q[m.psn - 1], 0, REM_ACCESS, 0),)
                   + tuple(Cqe(w, 0, FLUSH, 0) for w in q[m.psn:])
                   + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
-        return s._replace(wire=rest, cq=set_in(s.cq, h, i, s.cq[h][i] + good + failed),
-                          qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()))
+        return s._replace(wire=rest, qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
+                          **complete(s, h, i, good + failed))
     last = q[m.psn - 1]
     done = tuple(Cqe(w, 0, SUCCESS, m.val if w == last else 0)
                  for w in q[una - 1:m.psn] if prog[w - 1].signaled)
-    return s._replace(wire=rest, cq=set_in(s.cq, h, i, s.cq[h][i] + done),
+    return s._replace(wire=rest, **(complete(s, h, i, done) if done else {}),
                       una=set_in(s.una, h, i, m.psn + 1),
                       retry=set_in(s.retry, h, i, max_retries))
 
@@ -180,7 +193,7 @@ def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: s
     m = ch[0]
     to = 1 - j
     if isinstance(m, Req):
-        return _respond(s, to, i, m, d.staged, rest)
+        return _respond(s, to, i, m, d.staged, b.ack_before_cqe, rest)
     assert isinstance(m, Ack | Nak)
     return _acknowledge(s, to, i, m, b.max_retries, rest)
 
@@ -213,5 +226,16 @@ def timeout(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State
     q = s.sq[h][i]
     failed = ((Cqe(q[una - 1], 0, RETRY_EXC, 0),) + tuple(Cqe(w, 0, FLUSH, 0) for w in q[una:])
               + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
-    return s._replace(qp=set_in(s.qp, h, i, "ERR"), cq=set_in(s.cq, h, i, s.cq[h][i] + failed),
-                      rq=set_in(s.rq, h, i, ()))
+    return s._replace(qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
+                      **complete(s, h, i, failed))
+
+
+def write_cqe(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
+    """WriteCqe(h, p): h's live NIC p writes the oldest receive completion it made and
+    ACKed into host memory (AckBeforeCqe)."""
+    h, i = HOST[host], p - 1
+    waiting = s.unwritten[h][i]
+    if not (s.nic[h][i] and waiting):
+        return None
+    return s._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + waiting[:1]),
+                      unwritten=set_in(s.unwritten, h, i, waiting[1:]))

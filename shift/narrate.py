@@ -152,6 +152,7 @@ HEADLINES = {
     "Progress": "{0}'s failover layer takes a step",
     "Timeout": "{0}'s retransmission timer on path {1} fires",
     "HandshakeTimeout": "{0}'s handshake timer fires: no answer to its counter came back",
+    "WriteCqe": "{0}'s NIC {1} writes a receive completion it had already ACKed into host memory",
     "LinkDown": "link {0} goes down",
     "LinkUp": "link {0} comes back",
     "NicFail": "{0}'s NIC {1} dies",
@@ -236,10 +237,28 @@ def _cq_lines(before: State, after: State) -> list[str]:
             if moved and a and not b:  # a failover takes the entries off the CQ at once
                 out.append(f"{h}'s layer takes {len(a)} "
                            f"entr{'y' if len(a) == 1 else 'ies'} off CQ {p}")
+        out += _unwritten_lines(before, after, h)
         for p, (a, b) in enumerate(zip(of(before, "qp", h) or [],
                                        of(after, "qp", h) or [], strict=False), 1):
             if a != b:
                 out.append(f"{h}'s QP {p}: {a} -> {b}")
+    return out
+
+
+def _unwritten_lines(before: State, after: State, h: str) -> list[str]:
+    """Receive completions host h's NICs made (the ACK gone) but have not yet written into
+    host memory (AckBeforeCqe), and those a dying NIC loses."""
+    out = []
+    old, new = of(before, "unwritten", h) or [], of(after, "unwritten", h) or []
+    dies = _event(after)[0] == "NicFail"
+    for p, (a, b) in enumerate(zip(old, new, strict=False), 1):
+        out += [f"{h}'s NIC {p} has not yet written the completion of receive WR "
+                f"{e['recv']} (consumed by WR {e['wr']}) into host memory"
+                for e in _grown(a, b)]
+        if dies and a and not b:
+            recvs = ", ".join(str(e["recv"]) for e in a)
+            out.append(f"the completion of receive WR {recvs}, ACKed but not yet written, "
+                       f"dies with {h}'s NIC {p}")
     return out
 
 

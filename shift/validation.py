@@ -98,6 +98,8 @@ class Scheduler:
                   if (p, "AtoB") not in busy and (p, "BtoA") not in busy]
         if (2, "AtoB") not in busy and (2, "BtoA") not in busy:
             calls += [Event("HandshakeTimeout", (h,)) for h in HOSTS if self.exchange_lost(h)]
+        if b.ack_before_cqe:
+            calls += [Event("WriteCqe", (h, p)) for h in HOSTS for p in PATHS]
         if b.recover:
             calls += [Event("LinkUp", (p,)) for p in PATHS]
             calls += [Event("NicRecover", (h, p)) for h in HOSTS for p in PATHS]
@@ -181,7 +183,8 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
     """A run of the implementation of `model`'s design at its bound: up to `length`
     recorded steps, each chosen by a scheduler seeded with `seed`."""
     bridge = Bridge(model.design.name, model.bound.max_retries, model.bound.program(workload),
-                    recover=model.bound.recover, peer_program=model.bound.bprogram(workload))
+                    recover=model.bound.recover, peer_program=model.bound.bprogram(workload),
+                    ack_before_cqe=model.bound.ack_before_cqe)
     rng = random.Random(seed)
     sched = Scheduler(model, bridge, rng)
     steps: list[Step] = []

@@ -98,8 +98,9 @@ PostSend(h) ==
                                   ELSE UNCHANGED << sendMode, fence >>
     /\ event' = << "PostSend", h, posted[h] + 1 >>
     /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry,
-                    responderVars, qp, wire, faultVars, historyVars, recvMode, buffered,
-                    rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed, refused, seqVars >>
+                    responderVars, qp, unwritten, wire, faultVars, historyVars, recvMode,
+                    buffered, rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed,
+                    refused, seqVars >>
 
 \* Post receive WR r on host h's QP of path p; a QP in the error state flushes it.
 \* Model: apps._post_recv_on. C: post_rpend, then the NIC's sn__post_recv.
@@ -123,7 +124,7 @@ PostRecv(h) ==
                 [] OTHER                    -> UNCHANGED << rq, cq >>
     /\ event' = << "PostRecv", h, recvPosted[h] + 1 >>
     /\ UNCHANGED << program, posted, sndSeen, rcvSeen, stores, stored, requesterVars, epsn,
-                    saved, qp, wire, faultVars, historyVars, sendMode, recvMode, pending,
+                    saved, qp, unwritten, wire, faultVars, historyVars, sendMode, recvMode, pending,
                     buffered, recvDone, sentCtr, peerCtr, fresh, asked, replayed, fence,
                     refused, seqVars >>
 
@@ -181,11 +182,13 @@ Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
 (* Host h takes its sides off the default path (step 1 above). status:   *)
 (* the error that triggered it, returned for the first WR if the layer  *)
 (* refuses. A send side in fail-back abandons it: the WRs it held on the *)
-(* default QP (never transmitted) go to the backup QP.                   *)
+(* default QP (never transmitted) go to the backup QP. The layer drains  *)
+(* the default QP as ib_drain_qp does (it waits for the flushes, behind  *)
+(* which a live NIC has written every completion it made: unwritten).    *)
 (* Model: layer.trigger. C: trigger.                                      *)
 (***************************************************************************)
 Trigger(h, D, status) ==
-    LET good    == GoodPrefix(cq[h][1])
+    LET good    == GoodPrefix(cq[h][1] \o unwritten[h][1])
         sends   == SelectSeq(good, LAMBDA c : ~IsRecv(c))
         recvs   == SelectSeq(good, IsRecv)
         mode    == sendMode[h]
@@ -201,6 +204,7 @@ Trigger(h, D, status) ==
         /\ cq' = [cq EXCEPT ![h][1] = << >>,
                             ![h][2] = IF abandon /\ qp[h][2] = "ERR" THEN @ \o Flushed(held)
                                       ELSE @]
+        /\ unwritten' = [unwritten EXCEPT ![h][1] = << >>]
         /\ buffered' = [buffered EXCEPT ![h] = @ \o good \o (IF refuse THEN failed ELSE << >>)]
         /\ CASE mode = "Default" ->
                   /\ pending' = [pending EXCEPT ![h] = IF refuse THEN << >> ELSE rest]
@@ -267,8 +271,8 @@ AppError(h) ==
         /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
         /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
         /\ wire' = TellAppError(wire, h)
-        /\ UNCHANGED << sq, qp, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr, replayed,
-                        fence >>
+        /\ UNCHANGED << sq, qp, unwritten, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr,
+                        replayed, fence >>
 
 (***************************************************************************)
 (* Host h's QP pair is its application's: the layer handed it an error  *)
@@ -312,8 +316,8 @@ PollCq(h, D) ==
                         ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen, wire >>
                    ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ See(h, c)
-                        /\ UNCHANGED << sq, qp, rq, wire, buffered, refused, recvMode, sentCtr,
-                                        replayed, fence >>
+                        /\ UNCHANGED << sq, qp, unwritten, rq, wire, buffered, refused, recvMode,
+                                        sentCtr, replayed, fence >>
                         /\ IF IsRecv(c)
                            THEN /\ rpend' = [rpend EXCEPT ![h] = Without(@, {c.recv})]
                                 /\ recvDone' = IF c.status = "SUCCESS"
@@ -373,8 +377,8 @@ Handshake(h) ==
     /\ asked' = [asked EXCEPT ![h] = ~fresh[h]]
     /\ fresh' = [fresh EXCEPT ![h] = @ /\ sendMode[h] = "Fallback" /\ ~replayed[h]]
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << sq, qp, queried, sendMode, pending, buffered, rpend, recvDone, peerCtr,
-                    replayed, fence, refused, peerSeq, peerFailed >>
+    /\ UNCHANGED << sq, qp, unwritten, queried, sendMode, pending, buffered, rpend, recvDone,
+                    peerCtr, replayed, fence, refused, peerSeq, peerFailed >>
 
 (***************************************************************************)
 (* The replay filters, one per design (D.skip): is host h's outstanding  *)
@@ -428,8 +432,8 @@ Replay(h, D) ==
     /\ fresh' = [fresh EXCEPT ![h] = FALSE]
     /\ queried' = (queried \/ D.readsResponder)
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << rq, qp, wire, sendMode, recvMode, rpend, recvDone, sentCtr, peerCtr,
-                    asked, fence, refused, seqVars >>
+    /\ UNCHANGED << rq, qp, unwritten, wire, sendMode, recvMode, rpend, recvDone, sentCtr,
+                    peerCtr, asked, fence, refused, seqVars >>
 
 \* Step 4a: the default path is healthy again; reconnect its QP pair (both ends
 \* start afresh) unless the peer did, and probe it; then wait for the fence. A
@@ -442,10 +446,12 @@ Reconnect(h, D) ==
     /\ IF qp["A"][1] = "RTS" /\ qp["B"][1] = "RTS"
        THEN UNCHANGED << sq, rq, qpVars, wire, PsnState >>
        ELSE /\ ~Holds1(Peer(h)) /\ recvMode[h] # "Default"
+            /\ \A x \in Hosts : unwritten[x][1] = << >>
             /\ qp' = [x \in Hosts |-> [qp[x] EXCEPT ![1] = "RTS"]]
             /\ sq' = [x \in Hosts |-> [sq[x] EXCEPT ![1] = << >>]]
             /\ rq' = [x \in Hosts |-> [rq[x] EXCEPT ![1] = << >>]]
             /\ cq' = [x \in Hosts |-> [cq[x] EXCEPT ![1] = << >>]]
+            /\ UNCHANGED unwritten
             /\ wire' = [wire EXCEPT ![1] = NoWire]
             /\ una' = [x \in Hosts |-> [una[x] EXCEPT ![1] = 1]]
             /\ nxt' = [x \in Hosts |-> [nxt[x] EXCEPT ![1] = 1]]
@@ -501,14 +507,15 @@ Progress(h, D) ==
 (* host h's is failed too, as plain RC's would be (F6b): whatever h's    *)
 (* layer was doing, failover included, ends. Both QPs go to the error    *)
 (* state, and the application gets, in order, everything the CQs hold   *)
-(* (default first), then every WR and receive WR still outstanding,     *)
-(* flushed. Later posts fail at once: the send side is in Error, the    *)
-(* receive side back on the default QP, in the error state. h's QP pair *)
-(* is its application's (AppOwned).                                      *)
+(* (default first; on each, what its NIC had not yet written last), then *)
+(* every WR and receive WR still outstanding, flushed. Later posts fail *)
+(* at once: the send side is in Error, the receive side back on the     *)
+(* default QP, in the error state. h's QP pair is its application's     *)
+(* (AppOwned).                                                           *)
 (* Model: layer.peer_app_error. C: take_app_error.                        *)
 (***************************************************************************)
 PeerAppError(h) ==
-    LET cs    == cq[h][1] \o cq[h][2]
+    LET cs    == cq[h][1] \o unwritten[h][1] \o cq[h][2] \o unwritten[h][2]
         sends == SelectSeq(cs, LAMBDA c : ~IsRecv(c))
         inCq  == { sends[i].wr : i \in DOMAIN sends }
         oks   == { sends[i].wr : i \in { j \in DOMAIN sends : sends[j].status = "SUCCESS" } }
@@ -516,6 +523,7 @@ PeerAppError(h) ==
         taken == SelectSeq(cs, LAMBDA c : IsRecv(c) /\ c.status = "SUCCESS")
     IN  /\ qp' = [qp EXCEPT ![h] = [p \in Paths |-> "ERR"]]
         /\ cq' = [cq EXCEPT ![h] = [p \in Paths |-> << >>]]
+        /\ unwritten' = [unwritten EXCEPT ![h] = [p \in Paths |-> << >>]]
         /\ rq' = [rq EXCEPT ![h] = [p \in Paths |-> << >>]]
         /\ buffered' = [buffered EXCEPT ![h] =
                            @ \o cs \o Flushed(left) \o FlushedRecvs(Without(rpend[h], Recvs(cs)))]
@@ -586,7 +594,7 @@ DeliverControl(p, d) ==
                                     THEN TellAppError(rest, h) ELSE rest
                         /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
                                         peerCtr, fresh, asked, peerSeq >>
-                /\ UNCHANGED << qp, sendMode, pending, fence, peerFailed >>
+                /\ UNCHANGED << qp, unwritten, sendMode, pending, fence, peerFailed >>
     /\ event' = << "Deliver", p, d >>
     /\ UNCHANGED << appVars, requesterVars, epsn, saved, faultVars, historyVars, replayed,
                     refused, ctrSeq, ctrVal >>
@@ -635,6 +643,7 @@ Init ==
     /\ rq = [h \in Hosts |-> [p \in Paths |-> << >>]]
     /\ qp = [h \in Hosts |-> [p \in Paths |-> "RTS"]]
     /\ cq = [h \in Hosts |-> [p \in Paths |-> << >>]]
+    /\ unwritten = [h \in Hosts |-> [p \in Paths |-> << >>]]
     /\ wire = [p \in Paths |-> [d \in Directions |-> << >>]]
     /\ link = [p \in Paths |-> TRUE] /\ nic = [h \in Hosts |-> [p \in Paths |-> TRUE]]
     /\ faults = 0 /\ drops = 0
@@ -659,7 +668,7 @@ Init ==
 \* C: the NICs' sn_* steps and the layer's shift_* calls.
 System(D) ==
     \/ \E h \in Hosts : PostSend(h) \/ PostRecv(h) \/ AppWrite(h)
-    \/ \E h \in Hosts, p \in Paths : Transmit(h, p) \/ Timeout(h, p)
+    \/ \E h \in Hosts, p \in Paths : Transmit(h, p) \/ Timeout(h, p) \/ WriteCqe(h, p)
     \/ \E p \in Paths, d \in Directions :
            DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d)
     \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D) \/ HandshakeTimeout(h)
@@ -678,6 +687,7 @@ FailoverNext(D) == System(D) \/ Environment
 FailoverFairness(D) ==
     /\ \A h \in Hosts : WF_vars(PostSend(h)) /\ WF_vars(PostRecv(h)) /\ WF_vars(AppWrite(h))
     /\ \A h \in Hosts, p \in Paths : WF_vars(Transmit(h, p)) /\ WF_vars(Timeout(h, p))
+                                   /\ WF_vars(WriteCqe(h, p))
     /\ \A p \in Paths, d \in Directions :
            WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))
     /\ \A h \in Hosts : WF_vars(PollCq(h, D)) /\ WF_vars(Progress(h, D))

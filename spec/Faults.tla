@@ -33,8 +33,10 @@ LinkUp(p) ==
 (* NIC p of host h dies. Its driver moves the NIC's QP to the error state *)
 (* and flushes its outstanding WRs: the send WRs from the oldest          *)
 (* unacknowledged one, then the receive WRs. CQEs already in host memory  *)
-(* survive. The QP's responder state (expected PSN, saved atomics) is no  *)
-(* longer reachable by anyone but a design that drops opacity.            *)
+(* survive; those it had not yet written (AckBeforeCqe) die with it - a  *)
+(* notification ACKed to the peer whose receive completion never comes. *)
+(* The QP's responder state (expected PSN, saved atomics) is no longer   *)
+(* reachable by anyone but a design that drops opacity.                  *)
 (* Model: faults.nic_fail. C: sn_nic_fail.                                 *)
 (***************************************************************************)
 NicFail(h, p) ==
@@ -43,6 +45,7 @@ NicFail(h, p) ==
     /\ wire' = [wire EXCEPT ![p] = NoWire]
     /\ faults' = faults + 1
     /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
+    /\ unwritten' = [unwritten EXCEPT ![h][p] = << >>]
     /\ IF qp[h][p] = "ERR" THEN UNCHANGED << cq, rq >>
        ELSE /\ cq' = [cq EXCEPT ![h][p] =
                         @ \o Flushed(SubSeq(sq[h][p], una[h][p], Len(sq[h][p])))

@@ -15,10 +15,22 @@
 (* is in flight on its path, in either direction; a notification that    *)
 (* finds no receive WR (receiver-not-ready) is discarded unexecuted and  *)
 (* unacknowledged.                                                        *)
+(*                                                                         *)
+(* With AckBeforeCqe, a responder's receive completion is not in host    *)
+(* memory when its ACK leaves: the NIC writes it later (WriteCqe), and a *)
+(* NIC that dies first loses it. The NIC writes a QP's completions in    *)
+(* order, so a completion it makes later is written behind (and with)   *)
+(* those it has not yet written.                                         *)
 (***************************************************************************)
 EXTENDS State
 
 Signaled(h, w) == program[h][w].signaled
+
+\* The NIC of host h makes the completions es on path p's CQ: in host memory,
+\* behind the receive completions it has not yet written, which it writes first.
+Complete(h, p, es) ==
+    /\ cq' = [cq EXCEPT ![h][p] = @ \o unwritten[h][p] \o es]
+    /\ unwritten' = [unwritten EXCEPT ![h][p] = << >>]
 
 \* Flush CQEs for a sequence of send WRs, and for a sequence of receive WRs.
 Flushed(ws) == [i \in DOMAIN ws |-> Cqe(ws[i], 0, "WR_FLUSH_ERR", 0)]
@@ -49,7 +61,7 @@ Transmit(h, p) ==
     /\ ~(p = 1 /\ sendMode[h] = "WaitDrained")
     /\ IF program[h][sq[h][p][nxt[h][p]]].key = "LKEY"
        THEN /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
-            /\ cq' = [cq EXCEPT ![h][p] = @ \o FailedAt(h, p, nxt[h][p], "LOC_PROT_ERR")]
+            /\ Complete(h, p, FailedAt(h, p, nxt[h][p], "LOC_PROT_ERR"))
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << wire, nxt >>
        ELSE /\ wire' = Send(p, From(h), [kind |-> "req", psn |-> nxt[h][p],
@@ -84,9 +96,13 @@ Execute(g, p, w, psn, staged, rest) ==
         /\ bufs' = IF recv /\ x.op = "SEND" THEN [bufs EXCEPT ![g][Head(rq[g][p])] = x.value]
                    ELSE bufs
         /\ rq' = IF recv THEN [rq EXCEPT ![g][p] = Tail(@)] ELSE rq
-        /\ cq' = IF recv
-                 THEN [cq EXCEPT ![g][p] = Append(@, Cqe(w, Head(rq[g][p]), "SUCCESS", 0))]
-                 ELSE cq
+        /\ IF recv /\ AckBeforeCqe
+           THEN /\ unwritten' = [unwritten EXCEPT ![g][p] =
+                                    Append(@, Cqe(w, Head(rq[g][p]), "SUCCESS", 0))]
+                /\ UNCHANGED cq
+           ELSE IF recv
+           THEN Complete(g, p, << Cqe(w, Head(rq[g][p]), "SUCCESS", 0) >>)
+           ELSE UNCHANGED << cq, unwritten >>
         /\ saved' = IF x.op \in Atomics THEN [saved EXCEPT ![g][p] = @ \cup {<< psn, old >>}]
                     ELSE saved
         /\ epsn' = [epsn EXCEPT ![g][p] = @ + 1]
@@ -113,8 +129,8 @@ DuplicateVal(g, p, w, psn) ==
 RemoteAccess(g, p, m, rest) ==
     /\ wire' = Push(rest, p, From(g), [kind |-> "nak", psn |-> m.psn])
     /\ qp' = [qp EXCEPT ![g][p] = "ERR"]
-    /\ cq' = [cq EXCEPT ![g][p] = @ \o Flushed(SubSeq(sq[g][p], una[g][p], Len(sq[g][p])))
-                                   \o FlushedRecvs(rq[g][p])]
+    /\ Complete(g, p, Flushed(SubSeq(sq[g][p], una[g][p], Len(sq[g][p])))
+                     \o FlushedRecvs(rq[g][p]))
     /\ rq' = [rq EXCEPT ![g][p] = << >>]
     /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
 
@@ -152,18 +168,18 @@ Acknowledge(h, p, m) ==
              val(w) == IF m.kind = "ack" /\ w = sq[h][p][m.psn] THEN m.val ELSE 0
              good == [i \in DOMAIN done |-> Cqe(done[i], 0, "SUCCESS", val(done[i]))]
          IN  IF m.kind = "ack"
-                THEN /\ cq' = [cq EXCEPT ![h][p] = @ \o good]
+                THEN /\ IF good = << >> THEN UNCHANGED << cq, unwritten >>
+                        ELSE Complete(h, p, good)
                      /\ una' = [una EXCEPT ![h][p] = m.psn + 1]
                      /\ retry' = [retry EXCEPT ![h][p] = MaxRetries]
                      /\ UNCHANGED << qp, rq >>
-                ELSE /\ cq' = [cq EXCEPT ![h][p] =
-                                  @ \o good \o << Cqe(sq[h][p][m.psn], 0, "REM_ACCESS_ERR", 0) >>
-                                    \o Flushed(SubSeq(sq[h][p], m.psn + 1, Len(sq[h][p])))
-                                    \o FlushedRecvs(rq[h][p])]
+                ELSE /\ Complete(h, p, good \o << Cqe(sq[h][p][m.psn], 0, "REM_ACCESS_ERR", 0) >>
+                                         \o Flushed(SubSeq(sq[h][p], m.psn + 1, Len(sq[h][p])))
+                                         \o FlushedRecvs(rq[h][p]))
                      /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
                      /\ rq' = [rq EXCEPT ![h][p] = << >>]
                      /\ UNCHANGED << una, retry >>
-    ELSE UNCHANGED << cq, una, retry, qp, rq >>
+    ELSE UNCHANGED << qpVars, una, retry, rq >>
 
 (***************************************************************************)
 (* The request, ACK or NAK at the head of path p's channel in direction *)
@@ -221,13 +237,25 @@ Timeout(h, p) ==
             /\ retry' = [retry EXCEPT ![h][p] = @ - 1]
             /\ UNCHANGED << qpVars, rq >>
        ELSE /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
-            /\ cq' = [cq EXCEPT ![h][p] =
-                        @ \o << Cqe(sq[h][p][una[h][p]], 0, "RETRY_EXC_ERR", 0) >>
-                          \o Flushed(SubSeq(sq[h][p], una[h][p] + 1, Len(sq[h][p])))
-                          \o FlushedRecvs(rq[h][p])]
+            /\ Complete(h, p, << Cqe(sq[h][p][una[h][p]], 0, "RETRY_EXC_ERR", 0) >>
+                             \o Flushed(SubSeq(sq[h][p], una[h][p] + 1, Len(sq[h][p])))
+                             \o FlushedRecvs(rq[h][p]))
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << nxt, retry >>
     /\ event' = << "Timeout", h, p >>
     /\ UNCHANGED << appVars, sq, una, epsn, saved, wire, faultVars, historyVars,
+                    layerVars >>
+
+(***************************************************************************)
+(* Host h's NIC p writes the oldest receive completion it made and ACKed *)
+(* into host memory, where the layer's poll can see it (AckBeforeCqe).  *)
+(* Model: transport.write_cqe. C: none yet (issue 17).                  *)
+(***************************************************************************)
+WriteCqe(h, p) ==
+    /\ nic[h][p] /\ unwritten[h][p] # << >>
+    /\ cq' = [cq EXCEPT ![h][p] = Append(@, Head(unwritten[h][p]))]
+    /\ unwritten' = [unwritten EXCEPT ![h][p] = Tail(@)]
+    /\ event' = << "WriteCqe", h, p >>
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, faultVars, historyVars,
                     layerVars >>
 =============================================================================

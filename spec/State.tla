@@ -24,7 +24,10 @@ CONSTANTS
     MaxFaults,    \* how many LinkDown / NicFail events may happen
     FaultPaths,   \* the paths that may lose packets or fail
     Recover,      \* whether failed links and NICs may come back
-    CtlLoss       \* whether the wire may lose the layer's control messages (any path)
+    CtlLoss,      \* whether the wire may lose the layer's control messages (any path)
+    AckBeforeCqe  \* whether a responder ACKs a notification before its receive
+                  \* completion is in host memory (hardware does: an ACK promises
+                  \* no placement; issue 17)
 
 Hosts == {"A", "B"}
 Paths == {1, 2}
@@ -110,9 +113,10 @@ ResponderTypeOK ==
 (* ----------------------- the QPs, per host and path ---------------------- *)
 VARIABLES
     qp,          \* QP state: "RTS" or "ERR"
-    cq           \* completion queue entries: [wr, recv, status, val]
+    cq,          \* completion queue entries in host memory: [wr, recv, status, val]
+    unwritten    \* receive completions the NIC made and ACKed, not yet in host memory
 
-qpVars == << qp, cq >>
+qpVars == << qp, cq, unwritten >>
 
 \* A completion queue entry. A send completion has recv 0 and names the host's WR;
 \* a receive completion names the receive WR (recv >= 1) and the peer's WR that
@@ -124,6 +128,7 @@ IsRecv(c) == c.recv > 0
 QpTypeOK ==
     /\ qp \in [Hosts -> [Paths -> QpStates]]
     /\ cq \in [Hosts -> [Paths -> Seq(Cqes)]]
+    /\ unwritten \in [Hosts -> [Paths -> Seq(Cqes)]]
 
 (* ---------- the wire, per path and direction: FIFO channels ------------- *)
 VARIABLE
@@ -232,7 +237,7 @@ Events ==
     \cup ({"PostSend", "PostRecv"} \X Hosts \X AnyIds)
     \cup ({"AppWrite"} \X Hosts \X Regions \X Nat)
     \cup ({"PollCq", "Progress", "HandshakeTimeout"} \X Hosts)
-    \cup ({"Transmit", "Timeout"} \X Hosts \X Paths)
+    \cup ({"Transmit", "Timeout", "WriteCqe"} \X Hosts \X Paths)
     \cup ({"Deliver", "Drop"} \X Paths \X Directions)
     \cup ({"LinkDown", "LinkUp"} \X Paths)
     \cup ({"NicFail", "NicRecover"} \X Hosts \X Paths)

@@ -30,6 +30,11 @@ VERDICTS: dict[str, tuple[str, str, frozenset[str]]] = {
     # CAS finds its compare value again and swaps a second time.
     "cas_aba_replayed_cas_swaps_twice": ("NaiveReplay", "small",
                                          frozenset({"AtomicSafety", "ExactlyOnceExecution"})),
+    # F7: B's NIC 1 ACKs SEND #1 and dies before its receive completion is in B's memory
+    # (AckBeforeCqe); A forgot #1 at its success, B reposts receive WR 1, and the replayed
+    # SEND #2 lands in it.
+    "f7_ack_before_cqe_lost_notification_slides": ("Shift", "ackfirst",
+                                                   frozenset({"NotificationIntegrity"})),
 }
 
 
@@ -104,6 +109,45 @@ def test_f5_the_c_core_holds_the_skipped_success_where_the_model_gives_it() -> N
     # equal up to the poll that takes #2's success, where the documented difference starts
     assert run.gap is not None and "(F5)" in run.gap
     assert run.events == events[:17] and events[17] == Event("PollCq", ("A",))
+
+
+F7 = "f7_ack_before_cqe_lost_notification_slides"
+
+
+def test_f7_the_c_core_slides_the_notification_as_the_model_does() -> None:
+    """The C core (simnic with ack_before_cqe) agrees with the model at every step of F7,
+    and its own observation breaks NotificationIntegrity at the last one: B's NIC 1 lost
+    the completion of receive WR 1 (written by neither side), and B's application takes
+    SEND #2 in receive WR 1."""
+    model = Model.load("Shift", "ackfirst")
+    events = load_trace(TRACES / f"{F7}.jsonl")
+    run = run_trace(model, events)
+    assert run.divergence is None and run.gap is None, report(model, run)
+    assert run.events == events
+    checked = run_trace(model, events, kept=("NotificationIntegrity",))
+    assert checked.divergence is not None and checked.divergence.step == len(events)
+    assert checked.divergence.violated == ["NotificationIntegrity"]
+    assert checked.divergence.fields == {}  # the two sides agree on what B took
+    fail = events.index(Event("NicFail", ("B", 1)))
+    before = run.states[fail - 1]  # receive WR 1's completion made, not in memory
+    assert [c.recv for c in before.unwritten[1][0]] == [1] and before.cq[1][0] == ()
+    assert run.states[fail].unwritten[1][0] == ()
+
+
+def test_f7_is_not_a_behaviour_where_the_completion_comes_with_the_ack() -> None:
+    """With AckBeforeCqe = FALSE (bound small) receive WR 1's completion is in B's memory
+    when the ACK leaves: it survives the NIC, B's first poll takes SEND #1 in it, and the
+    rest of the trace cannot happen."""
+    events = load_trace(TRACES / f"{F7}.jsonl")
+    model = Model.load("Shift", "small")
+    poll = events.index(Event("PollCq", ("B",)))
+    states = model.run(events[:poll + 1])
+    assert [(e.wr, e.recv, e.status) for e in states[-1].rcvSeen[1]] == [(1, 1, "SUCCESS")]
+    with pytest.raises(NotEnabled, match="is not enabled"):
+        model.run(events)
+    executed = states[events.index(Event("Deliver", (1, "AtoB")))]
+    why = model.not_enabled(1, executed, Event("WriteCqe", ("B", 1)))
+    assert "AckBeforeCqe = FALSE" in why
 
 
 ABA = "cas_aba_replayed_cas_swaps_twice"

@@ -46,6 +46,9 @@ VOCABULARY: dict[str, Signature] = {
     "Deliver": (("path", PATH_T), ("direction", DIR_T)),
     "Drop": (("path", PATH_T), ("direction", DIR_T)),
     "Timeout": (("host", HOST_T), ("path", PATH_T)),
+    # a NIC writes the oldest receive completion it made (and ACKed) into host memory
+    # (AckBeforeCqe: the ACK leaves first)
+    "WriteCqe": (("host", HOST_T), ("path", PATH_T)),
     # faults
     "LinkDown": (("path", PATH_T),),
     "LinkUp": (("path", PATH_T),),

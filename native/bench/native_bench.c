@@ -104,7 +104,7 @@ typedef struct {
 static void lay_open(lay_t *L, uint32_t max_wr, unsigned flags)
 {
     memset(L, 0, sizeof *L);
-    struct sn_fabric_attr fa = {0, 1, 7, 0};
+    struct sn_fabric_attr fa = {.retry_cnt = 1, .rnr_retry = 7};
     sn_fabric_create(&fa, &L->f);
     struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, max_wr, max_wr, 3, flags};
     shift_sim_connect(L->f, &ca, &L->c);

@@ -24,6 +24,10 @@
  *    response is missing: the requester goes back to it (implicit NAK);
  *  - sn_timeout: go-back-N while retries remain, else RETRY_EXC_ERR for the oldest
  *    unacknowledged WR, QP to ERR and WR_FLUSH_ERR for the rest and for later posts;
+ *  - with ack_before_cqe, a responder's successful receive completion is made (and
+ *    the request ACKed) before it is in host memory: sn_write_cqe writes the oldest,
+ *    a later completion of the same CQ writes those before it, a QP entering the error
+ *    state on a live NIC writes them, and a NIC that dies loses those it made;
  *  - receiver not ready: a SEND/WRITE_WITH_IMM that finds no receive WR is discarded
  *    (the timeout retransmits it), or with rnr_nak answered by an RNR NAK and retried
  *    rnr_retry times before RNR_RETRY_EXC_ERR;
@@ -55,6 +59,9 @@ struct sn_fabric_attr {
     uint32_t retry_cnt;     /* retransmissions before RETRY_EXC_ERR (default 7, max 7) */
     uint32_t rnr_retry;     /* RNR NAK retries before RNR_RETRY_EXC_ERR (default 7) */
     int rnr_nak;            /* 0: a notification without a receive WR is discarded */
+    int ack_before_cqe;     /* 1: a notification's receive completion reaches host memory
+                             * after its ACK left, when sn_write_cqe writes it; a NIC that
+                             * dies first loses it (hardware's order; spec: AckBeforeCqe) */
 };
 
 struct sn_qp_init_attr {
@@ -161,6 +168,9 @@ int sn_link_down(sn_fabric f, int path);
 int sn_link_up(sn_fabric f, int path);
 int sn_nic_fail(sn_fabric f, int host, int nic);
 int sn_nic_recover(sn_fabric f, int host, int nic);
+/* NIC nic of host writes the oldest receive completion it made and has not yet written
+ * into host memory, where a poll finds it (ack_before_cqe) */
+int sn_write_cqe(sn_fabric f, int host, int nic);
 /* Deterministic scheduler: transmit and deliver until nothing moves or budget steps
  * ran; returns the number of steps (no drops, no timeouts, no faults). */
 long sn_pump(sn_fabric f, long budget);

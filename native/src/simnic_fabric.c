@@ -11,7 +11,10 @@
 
 /* ----------------------------------------------------- completions ---------- */
 
-static void cq_push(sn_cq_s *cq, sn_qp_s *qp, const struct shift_wc *wc, uint64_t idx)
+/* a completion into the CQ: in host memory with every one made before it, or, when
+ * `unwritten`, made but not yet written (sn_write_cqe) */
+static void cq_push(sn_cq_s *cq, sn_qp_s *qp, const struct shift_wc *wc, uint64_t idx,
+                    int unwritten)
 {
     if (cq->tail - cq->head >= cq->cap) {
         cq->overrun = 1;
@@ -22,7 +25,33 @@ static void cq_push(sn_cq_s *cq, sn_qp_s *qp, const struct shift_wc *wc, uint64_
     cq->ring[cq->tail % cq->cap] = *wc;
     cq->src[cq->tail % cq->cap].qpn = idx == UINT64_MAX ? 0 : qp->qpn;
     cq->src[cq->tail % cq->cap].idx = idx;
+    cq->src[cq->tail % cq->cap].nic = qp ? qp->nic : 0;
     cq->tail++;
+    if (!unwritten)
+        cq->written = cq->tail;
+}
+
+void cq_write_all(sn_cq_s *cq)
+{
+    if (cq)
+        cq->written = cq->tail;
+}
+
+/* the unwritten completions NIC nic made die with it; the others keep their order */
+void cq_lose_unwritten(sn_cq_s *cq, int nic)
+{
+    if (!cq)
+        return;
+    uint64_t keep = cq->written;
+    for (uint64_t k = cq->written; k < cq->tail; k++) {
+        uint32_t from = (uint32_t)(k % cq->cap), to = (uint32_t)(keep % cq->cap);
+        if (cq->src[from].nic == nic)
+            continue;
+        cq->ring[to] = cq->ring[from];
+        cq->src[to] = cq->src[from];
+        keep++;
+    }
+    cq->tail = keep;
 }
 
 static int wc_opcode(int wr_opcode)
@@ -51,7 +80,7 @@ void send_cqe(sn_qp_s *qp, const struct shift_send_wr *wr, int status, uint64_t 
     wc.opcode = wc_opcode(wr->opcode);
     wc.byte_len = wr->num_sge ? wr->sg.length : 0;
     wc.qp_num = qp->qpn;
-    cq_push(qp->scq, qp, &wc, idx);
+    cq_push(qp->scq, qp, &wc, idx, 0);
 }
 
 void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t len,
@@ -67,7 +96,8 @@ void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t le
         wc.imm_data = imm;
         wc.wc_flags = SHIFT_WC_WITH_IMM;
     }
-    cq_push(qp->rcq, qp, &wc, UINT64_MAX);
+    cq_push(qp->rcq, qp, &wc, UINT64_MAX,
+            status == SHIFT_WC_SUCCESS && qp->f->attr.ack_before_cqe);
 }
 
 /* ------------------------------------------------------------- fabric ------- */
@@ -78,10 +108,11 @@ static int fabric_new(const struct sn_fabric_attr *attr, int local, sn_fabric *o
     if (!out)
         return EINVAL;
     *out = NULL;
-    struct sn_fabric_attr a = {65536, 7, 7, 0};
+    struct sn_fabric_attr a = {.mem_size = 65536, .retry_cnt = 7, .rnr_retry = 7};
     if (attr) {
         if (attr->mem_size > ((size_t)1 << 30) || attr->retry_cnt > 7 || attr->rnr_retry > 7 ||
-            (attr->rnr_nak != 0 && attr->rnr_nak != 1))
+            (attr->rnr_nak != 0 && attr->rnr_nak != 1) ||
+            (attr->ack_before_cqe != 0 && attr->ack_before_cqe != 1))
             return EINVAL;
         a = *attr;
         if (!a.mem_size)
@@ -365,7 +396,7 @@ static void sq_retire(sn_cq_s *cq, const struct sn_cqe_src *s, int status)
 int sn__poll_cq(sn_cq_s *cq, int n, struct shift_wc *wc)
 {
     int k = 0;
-    while (k < n && cq->head < cq->tail) {
+    while (k < n && cq->head < cq->written) {
         uint32_t slot = (uint32_t)(cq->head % cq->cap);
         wc[k] = cq->ring[slot];
         if (cq->src[slot].qpn)

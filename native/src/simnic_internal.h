@@ -48,9 +48,12 @@ typedef struct sn_cq_s {
     struct sn_fab *f;
     int host;
     struct shift_wc *ring;
-    struct sn_cqe_src { uint32_t qpn; uint64_t idx; } *src; /* the send WQE a CQE completes */
+    /* the send WQE a CQE completes (qpn 0 for a receive CQE), the NIC that made it */
+    struct sn_cqe_src { uint32_t qpn; int nic; uint64_t idx; } *src;
     uint32_t cap;
     uint64_t head, tail;
+    uint64_t written;      /* entries before it are in host memory (a poll sees them);
+                            * [written, tail): made, not yet written (ack_before_cqe) */
     int overrun;
     int refs;
 } sn_cq_s;
@@ -205,6 +208,9 @@ INTERNAL void chan_clear(sn_fab *f, int path);
 INTERNAL void chan_purge(sn_fab *f, int path, uint32_t qa, uint32_t qb);
 /* simnic_fabric.c: completions */
 INTERNAL void send_cqe(sn_qp_s *qp, const struct shift_send_wr *wr, int status, uint64_t idx);
+/* write a CQ's unwritten completions into host memory; lose those NIC nic made */
+INTERNAL void cq_write_all(sn_cq_s *cq);
+INTERNAL void cq_lose_unwritten(sn_cq_s *cq, int nic);
 INTERNAL void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t len,
                        int has_imm, uint32_t imm);
 /* simnic_qp.c: QPs */

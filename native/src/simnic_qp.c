@@ -23,8 +23,11 @@ int caller_qp(sn_qp q, sn_qp_s **out)
 
 static void qp_flush_all(sn_qp_s *qp, uint64_t err_idx, int err_status)
 {
-    /* indices from una: err_idx gets err_status, the others WR_FLUSH_ERR */
+    /* indices from una: err_idx gets err_status, the others WR_FLUSH_ERR, behind what
+     * the NIC had made and not yet written, which it writes first */
     uint64_t una = qp->una, tail = qp->tail;
+    cq_write_all(qp->scq);
+    cq_write_all(qp->rcq);
     qp->una = qp->nxt = qp->db = qp->tail;
     for (uint64_t k = una; k < tail; k++) {
         sn_wqe *w = &qp->sq[k % qp->sq_cap];

@@ -195,6 +195,10 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
     n->alive = 0;
     chan_clear(f, nic);
     for (int i = 0; i < n->nqp; i++) {
+        cq_lose_unwritten(n->qps[i]->scq, nic);
+        cq_lose_unwritten(n->qps[i]->rcq, nic);
+    }
+    for (int i = 0; i < n->nqp; i++) {
         sn_qp_s *qp = n->qps[i];
         if (qp->state != SHIFT_QPS_ERR && qp->state != SHIFT_QPS_RESET)
             qp_to_err(qp);
@@ -218,6 +222,31 @@ int sn_nic_recover(sn_fabric fh, int host, int nic)
     n->alive = 1; /* its QPs stay in ERR until reconnected */
     n->idle = 0;
     return 1;
+}
+
+/* the oldest completion a CQ holds unwritten, if NIC nic made it */
+static int cq_writes_next(sn_cq_s *cq, int nic)
+{
+    if (!cq || cq->written == cq->tail || cq->src[cq->written % cq->cap].nic != nic)
+        return 0;
+    cq->written++;
+    return 1;
+}
+
+int sn_write_cqe(sn_fabric fh, int host, int nic)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return -EBADF;
+    if (!here(f, host) || !valid_path(nic))
+        return -EINVAL;
+    sn_nic *n = &f->host[host].nic[nic];
+    if (!n->alive)
+        return 0;
+    for (int i = 0; i < n->nqp; i++)
+        if (cq_writes_next(n->qps[i]->rcq, nic) || cq_writes_next(n->qps[i]->scq, nic))
+            return 1;
+    return 0;
 }
 
 /* -------------------------------------------- the pump, the wire's state --- */

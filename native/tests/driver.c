@@ -26,11 +26,10 @@ typedef struct {
     uint32_t lkey[2], rkey[2];
 } raw_t;
 
-static void raw_open(raw_t *r, int retries)
+static void raw_open_attr(raw_t *r, const struct sn_fabric_attr *a)
 {
-    struct sn_fabric_attr a = {65536, (uint32_t)retries, 7, 0};
     memset(r, 0, sizeof *r);
-    CHECK(sn_fabric_create(&a, &r->f) == 0);
+    CHECK(sn_fabric_create(a, &r->f) == 0);
     for (int h = 0; h < 2; h++) {
         size_t size;
         CHECK(sn_host_mem(r->f, h, &r->mem[h], &size) == 0 && size == 65536);
@@ -41,6 +40,12 @@ static void raw_open(raw_t *r, int retries)
         CHECK(sn_mr_keys(r->mr[h], &r->lkey[h], &r->rkey[h]) == 0);
     }
     CHECK(sn_connect(r->qp[0], r->qp[1]) == 0);
+}
+
+static void raw_open(raw_t *r, int retries)
+{
+    struct sn_fabric_attr a = {.mem_size = 65536, .retry_cnt = (uint32_t)retries, .rnr_retry = 7};
+    raw_open_attr(r, &a);
 }
 
 static struct shift_send_wr mkwr(uint64_t id, int op, raw_t *r, uint64_t loff, uint32_t len,
@@ -138,6 +143,80 @@ static void test_raw_basic(void)
     struct sn_qp_attr qa;
     CHECK(sn_query_qp(r.qp[0], &qa) == 0 && qa.qp_state == SHIFT_QPS_RTS && qa.nic == 1);
     CHECK(sn_fabric_destroy(r.f) == 0);
+}
+
+/* B posts receives 1 and 2, A sends a SEND into receive 1: ACKed, A's completion
+ * polled, B's not yet written */
+static void ack_first_send(raw_t *r)
+{
+    struct sn_fabric_attr a = {.mem_size = 65536, .retry_cnt = 1, .rnr_retry = 7,
+                               .ack_before_cqe = 1};
+    struct shift_wc wc;
+    raw_open_attr(r, &a);
+    for (uint64_t id = 1; id <= 2; id++) {
+        struct shift_recv_wr rw = {id, NULL, {(uint64_t)(uintptr_t)(r->mem[1] + 512 * id), 64,
+                                              r->lkey[1]}, 1};
+        CHECK(sn_post_recv(r->qp[1], &rw, NULL) == 0);
+    }
+    memcpy(r->mem[0], "first", 5);
+    struct shift_send_wr w = mkwr(7, SHIFT_WR_SEND, r, 0, 5, 0);
+    CHECK(sn_post_send(r->qp[0], &w, NULL) == 0);
+    CHECK(sn_pump(r->f, 1000) > 0);
+    CHECK(poll1(r->cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(memcmp(r->mem[1] + 512, "first", 5) == 0);
+    CHECK(poll1(r->cq[1], &wc) == 0); /* the ACK left; the completion is not in memory */
+}
+
+/* ack_before_cqe (spec: AckBeforeCqe, WriteCqe): written by sn_write_cqe, by a later
+ * completion of the CQ, or by the QP's move to the error state; lost with the NIC */
+static void test_raw_ack_before_cqe(void)
+{
+    raw_t r;
+    struct shift_wc wc;
+    ack_first_send(&r);
+    CHECK(sn_write_cqe(r.f, 1, 2) == 0); /* NIC 2 made nothing */
+    CHECK(sn_write_cqe(r.f, 0, 1) == 0); /* nor A's NIC 1 */
+    CHECK(sn_write_cqe(r.f, 1, 1) == 1);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(sn_write_cqe(r.f, 1, 1) == 0);
+    CHECK(sn_write_cqe(r.f, 2, 1) == -EINVAL && sn_write_cqe(r.f, 1, 3) == -EINVAL);
+    CHECK(sn_write_cqe(NULL, 1, 1) == -EBADF);
+    sn_fabric_destroy(r.f);
+
+    /* the NIC dies first: receive 1's completion is lost, receive 2 is flushed */
+    ack_first_send(&r);
+    CHECK(sn_nic_fail(r.f, 1, 1) == 1);
+    CHECK(sn_write_cqe(r.f, 1, 1) == 0);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 2 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(poll1(r.cq[1], &wc) == 0);
+    sn_fabric_destroy(r.f);
+
+    /* the QP to the error state on a live NIC: written, then the flush of receive 2 */
+    ack_first_send(&r);
+    struct sn_qp_attr qa = {.qp_state = SHIFT_QPS_ERR};
+    CHECK(sn_modify_qp(r.qp[1], &qa, SN_QP_STATE) == 0);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 2 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    sn_fabric_destroy(r.f);
+
+    /* a later completion of the CQ (B's own SEND's, at its ACK) writes it first */
+    ack_first_send(&r);
+    struct shift_recv_wr rw = {5, NULL, {(uint64_t)(uintptr_t)(r.mem[0] + 1024), 64, r.lkey[0]}, 1};
+    CHECK(sn_post_recv(r.qp[0], &rw, NULL) == 0);
+    struct shift_send_wr w = mkwr(8, SHIFT_WR_SEND, &r, 0, 0, 0);
+    w.num_sge = 0;
+    CHECK(sn_post_send(r.qp[1], &w, NULL) == 0);
+    CHECK(sn_pump(r.f, 1000) > 0);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 8 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(poll1(r.cq[0], &wc) == 0); /* A's receive 5: made, not yet written */
+    CHECK(sn_write_cqe(r.f, 0, 1) == 1);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 5 && wc.status == SHIFT_WC_SUCCESS);
+    sn_fabric_destroy(r.f);
+
+    struct sn_fabric_attr bad = {.retry_cnt = 1, .ack_before_cqe = 2};
+    sn_fabric f;
+    CHECK(sn_fabric_create(&bad, &f) == EINVAL);
 }
 
 static void test_raw_errors(void)
@@ -265,7 +344,7 @@ static void test_raw_errors(void)
     CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_RETRY_EXC_ERR);
     CHECK(sn_fabric_destroy(r.f) == 0);
     /* with RNR NAKs */
-    struct sn_fabric_attr a = {0, 7, 1, 1};
+    struct sn_fabric_attr a = {.retry_cnt = 7, .rnr_retry = 1, .rnr_nak = 1};
     sn_fabric f;
     CHECK(sn_fabric_create(&a, &f) == 0);
     memset(&r, 0, sizeof r);
@@ -321,7 +400,7 @@ static void test_raw_bad_handles(void)
     CHECK(sn_nic_alive(NULL, 0, 1) == 0 && sn_link_is_up(NULL, 1) == 0);
     CHECK(sn_wire_head_kind(NULL, 1, 0) == 0);
     /* bad attributes and arguments */
-    struct sn_fabric_attr bad_attr = {0, 8, 7, 0};
+    struct sn_fabric_attr bad_attr = {.retry_cnt = 8, .rnr_retry = 7};
     CHECK(sn_fabric_create(&bad_attr, &f) == EINVAL);
     bad_attr.retry_cnt = 7;
     bad_attr.rnr_nak = 5;
@@ -433,7 +512,7 @@ typedef struct {
 
 static void lay_open_n(lay_t *L, int design, int retries, unsigned flags, uint32_t max_wr)
 {
-    struct sn_fabric_attr a = {0, (uint32_t)retries, 7, 0};
+    struct sn_fabric_attr a = {.retry_cnt = (uint32_t)retries, .rnr_retry = 7};
     memset(L, 0, sizeof *L);
     CHECK(sn_fabric_create(&a, &L->f) == 0);
     struct shift_conn_attr ca = {design, max_wr, max_wr, 2, flags};
@@ -548,7 +627,7 @@ static void test_layer_no_fail_back(void)
     CHECK(ia.failovers == 1 && ia.failbacks == 0);
     lay_close(&L);
     /* a flag the layer does not know */
-    struct sn_fabric_attr fa = {0, 1, 7, 0};
+    struct sn_fabric_attr fa = {.retry_cnt = 1, .rnr_retry = 7};
     sn_fabric f;
     shift_conn c;
     CHECK(sn_fabric_create(&fa, &f) == 0);
@@ -1946,7 +2025,7 @@ static void fi_run(fi_t *F, unsigned flags, int host, int op, uint32_t k, int er
 {
     lay_t *L = &F->L;
     memset(F, 0, sizeof *F);
-    struct sn_fabric_attr a = {0, 1, 7, 0};
+    struct sn_fabric_attr a = {.retry_cnt = 1, .rnr_retry = 7};
     CHECK(sn_fabric_create(&a, &L->f) == 0);
     struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 2, flags};
     CHECK(shift_sim_connect(L->f, &ca, &L->c) == 0);
@@ -2488,6 +2567,7 @@ static void test_ctl_failback_notice_lost(unsigned flags)
 int main(void)
 {
     test_raw_basic();
+    test_raw_ack_before_cqe();
     test_raw_errors();
     test_wire();
     test_raw_bad_handles();

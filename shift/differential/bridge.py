@@ -79,10 +79,10 @@ class Bridge:
 
     def __init__(self, design: str, max_retries: int, program: Sequence[Any],
                  copy_posts: bool = False, recover: bool = True,
-                 peer_program: Sequence[Any] = ()):
+                 peer_program: Sequence[Any] = (), ack_before_cqe: bool = False):
         self.program = tuple(program)  # A's
         self.programs = (self.program, tuple(peer_program))  # per host: A's, B's
-        self.fabric = Fabric(retries=max_retries)
+        self.fabric = Fabric(retries=max_retries, ack_before_cqe=ack_before_cqe)
         self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
                                         probe="instant", ctl_retries=255, copy_posts=copy_posts,
                                         fail_back=recover, record=True)

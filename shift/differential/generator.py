@@ -46,7 +46,8 @@ def options(model: Model, s: State) -> tuple[list[Event], list[Event]]:
 # Swarm testing: each trace slows some kinds of ordinary events down (the first number
 # of a trace chooses which), so that orders a uniform choice rarely makes (an application
 # that posts late, a host that polls late) come up often.
-SWARM = ("PostSend", "PostRecv", "PollCq", "Transmit", "Deliver", "Progress", "Timeout")
+SWARM = ("PostSend", "PostRecv", "PollCq", "Transmit", "Deliver", "Progress", "Timeout",
+         "WriteCqe")
 SLOW_SHARE = 100  # out of 1000: how often a slowed event may be picked when others can
 
 

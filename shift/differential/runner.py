@@ -159,7 +159,7 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
     s = model.init(events[0])
     states = [s]
     bridge = Bridge(design, model.bound.max_retries, s.program[0], copy_posts,
-                    model.bound.recover, s.program[1])
+                    model.bound.recover, s.program[1], model.bound.ack_before_cqe)
     try:
         for k, ev in enumerate(events[1:], 2):
             why = gap(s, ev)

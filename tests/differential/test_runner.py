@@ -324,8 +324,8 @@ def test_at_a_bound_without_recovery_the_core_does_not_fail_back(monkeypatch) ->
     init = D.Bridge.__init__
 
     def failing_back(self, design, retries, program, copy_posts=False, recover=True,  # type: ignore[no-untyped-def]
-                     peer_program=()):
-        init(self, design, retries, program, copy_posts, True, peer_program)
+                     peer_program=(), ack_before_cqe=False):
+        init(self, design, retries, program, copy_posts, True, peer_program, ack_before_cqe)
 
     monkeypatch.setattr(D.Bridge, "__init__", failing_back)
     run = D.run_trace(model, NO_FAULT_FAILOVER)

@@ -29,6 +29,7 @@ C_ENTRY = {
     "Deliver": ("sn_deliver",),
     "Drop": ("sn_drop",),
     "Timeout": ("shift_sim_timeout",),
+    "WriteCqe": ("sn_write_cqe",),
     "LinkDown": ("sn_link_down",),
     "LinkUp": ("sn_link_up",),
     "NicFail": ("sn_nic_fail",),
