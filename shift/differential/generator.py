@@ -19,8 +19,10 @@ from .gaps import gap
 
 
 def in_flight(s: State) -> bool:
-    """Are WRs in flight: posted and not completed at A, or packets on a wire?"""
-    return any(s.pending) or any(ch for path in s.wire for ch in path)
+    """Are WRs in flight: posted and not completed at A, packets on a wire, or receive
+    completions a NIC made and has not yet written (AckBeforeCqe)?"""
+    return (any(s.pending) or any(ch for path in s.wire for ch in path)
+            or any(q for host in s.unwritten for q in host))
 
 
 # The chance that a step is a fault (when one is enabled): while WRs are in flight, so

@@ -211,6 +211,26 @@ MUTANTS = (
            "an endpoint dead of its application's error leaves the peer's counter "
            "unanswered: a peer that failed over first waits for ever",
            bounds=("apperr",)),
+    # hardware's order at the responder (issue 17, item 1: AckBeforeCqe)
+    Mutant("cqe-written-with-ack", "simnic_fabric.c",
+           "            status == SHIFT_WC_SUCCESS && qp->f->attr.ack_before_cqe);",
+           "            0);",
+           "the NIC writes a receive completion into host memory with its ACK, whatever "
+           "ack_before_cqe says: F7's window never opens",
+           bounds=("ackfirst",)),
+    Mutant("dead-nic-writes-its-cqes", "simnic_wire.c",
+           "        cq_lose_unwritten(n->qps[i]->scq, nic);\n"
+           "        cq_lose_unwritten(n->qps[i]->rcq, nic);",
+           "        cq_write_all(n->qps[i]->scq);\n        cq_write_all(n->qps[i]->rcq);",
+           "a dying NIC writes the receive completions it had not yet written instead of "
+           "losing them",
+           bounds=("ackfirst",)),
+    Mutant("flush-before-unwritten", "simnic_qp.c",
+           "    cq_write_all(qp->scq);\n    cq_write_all(qp->rcq);\n",
+           "",
+           "a QP entering the error state on a live NIC flushes ahead of the completions it "
+           "had not yet written: the layer's drain misses a received notification",
+           bounds=("ackfirst",)),
     Mutant("ctl-never-dropped", "simnic_wire.c",
            "    if (!c->head) /* (a control message is lost like any packet: the spec's Drop) */",
            "    if (!c->head || c->head->kind == PKT_CTL)",

@@ -111,6 +111,30 @@ def test_tlc_and_the_explorer_build_the_same_graph_with_application_errors(
     assert seen >= APP_ERRORS
 
 
+# At ackfirst (AckBeforeCqe: a receive completion is written after its ACK, WriteCqe),
+# SHIFT's layer and the staging responder (whose Execute consumes a receive WR only the
+# first time): the unwritten completions run through the transport, the faults and the
+# layer's drains, which every design shares.
+ACKFIRST_DESIGNS = ("Shift", "Staging")
+
+
+@pytest.mark.parametrize("design", [p for p in BY_DESIGN if p.values[0] in ACKFIRST_DESIGNS])
+def test_tlc_and_the_explorer_build_the_same_graph_when_the_ack_comes_first(
+        design: str, tlc_graph: Graphs) -> None:
+    tlc = tlc_graph(design, "ackfirst")
+    ex = explored(design, "ackfirst")
+    mismatch = compare(ex, tlc)
+    assert mismatch is None, str(mismatch)
+    assert ex.distinct == len(tlc.view) > 1000
+    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    # Completions wait unwritten somewhere, and a dying NIC loses one somewhere.
+    assert any(any(q) for s in ex.graph.states for q in s.unwritten[1])
+    lost = [s for s in ex.graph.states
+            if s.program[0][:1] and s.program[0][0].op == "SEND" and s.execs[0][0] == 1
+            and not s.nic[1][0] and s.rpend[1][:1] == (1,) and s.recvMode[1] != "Default"]
+    assert lost, "no state where B's NIC 1 died with SEND #1 executed and receive WR 1 owed"
+
+
 @pytest.mark.xdist_group("conformance-Shift")
 def test_a_layer_that_fails_over_on_the_flush_it_polls_is_caught(
         tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:

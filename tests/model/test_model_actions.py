@@ -178,6 +178,57 @@ def test_drop_requests_on_fault_paths_and_control_messages_anywhere_within_the_b
     assert lossless.step(ctl, make("Drop", 2, "AtoB")) is None
 
 
+# AckBeforeCqe (bound ackfirst): workload 1's WRITE_IMM #2 executed at B and ACKed.
+ACKFIRST = model("Shift", "ackfirst")
+EXECUTED1 = (*POSTED1, ("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+             ("Deliver", 1, "AtoB"))
+
+
+def test_a_receive_completion_is_written_after_the_ack_leaves() -> None:
+    s = reach(ACKFIRST, 1, *EXECUTED1)
+    note = Cqe(2, 1, "SUCCESS", 0)
+    assert s.unwritten[B] == ((note,), ()) and s.cq[B] == EMPTY and s.rq[B] == EMPTY
+    assert s.wire[0][1] == (Ack(1, 0), Ack(2, 0))  # both ACKs already on their way
+    assert ACKFIRST.step(s, make("PollCq", "B")) is None  # nothing to poll yet
+    t = step(ACKFIRST, s, "WriteCqe", "B", 1)
+    assert t.cq[B] == ((note,), ()) and t.unwritten[B] == EMPTY
+    assert changed(s, t) == {"cq", "unwritten"}
+    assert ACKFIRST.step(t, make("WriteCqe", "B", 1)) is None
+    assert ACKFIRST.step(s, make("WriteCqe", "A", 1)) is None  # A's NIC made none
+    # without AckBeforeCqe the completion is in memory with the ACK
+    assert reach(SHIFT, 1, *EXECUTED1).cq[B] == ((note,), ())
+
+
+def test_a_later_completion_of_the_cq_writes_the_unwritten_ones_first() -> None:
+    s = reach(ACKFIRST, 1, *EXECUTED1)
+    assert ACKFIRST.step(s, make("Timeout", "B", 1)) is None  # B has nothing in flight
+    # B's QP to the error state (its own Timeout with a WR of its own): written, then flushed
+    own = s._replace(sq=set_at(s.sq, B, ((1,), ())), nxt=set_at(s.nxt, B, (2, 1)),
+                     wire=(EMPTY, EMPTY), program=set_at(s.program, B, s.program[A][:1]))
+    t = step(ACKFIRST, own, "Timeout", "B", 1)  # small's MaxRetries = 0
+    assert t.cq[B][0] == (Cqe(2, 1, "SUCCESS", 0), Cqe(1, 0, "RETRY_EXC_ERR", 0))
+    assert t.unwritten[B] == EMPTY and t.qp[B] == ("ERR", "RTS")
+
+
+def test_a_dying_nic_loses_the_completions_it_had_not_written() -> None:
+    s = reach(ACKFIRST, 1, *EXECUTED1)
+    t = step(ACKFIRST, s, "NicFail", "B", 1)
+    assert t.unwritten[B] == EMPTY and t.cq[B] == EMPTY and t.qp[B] == ("ERR", "RTS")
+    assert t.rpend[B] == (1,)  # B's layer still owes receive WR 1 to its application
+    assert ACKFIRST.step(t, make("WriteCqe", "B", 1)) is None
+
+
+def test_the_layers_drain_takes_what_a_live_nic_had_not_written() -> None:
+    """A's counter moves B off the default path (Trigger): the drain, as ib_drain_qp,
+    takes the unwritten completion of receive WR 1 with the flushes."""
+    s = reach(ACKFIRST, 1, *EXECUTED1)
+    s = s._replace(wire=(EMPTY, ((Ctl("counter", 0, 1, True),), ())))
+    t = step(ACKFIRST, s, "Deliver", 2, "AtoB")
+    u = step(ACKFIRST, t, "Progress", "B")  # woken: B takes its sides off path 1
+    assert u.unwritten[B] == EMPTY and u.qp[B][0] == "ERR" and u.recvDone[B] == 1
+    assert u.buffered[B] == (Cqe(2, 1, "SUCCESS", 0),) and u.rpend[B] == ()
+
+
 # ------------------------------------------------------------------ faults ----
 
 def test_link_down_loses_the_wire_and_counts_a_fault() -> None:
