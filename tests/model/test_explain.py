@@ -49,7 +49,8 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
     evs = [make("PostSend", h, w) for h in HOSTS for w in range(n_wrs + 2)]
     evs += [make("PostRecv", h, r) for h in HOSTS for r in range(n_notes + 2)]
     evs += [make(name, h) for name in ("PollCq", "Progress", "HandshakeTimeout") for h in HOSTS]
-    evs += [make(name, h, p) for name in ("Transmit", "Timeout", "NicFail", "NicRecover")
+    evs += [make(name, h, p)
+            for name in ("Transmit", "Timeout", "WriteCqe", "NicFail", "NicRecover")
             for h in HOSTS for p in PATHS]
     evs += [make(name, p, d) for name in ("Deliver", "Drop") for p in PATHS for d in DIRECTIONS]
     evs += [make(name, p) for name in ("LinkDown", "LinkUp") for p in PATHS]
@@ -154,12 +155,14 @@ def test_why_not_is_none_exactly_when_the_event_is_enabled_in_every_state_at_sma
     assert_agrees(checked_graph(design))
 
 
-@pytest.mark.parametrize("bound", ["default", "large"])
+@pytest.mark.parametrize("bound", ["default", "large", "ackfirst"])
 def test_why_not_is_none_exactly_when_the_event_is_enabled_along_random_runs(
         bound: str) -> None:
     for design in RUN_DESIGNS:
         c = checked_runs(design, bound)
-        assert c.states >= RUN_STATES
+        # ackfirst is small with the ACK first: NoFailover's runs end early there (13,023
+        # states in all), and 20,000 of them find some 2,800
+        assert c.states >= (RUN_STATES if bound != "ackfirst" else 2500), design
         assert_agrees(c)
 
 
