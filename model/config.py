@@ -35,6 +35,7 @@ class DesignRecord:
     failBack: bool
     readsResponder: bool
     staged: bool
+    keepNotes: bool  # keep ACKed notifications until a counter of the peer covers them (F7)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ def _record_from_module(name: str, path: Path) -> DesignRecord:
         rec = value(body(d))
     except TlaValueError as e:
         raise SpecError(f"{where}: D: {e}") from None
-    fields = ("failover", "skip", "refuseAtomics", "failBack", "readsResponder", "staged")
+    fields = ("failover", "skip", "refuseAtomics", "failBack", "readsResponder", "staged",
+              "keepNotes")
     if not isinstance(rec, dict) or set(rec) != set(fields):
         raise SpecError(f"{where}: D must be a record with fields {', '.join(fields)}")
     if rec["skip"] not in SKIPS:

@@ -7,7 +7,8 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "none", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> FALSE, staged |-> FALSE]
+      readsResponder |-> FALSE, staged |-> FALSE,
+      keepNotes |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

@@ -6,7 +6,8 @@
 EXTENDS Properties
 
 D == [failover |-> FALSE, skip |-> "none", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> FALSE, staged |-> FALSE]
+      readsResponder |-> FALSE, staged |-> FALSE,
+      keepNotes |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

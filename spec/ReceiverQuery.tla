@@ -8,7 +8,8 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "psn", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> TRUE, staged |-> FALSE]
+      readsResponder |-> TRUE, staged |-> FALSE,
+      keepNotes |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

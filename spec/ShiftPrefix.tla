@@ -12,7 +12,8 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "prefix", refuseAtomics |-> TRUE, failBack |-> TRUE,
-      readsResponder |-> FALSE, staged |-> FALSE]
+      readsResponder |-> FALSE, staged |-> FALSE,
+      keepNotes |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

@@ -7,7 +7,8 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "none", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> FALSE, staged |-> TRUE]
+      readsResponder |-> FALSE, staged |-> TRUE,
+      keepNotes |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)
