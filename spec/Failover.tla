@@ -10,7 +10,8 @@
 (*   D.readsResponder the filter reads the responder NIC's state       *)
 (*   D.staged         the responder deduplicates through staging buffers *)
 (*   D.keepNotes      keep each ACKed notification until a counter of the *)
-(*                    peer covers it, and replay those it does not (F7)  *)
+(*                    peer covers it, and replay those it does not (F7); *)
+(*                    optional, FALSE when D has no such field           *)
 (*                                                                         *)
 (* Each host has a send side (its outstanding WRs: Default, Fallback,   *)
 (* WaitSignaled, WaitDrained, or Error after a refusal) and a receive    *)
@@ -183,7 +184,9 @@ Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
 \* Host h's acked notifications once its WRs ws completed successfully: with
 \* D.keepNotes, the notifications among ws join them (a success says the peer's
 \* NIC executed one, not that the peer's layer counted it: F7).
-Acked(h, D, ws) == IF D.keepNotes
+KeepsNotes(D) == "keepNotes" \in DOMAIN D /\ D.keepNotes
+
+Acked(h, D, ws) == IF KeepsNotes(D)
                    THEN acked[h] \o SubAt(ws, { i \in DOMAIN ws : program[h][ws[i]].note > 0 })
                    ELSE acked[h]
 

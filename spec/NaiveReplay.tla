@@ -7,8 +7,7 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "none", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> FALSE, staged |-> FALSE,
-      keepNotes |-> FALSE]
+      readsResponder |-> FALSE, staged |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

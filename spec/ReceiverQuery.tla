@@ -8,8 +8,7 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "psn", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> TRUE, staged |-> FALSE,
-      keepNotes |-> FALSE]
+      readsResponder |-> TRUE, staged |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

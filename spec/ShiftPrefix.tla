@@ -12,8 +12,7 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "prefix", refuseAtomics |-> TRUE, failBack |-> TRUE,
-      readsResponder |-> FALSE, staged |-> FALSE,
-      keepNotes |-> FALSE]
+      readsResponder |-> FALSE, staged |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)

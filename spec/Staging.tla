@@ -7,8 +7,7 @@
 EXTENDS Properties
 
 D == [failover |-> TRUE, skip |-> "none", refuseAtomics |-> FALSE, failBack |-> FALSE,
-      readsResponder |-> FALSE, staged |-> TRUE,
-      keepNotes |-> FALSE]
+      readsResponder |-> FALSE, staged |-> TRUE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
 Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)
