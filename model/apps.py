@@ -9,7 +9,7 @@ successor, or None when the event is not enabled; `h` is a host index (`HOST`).
 from __future__ import annotations
 
 from shift.model.config import Constants, DesignRecord
-from shift.model.layer import app_error, app_fault, app_owned, trigger
+from shift.model.layer import acked_with, app_error, app_fault, app_owned, trigger
 from shift.model.state import (
     DEFAULT,
     ERR,
@@ -150,7 +150,9 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
     else from the CQ PollPath names. An error from the default QP starts a failover
     instead of reaching the application, unless the QP's first fault is the
     application's (AppError) or was (AppOwned: then it reaches the application); one
-    from the backup QP reaches it (and puts a send side in Error)."""
+    from the backup QP reaches it (and puts a send side in Error). The completion of an
+    acked notification a failover replayed (`resent`) the layer drops: the application
+    had its success."""
     h = HOST[host]
     buf = s.buffered[h]
     if buf:
@@ -160,6 +162,9 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
     if (p == 1 and not polls1(s, h)) or not q:
         return None
     c = q[0]
+    if c.recv == 0 and c.wr in s.resent[h]:
+        return s._replace(cq=set_in(s.cq, h, p - 1, q[1:]),
+                          resent=set_at(s.resent, h, s.resent[h] - {c.wr}))
     failed = c.status != SUCCESS
     if failed and d.failover and p == 1 and not app_owned(s, h):
         # The QP's first fault, not the CQE polled: an application error is no path's.
@@ -171,6 +176,8 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
                           else set_at(s.recvDone, h, s.recvDone[h] + 1))
     pending = (tuple(w for w in s.pending[h] if w != c.wr) if failed
                else tuple(w for w in s.pending[h] if w > c.wr))
+    acked = s.acked if failed else set_at(
+        s.acked, h, acked_with(s, h, d, tuple(w for w in s.pending[h] if w <= c.wr)))
     mode = ERROR if failed and d.failover else s.sendMode[h]
-    return s._replace(pending=set_at(s.pending, h, pending),
+    return s._replace(pending=set_at(s.pending, h, pending), acked=acked,
                       sendMode=set_at(s.sendMode, h, mode))

@@ -35,6 +35,7 @@ class DesignRecord:
     failBack: bool
     readsResponder: bool
     staged: bool
+    keepNotes: bool = False  # keep ACKed notifications until a counter covers them (F7)
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,13 @@ def _record_from_module(name: str, path: Path) -> DesignRecord:
     except TlaValueError as e:
         raise SpecError(f"{where}: D: {e}") from None
     fields = ("failover", "skip", "refuseAtomics", "failBack", "readsResponder", "staged")
-    if not isinstance(rec, dict) or set(rec) != set(fields):
-        raise SpecError(f"{where}: D must be a record with fields {', '.join(fields)}")
+    optional = ("keepNotes",)  # FALSE when absent (Failover.tla's KeepsNotes)
+    if not isinstance(rec, dict) or not set(fields) <= set(rec) <= set(fields + optional):
+        raise SpecError(f"{where}: D must be a record with fields {', '.join(fields)} "
+                        f"(and optionally {', '.join(optional)})")
     if rec["skip"] not in SKIPS:
         raise SpecError(f"{where}: D.skip = {rec['skip']!r}: the model knows {', '.join(SKIPS)}")
-    return DesignRecord(name, **{f: rec[f] for f in fields})
+    return DesignRecord(name, **{f: rec[f] for f in fields + optional if f in rec})
 
 
 def _ints(name: str, given: object) -> tuple[int, ...]:

@@ -59,6 +59,23 @@ def _flushed_recvs(rs: tuple[int, ...]) -> tuple[Cqe, ...]:
     return tuple(Cqe(0, r, FLUSH, 0) for r in rs)
 
 
+def acked_with(s: State, h: int, d: DesignRecord, ws: tuple[int, ...]) -> tuple[int, ...]:
+    """Acked(h, D, ws): h's acked notifications once its WRs ws completed successfully:
+    with D.keepNotes the notifications among ws join them (a success says the peer's NIC
+    executed one, not that the peer's layer counted it: F7)."""
+    if not d.keepNotes:
+        return s.acked[h]
+    prog = s.program[h]
+    return s.acked[h] + tuple(w for w in ws if prog[w - 1].note > 0)
+
+
+def uncounted(s: State, h: int, n: int) -> tuple[int, ...]:
+    """Uncounted(h, n): h's acked notifications that no counter of the peer up to n
+    covers."""
+    prog = s.program[h]
+    return tuple(w for w in s.acked[h] if prog[w - 1].note > n)
+
+
 def _trigger_send(s: State, h: int, d: DesignRecord, status: str, good: tuple[Cqe, ...],
                   ) -> State:
     """Trigger's send side: in Default, Fallback (or Error when the design refuses with an
@@ -75,7 +92,9 @@ def _trigger_send(s: State, h: int, d: DesignRecord, status: str, good: tuple[Cq
                    for k, w in enumerate(rest)) if refuse else ()
     s = s._replace(buffered=set_at(s.buffered, h, s.buffered[h] + good + failed))
     if mode == DEFAULT:
+        done = pending[:len(pending) - len(rest)]
         return s._replace(pending=set_at(s.pending, h, () if refuse else rest),
+                          acked=set_at(s.acked, h, acked_with(s, h, d, done)),
                           refused=set_at(s.refused, h, s.refused[h] | frozenset(rest))
                           if refuse else s.refused,
                           sendMode=set_at(s.sendMode, h, ERROR if refuse else FALLBACK),
@@ -250,18 +269,23 @@ def skip(s: State, h: int, d: DesignRecord, w: int) -> bool:
 
 def replay(s: State, h: int, d: DesignRecord) -> State | None:
     """Replay(h, D), step 3: re-post h's outstanding WRs on the backup QP in post order,
-    except those the filter skips; a skipped signaled WR completes as a success."""
+    except those the filter skips; a skipped signaled WR completes as a success. First
+    the acked notifications the peer's counter does not cover (D.keepNotes: F7), whose
+    completions the layer will drop (`resent`)."""
     if s.sendMode[h] != FALLBACK or not s.sentCtr[h] or not s.fresh[h] or s.replayed[h]:
         return None
     flags = [(w, skip(s, h, d, w)) for w in s.pending[h]]
+    again = uncounted(s, h, s.peerCtr[h])
     keep = tuple(w for w, skipped in flags if not skipped)
     prog = s.program[h]
     done = tuple(Cqe(w, 0, SUCCESS, 0) for w, skipped in flags
                  if skipped and prog[w - 1].signaled)
     cq = s.cq
     if s.qp[h][1] == ERR:
-        cq = set_in(cq, h, 1, cq[h][1] + _flushed(keep))
-    return s._replace(sq=set_in(s.sq, h, 1, s.sq[h][1] + keep), cq=cq,
+        cq = set_in(cq, h, 1, cq[h][1] + _flushed(again + keep))
+    return s._replace(sq=set_in(s.sq, h, 1, s.sq[h][1] + again + keep), cq=cq,
+                      acked=set_at(s.acked, h, again),
+                      resent=set_at(s.resent, h, s.resent[h] | frozenset(again)),
                       buffered=set_at(s.buffered, h, s.buffered[h] + done),
                       pending=set_at(s.pending, h, keep),
                       replayed=set_at(s.replayed, h, True), fresh=set_at(s.fresh, h, False),
@@ -345,6 +369,7 @@ def _take_counter(s: State, h: int, m: Ctl) -> State:
     asked = s.asked[h]
     fresh = not asked or (s.sendMode[h] == FALLBACK and not s.replayed[h])
     return s._replace(peerCtr=set_at(s.peerCtr, h, m.count), fresh=set_at(s.fresh, h, fresh),
+                      acked=set_at(s.acked, h, uncounted(s, h, m.count)),
                       asked=set_at(s.asked, h, False),
                       sentCtr=s.sentCtr if asked else set_at(s.sentCtr, h, False),
                       peerSeq=set_at(s.peerSeq, h, m.seq))

@@ -164,6 +164,8 @@ class State(NamedTuple):
     ctrVal: tuple[int, int]
     peerSeq: tuple[int, int]
     peerFailed: tuple[bool, bool]
+    acked: tuple[tuple[int, ...], tuple[int, ...]]
+    resent: tuple[frozenset[int], frozenset[int]]
 
 
 VARIABLES: tuple[str, ...] = State._fields
@@ -192,7 +194,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rpend=two, recvDone=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
         fresh=(False, False), asked=(False, False), replayed=(False, False), fence=zeros,
         refused=(frozenset(), frozenset()), ctrSeq=zeros, ctrVal=zeros, peerSeq=zeros,
-        peerFailed=(False, False),
+        peerFailed=(False, False), acked=two, resent=(frozenset(), frozenset()),
     )
 
 

@@ -94,6 +94,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "fence": _hosts,
     "refused": _per_host(_tset),
     "ctrSeq": _hosts, "ctrVal": _hosts, "peerSeq": _hosts, "peerFailed": _hosts,
+    "acked": _per_host(list), "resent": _per_host(_tset),
 }
 assert tuple(FIELDS) == VARIABLES, "one converter per variable, in View order"
 

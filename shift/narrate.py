@@ -238,6 +238,7 @@ def _cq_lines(before: State, after: State) -> list[str]:
                 out.append(f"{h}'s layer takes {len(a)} "
                            f"entr{'y' if len(a) == 1 else 'ies'} off CQ {p}")
         out += _unwritten_lines(before, after, h)
+        out += _resent_lines(before, after, h)
         for p, (a, b) in enumerate(zip(of(before, "qp", h) or [],
                                        of(after, "qp", h) or [], strict=False), 1):
             if a != b:
@@ -260,6 +261,19 @@ def _unwritten_lines(before: State, after: State, h: str) -> list[str]:
             out.append(f"the completion of receive WR {recvs}, ACKed but not yet written, "
                        f"dies with {h}'s NIC {p}")
     return out
+
+
+def _resent_lines(before: State, after: State, h: str) -> list[str]:
+    """Acked notifications a failover replays again (D.keepNotes: F7), and the
+    completions of those the layer drops because the application had their success."""
+    old, new = of(before, "resent", h), of(after, "resent", h)
+    if not hasattr(old, "members") or not hasattr(new, "members"):
+        return []
+    was, now = set(old.members), set(new.members)
+    return ([f"{h}'s layer replays acked WR {w} (no counter of the peer covers it)"
+             for w in sorted(now - was)]
+            + [f"{h}'s layer drops the completion of replayed WR {w}: its application had "
+               f"its success" for w in sorted(was - now)])
 
 
 def _seen_lines(before: State, after: State) -> list[str]:

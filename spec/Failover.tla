@@ -9,6 +9,9 @@
 (*   D.failBack       return to the default path once it is healthy     *)
 (*   D.readsResponder the filter reads the responder NIC's state       *)
 (*   D.staged         the responder deduplicates through staging buffers *)
+(*   D.keepNotes      keep each ACKed notification until a counter of the *)
+(*                    peer covers it, and replay those it does not (F7); *)
+(*                    optional, FALSE when D has no such field           *)
 (*                                                                         *)
 (* Each host has a send side (its outstanding WRs: Default, Fallback,   *)
 (* WaitSignaled, WaitDrained, or Error after a refusal) and a receive    *)
@@ -100,7 +103,7 @@ PostSend(h) ==
     /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry,
                     responderVars, qp, unwritten, wire, faultVars, historyVars, recvMode,
                     buffered, rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed,
-                    refused, seqVars >>
+                    refused, seqVars, noteVars >>
 
 \* Post receive WR r on host h's QP of path p; a QP in the error state flushes it.
 \* Model: apps._post_recv_on. C: post_rpend, then the NIC's sn__post_recv.
@@ -126,7 +129,7 @@ PostRecv(h) ==
     /\ UNCHANGED << program, posted, sndSeen, rcvSeen, stores, stored, requesterVars, epsn,
                     saved, qp, unwritten, wire, faultVars, historyVars, sendMode, recvMode, pending,
                     buffered, recvDone, sentCtr, peerCtr, fresh, asked, replayed, fence,
-                    refused, seqVars >>
+                    refused, seqVars, noteVars >>
 
 \* Host h's application makes its next store into its own memory, once it took
 \* the notifications the store waits for. The layer does not see it.
@@ -178,6 +181,18 @@ See(h, c) ==
 \* The receive WRs of a sequence of CQEs.
 Recvs(cs) == { cs[i].recv : i \in DOMAIN cs }
 
+\* Host h's acked notifications once its WRs ws completed successfully: with
+\* D.keepNotes, the notifications among ws join them (a success says the peer's
+\* NIC executed one, not that the peer's layer counted it: F7).
+KeepsNotes(D) == "keepNotes" \in DOMAIN D /\ D.keepNotes
+
+Acked(h, D, ws) == IF KeepsNotes(D)
+                   THEN acked[h] \o SubAt(ws, { i \in DOMAIN ws : program[h][ws[i]].note > 0 })
+                   ELSE acked[h]
+
+\* Host h's acked notifications that no counter of the peer up to n covers.
+Uncounted(h, n) == SubAt(acked[h], { i \in DOMAIN acked[h] : program[h][acked[h][i]].note > n })
+
 (***************************************************************************)
 (* Host h takes its sides off the default path (step 1 above). status:   *)
 (* the error that triggered it, returned for the first WR if the layer  *)
@@ -198,6 +213,7 @@ Trigger(h, D, status) ==
                    /\ \E i \in DOMAIN rest : program[h][rest[i]].op \in Atomics
         failed  == [i \in DOMAIN rest |->
                       Cqe(rest[i], 0, IF i = 1 THEN status ELSE "WR_FLUSH_ERR", 0)]
+        done    == SubSeq(pending[h], 1, Len(pending[h]) - Len(rest))
         held    == sq[h][1]
         abandon == mode \in {"WaitSignaled", "WaitDrained"}
     IN  /\ qp' = [qp EXCEPT ![h][1] = "ERR"]
@@ -208,6 +224,7 @@ Trigger(h, D, status) ==
         /\ buffered' = [buffered EXCEPT ![h] = @ \o good \o (IF refuse THEN failed ELSE << >>)]
         /\ CASE mode = "Default" ->
                   /\ pending' = [pending EXCEPT ![h] = IF refuse THEN << >> ELSE rest]
+                  /\ acked' = [acked EXCEPT ![h] = Acked(h, D, done)]
                   /\ refused' = IF refuse THEN [refused EXCEPT ![h] = @ \cup Range(rest)]
                                 ELSE refused
                   /\ sendMode' = [sendMode EXCEPT ![h] = IF refuse THEN "Error" ELSE "Fallback"]
@@ -217,8 +234,8 @@ Trigger(h, D, status) ==
                   /\ sq' = [sq EXCEPT ![h][1] = << >>, ![h][2] = @ \o held]
                   /\ sendMode' = [sendMode EXCEPT ![h] = "Fallback"]
                   /\ fence' = [fence EXCEPT ![h] = 0]
-                  /\ UNCHANGED << pending, refused, replayed >>
-             [] OTHER -> UNCHANGED << sq, pending, refused, sendMode, replayed, fence >>
+                  /\ UNCHANGED << pending, refused, replayed, acked >>
+             [] OTHER -> UNCHANGED << sq, pending, refused, sendMode, replayed, fence, acked >>
         /\ IF recvMode[h] = "Default"
            THEN /\ rq' = [rq EXCEPT ![h][1] = << >>]
                 /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(recvs)]
@@ -226,6 +243,7 @@ Trigger(h, D, status) ==
                 /\ recvMode' = [recvMode EXCEPT ![h] = "Moving"]
            ELSE UNCHANGED << rq, recvDone, rpend, recvMode >>
         /\ sentCtr' = [sentCtr EXCEPT ![h] = FALSE]
+        /\ UNCHANGED resent
 
 (***************************************************************************)
 (* What failed host h's default QP: the status of the first CQE of its   *)
@@ -272,7 +290,7 @@ AppError(h) ==
         /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
         /\ wire' = TellAppError(wire, h)
         /\ UNCHANGED << sq, qp, unwritten, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr,
-                        replayed, fence >>
+                        replayed, fence, noteVars >>
 
 (***************************************************************************)
 (* Host h's QP pair is its application's: the layer handed it an error  *)
@@ -296,7 +314,9 @@ AppOwned(h) == OwnAppError(h) \/ peerFailed[h]
 (* QP's first fault is the application's (AppError) or was (AppOwned:    *)
 (* then it reaches the application). An error from the                  *)
 (* backup QP reaches it (and puts a send side in Error): SHIFT as        *)
-(* published has no third path.                                         *)
+(* published has no third path. The completion of an acked notification *)
+(* a failover replayed (resent) the layer drops: the application had    *)
+(* its success.                                                         *)
 (* Model: apps.poll_cq. C: shift_poll_step.                               *)
 (***************************************************************************)
 PollCq(h, D) ==
@@ -305,29 +325,40 @@ PollCq(h, D) ==
        THEN /\ See(h, Head(buffered[h]))
             /\ buffered' = [buffered EXCEPT ![h] = Tail(@)]
             /\ UNCHANGED << sq, qpVars, rq, wire, sendMode, recvMode, pending, refused, rpend,
-                            recvDone, sentCtr, replayed, fence >>
+                            recvDone, sentCtr, replayed, fence, noteVars >>
        ELSE LET p == PollPath(h)
                 c == Head(cq[h][p])
             IN  /\ p = 1 => Polls1(h)
                 /\ cq[h][p] # << >>
-                /\ IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ ~AppOwned(h)
+                /\ IF ~IsRecv(c) /\ c.wr \in resent[h]
+                   THEN /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
+                        /\ resent' = [resent EXCEPT ![h] = @ \ {c.wr}]
+                        /\ UNCHANGED << sq, qp, unwritten, rq, wire, buffered, refused, recvMode,
+                                        sentCtr, replayed, fence, sndSeen, rcvSeen, rpend,
+                                        recvDone, pending, sendMode, acked >>
+                   ELSE IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ ~AppOwned(h)
                    THEN IF FirstFault(h) \in AppErrors
                         THEN AppError(h)
                         ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen, wire >>
                    ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ See(h, c)
                         /\ UNCHANGED << sq, qp, unwritten, rq, wire, buffered, refused, recvMode,
-                                        sentCtr, replayed, fence >>
+                                        sentCtr, replayed, fence, resent >>
                         /\ IF IsRecv(c)
                            THEN /\ rpend' = [rpend EXCEPT ![h] = Without(@, {c.recv})]
                                 /\ recvDone' = IF c.status = "SUCCESS"
                                                THEN [recvDone EXCEPT ![h] = @ + 1]
                                                ELSE recvDone
-                                /\ UNCHANGED << pending, sendMode >>
+                                /\ UNCHANGED << pending, sendMode, acked >>
                            ELSE /\ pending' = [pending EXCEPT ![h] =
                                                  IF c.status = "SUCCESS"
                                                  THEN SelectSeq(@, LAMBDA x : x > c.wr)
                                                  ELSE Without(@, {c.wr})]
+                                /\ acked' = IF c.status = "SUCCESS"
+                                             THEN [acked EXCEPT ![h] =
+                                                     Acked(h, D, SelectSeq(pending[h],
+                                                                           LAMBDA x : x <= c.wr))]
+                                             ELSE acked
                                 /\ sendMode' = IF c.status # "SUCCESS" /\ D.failover
                                                THEN [sendMode EXCEPT ![h] = "Error"]
                                                ELSE sendMode
@@ -378,7 +409,7 @@ Handshake(h) ==
     /\ fresh' = [fresh EXCEPT ![h] = @ /\ sendMode[h] = "Fallback" /\ ~replayed[h]]
     /\ UNCHANGED PsnState
     /\ UNCHANGED << sq, qp, unwritten, queried, sendMode, pending, buffered, rpend, recvDone,
-                    peerCtr, replayed, fence, refused, peerSeq, peerFailed >>
+                    peerCtr, replayed, fence, refused, peerSeq, peerFailed, noteVars >>
 
 (***************************************************************************)
 (* The replay filters, one per design (D.skip): is host h's outstanding  *)
@@ -414,17 +445,22 @@ Skip(h, D, w) ==
                                       NotesTaken(Peer(h))[i].wr = NoteWr(program[h], MessageOf(h, w))
 
 \* Step 3: re-post host h's outstanding WRs on the backup QP, except those
-\* D.skip names; a skipped signaled WR is reported successful.
+\* D.skip names; a skipped signaled WR is reported successful. First (they
+\* were posted first) the acked notifications the peer's counter does not
+\* cover (D.keepNotes: F7), whose completions the layer will drop (resent).
 \* Model: layer.replay. C: replay.
 Replay(h, D) ==
     /\ sendMode[h] = "Fallback" /\ sentCtr[h] /\ fresh[h] /\ ~replayed[h]
     /\ LET ps      == pending[h]
+           again   == Uncounted(h, peerCtr[h])
            keep    == SubAt(ps, { i \in DOMAIN ps : ~Skip(h, D, ps[i]) })
            skipped == SubAt(ps, { i \in DOMAIN ps : Skip(h, D, ps[i]) /\ Signaled(h, ps[i]) })
-       IN  /\ sq' = [sq EXCEPT ![h][2] = @ \o keep]
+       IN  /\ sq' = [sq EXCEPT ![h][2] = @ \o again \o keep]
            /\ cq' = IF qp[h][2] = "ERR"
-                    THEN [cq EXCEPT ![h][2] = @ \o Flushed(keep)]
+                    THEN [cq EXCEPT ![h][2] = @ \o Flushed(again \o keep)]
                     ELSE cq
+           /\ acked' = [acked EXCEPT ![h] = again]
+           /\ resent' = [resent EXCEPT ![h] = @ \cup Range(again)]
            /\ buffered' = [buffered EXCEPT ![h] =
                              @ \o [i \in DOMAIN skipped |-> Cqe(skipped[i], 0, "SUCCESS", 0)]]
            /\ pending' = [pending EXCEPT ![h] = keep]
@@ -460,7 +496,7 @@ Reconnect(h, D) ==
             /\ saved' = [x \in Hosts |-> [saved[x] EXCEPT ![1] = {}]]
     /\ sendMode' = [sendMode EXCEPT ![h] = "WaitSignaled"]
     /\ UNCHANGED << queried, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                    fresh, asked, replayed, fence, refused, seqVars >>
+                    fresh, asked, replayed, fence, refused, seqVars, noteVars >>
 
 \* Step 4b: the fence completed on the backup path, so every WR before it did:
 \* notify the peer on the default path alone and release the held WRs.
@@ -477,7 +513,7 @@ Release(h) ==
     /\ replayed' = [replayed EXCEPT ![h] = FALSE]
     /\ UNCHANGED PsnState
     /\ UNCHANGED << sq, rq, qpVars, queried, recvMode, pending, buffered, rpend, recvDone,
-                    sentCtr, peerCtr, fresh, asked, refused, seqVars >>
+                    sentCtr, peerCtr, fresh, asked, refused, seqVars, noteVars >>
 
 (***************************************************************************)
 (* One step of the layer's background work on host h: woken by a counter *)
@@ -565,7 +601,7 @@ DeliverControl(p, d) ==
        IN  IF takes /\ m.what = "apperr"
            THEN /\ PeerAppError(h)
                 /\ wire' = rest
-                /\ UNCHANGED << sentCtr, peerCtr, fresh, peerSeq >>
+                /\ UNCHANGED << sentCtr, peerCtr, fresh, peerSeq, noteVars >>
            ELSE /\ IF takes /\ m.what = "counter" /\ m.seq > peerSeq[h]
                    THEN /\ peerCtr' = [peerCtr EXCEPT ![h] = m.count]
                         /\ peerSeq' = [peerSeq EXCEPT ![h] = m.seq]
@@ -575,11 +611,13 @@ DeliverControl(p, d) ==
                         /\ asked' = [asked EXCEPT ![h] = FALSE]
                         /\ sentCtr' = IF asked[h] THEN sentCtr ELSE [sentCtr EXCEPT ![h] = FALSE]
                         /\ wire' = rest
-                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone >>
+                        \* notifications the counter covers need no replay (D.keepNotes)
+                        /\ acked' = [acked EXCEPT ![h] = Uncounted(h, m.count)]
+                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, resent >>
                    ELSE IF takes /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
                    THEN /\ wire' = Resend(rest, h, asked[h])
                         /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
-                                        peerCtr, fresh, asked, peerSeq >>
+                                        peerCtr, fresh, asked, peerSeq, noteVars >>
                    ELSE IF takes /\ m.what = "failback" /\ recvMode[h] = "Fallback"
                    THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
                                             ![h][2] = << >>]
@@ -589,11 +627,11 @@ DeliverControl(p, d) ==
                         /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(good))]
                         /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
                         /\ wire' = rest
-                        /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq >>
+                        /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq, noteVars >>
                    ELSE /\ wire' = IF alive /\ OwnAppError(h) /\ m.what = "counter"
                                     THEN TellAppError(rest, h) ELSE rest
                         /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
-                                        peerCtr, fresh, asked, peerSeq >>
+                                        peerCtr, fresh, asked, peerSeq, noteVars >>
                 /\ UNCHANGED << qp, unwritten, sendMode, pending, fence, peerFailed >>
     /\ event' = << "Deliver", p, d >>
     /\ UNCHANGED << appVars, requesterVars, epsn, saved, faultVars, historyVars, replayed,
@@ -660,6 +698,7 @@ Init ==
     /\ fence = [h \in Hosts |-> 0] /\ refused = [h \in Hosts |-> {}]
     /\ ctrSeq = [h \in Hosts |-> 0] /\ ctrVal = [h \in Hosts |-> 0]
     /\ peerSeq = [h \in Hosts |-> 0] /\ peerFailed = [h \in Hosts |-> FALSE]
+    /\ acked = [h \in Hosts |-> << >>] /\ resent = [h \in Hosts |-> {}]
     /\ event = << "Init" >>
 
 \* The system: the applications, the NICs, the wire and the layer on both

@@ -198,14 +198,21 @@ VARIABLES
     ctrSeq,      \* per host: the sequence number of its latest counter, 0 before the first
     ctrVal,      \* per host: the count its latest counter carries (what a resend repeats)
     peerSeq,     \* per host: the sequence number of the last counter of the peer it took
-    peerFailed   \* per host: did the peer's layer tell it that its application failed the QP pair?
+    peerFailed,  \* per host: did the peer's layer tell it that its application failed the QP pair?
+    acked,       \* per host: its notifications completed (ACKed) that no counter of the peer
+                 \* covers yet, in post order (kept by a design with D.keepNotes)
+    resent       \* per host: the acked notifications a failover replayed: the layer drops
+                 \* their completions, whose success its application already had
 
 \* The control plane's memory: the counters' numbering (what a resend repeats, how a
 \* duplicate is told apart) and the peer's word of an application error.
 seqVars == << ctrSeq, ctrVal, peerSeq, peerFailed >>
 
+\* The notifications a peer's NIC ACKed and its layer may not have counted (F7).
+noteVars == << acked, resent >>
+
 layerVars == << sendMode, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                fresh, asked, replayed, fence, refused, seqVars >>
+                fresh, asked, replayed, fence, refused, seqVars, noteVars >>
 
 LayerTypeOK ==
     /\ sendMode \in [Hosts -> SendModes]
@@ -226,6 +233,8 @@ LayerTypeOK ==
         /\ rpend[h] \in Seq(RecvIds(h))
         /\ fence[h] \in {0} \cup WrIds(h)
         /\ refused[h] \in SUBSET WrIds(h)
+        /\ acked[h] \in Seq(WrIds(h))
+        /\ resent[h] \in SUBSET WrIds(h)
 
 (* ---------------- how the state was reached (not in View) ---------------- *)
 VARIABLE

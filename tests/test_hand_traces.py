@@ -13,7 +13,7 @@ import pytest
 from shift.model.events import load_trace
 from shift.model.next import Model, NotEnabled
 from shift.model.properties import INVARIANTS, done
-from shift.vocabulary import Event
+from shift.vocabulary import FAULT_EVENTS, Event
 
 from shift.differential import report, run_trace
 
@@ -148,6 +148,34 @@ def test_f7_is_not_a_behaviour_where_the_completion_comes_with_the_ack() -> None
     executed = states[events.index(Event("Deliver", (1, "AtoB")))]
     why = model.not_enabled(1, executed, Event("WriteCqe", ("B", 1)))
     assert "AckBeforeCqe = FALSE" in why
+
+
+def test_f7_shift_counted_sends_the_acked_notification_again() -> None:
+    """F7's trace under ShiftCounted: up to A taking B's counter 0 it is the same run; then
+    A replays SEND #1 (acked, not counted) before SEND #2 and drops #1's second completion.
+    Run to the end with the first fair event each time: B takes #1 in receive WR 1 and #2
+    in receive WR 2, and A's application saw each success once."""
+    model = Model.load("ShiftCounted", "ackfirst")
+    events = load_trace(TRACES / f"{F7}.jsonl")
+    counter = events.index(Event("Deliver", (2, "BtoA")))
+    states = model.run(events[:counter + 1])
+    s = states[-1]
+    assert s.acked[0] == (1,) and s.peerCtr[0] == 0
+    replayed = None
+    for _ in range(200):
+        evs = [ev for ev in model.enabled(s) if ev.name not in FAULT_EVENTS]
+        if not evs:
+            break
+        s = model.step(s, evs[0])
+        if s.resent[0] and replayed is None:
+            replayed = s
+    assert replayed is not None and replayed.sq[0][1][:2] == (1, 2)
+    # SEND #1 executed twice (once into the completion that died): exactly-once is the
+    # trilemma's price, declared; every notification property holds
+    assert done(s) and broken([s])[0] == {"ExactlyOnceExecution"}
+    assert s.execs[0] == (2, 1)
+    assert [(e.wr, e.recv) for e in s.rcvSeen[1]] == [(1, 1), (2, 2)]
+    assert [e.wr for e in s.sndSeen[0]] == [1, 2] and s.resent[0] == frozenset()
 
 
 ABA = "cas_aba_replayed_cas_swaps_twice"

@@ -72,6 +72,8 @@ def test_each_design_record_is_read_from_its_module() -> None:
     assert (shift.failover, shift.skip, shift.refuseAtomics, shift.failBack,
             shift.readsResponder, shift.staged) == (True, "counter", True, True, False, False)
     assert design("ReceiverQuery").readsResponder and design("Staging").staged
+    # keepNotes is optional: FALSE where a module's D does not name it
+    assert design("ShiftCounted").keepNotes and not shift.keepNotes
     assert {design(n).skip for n in load_catalog().designs} == {
         "none", "counter", "prefix", "psn", "flag"}
 

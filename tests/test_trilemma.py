@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-DESIGNS = ["Shift", "ShiftPrefix", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging",
-           "NcclResiliency"]
+DESIGNS = ["Shift", "ShiftPrefix", "ShiftCounted", "NaiveReplay", "NoFailover",
+           "ReceiverQuery", "Staging", "NcclResiliency"]
 
 
 def run_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -155,6 +155,9 @@ def test_the_table_is_printed(small: dict[str, Any]) -> None:
         ("ShiftPrefix", "ExactlyOnceExecution", "violated"),
         ("ShiftPrefix", "DataAtNotification", "holds"),
         ("ShiftPrefix", "Liveness", "holds"),
+        ("ShiftCounted", "NotificationIntegrity", "holds"),
+        ("ShiftCounted", "DataAtNotification", "holds"),
+        ("ShiftCounted", "Liveness", "holds"),
         ("NaiveReplay", "NotificationIntegrity", "violated"),
         ("NaiveReplay", "AtomicSafety", "violated"),
         ("NoFailover", "Liveness", "violated"),

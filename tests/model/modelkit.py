@@ -9,8 +9,8 @@ from shift.model.next import Model
 from shift.model.state import State
 from shift.vocabulary import Event, make
 
-DESIGNS = ["Shift", "ShiftPrefix", "NaiveReplay", "NoFailover", "ReceiverQuery", "Staging",
-           "NcclResiliency"]
+DESIGNS = ["Shift", "ShiftPrefix", "ShiftCounted", "NaiveReplay", "NoFailover",
+           "ReceiverQuery", "Staging", "NcclResiliency"]
 
 
 @cache
