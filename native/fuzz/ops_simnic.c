@@ -353,7 +353,7 @@ static void wire_take_put(sn_fabric h, int path, int dir)
     FZ_CHECK(n >= 0 || n == -ENOSPC || n == -EINVAL || (n == -EBADF && !fab_of(h)), n, (int)cap);
     if (n <= 0 || !(fz_u8(W->in) & 1))
         return;
-    buf[fz_small(W->in, (uint32_t)n)] ^= fz_u8(W->in);
+    buf[fz_small(W->in, (uint32_t)n) % (uint32_t)n] ^= fz_u8(W->in); /* fz_small may pass n */
     int r = sn_wire_put(h, path, dir, buf, (uint32_t)n);
     FZ_CHECK(r == 0 || r == EINVAL || r == ENOMEM, r, n);
 }

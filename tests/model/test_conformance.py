@@ -112,11 +112,11 @@ def test_tlc_and_the_explorer_build_the_same_graph_with_application_errors(
 
 
 # At ackfirst (AckBeforeCqe: a receive completion is written after its ACK, WriteCqe),
-# SHIFT's layer, the staging responder (whose Execute consumes a receive WR only the
-# first time), and ShiftCounted, whose kept notifications (F7's fix) matter only there:
+# SHIFT's layer and ShiftCounted, whose kept notifications (F7's fix) matter only there:
 # the unwritten completions run through the transport, the faults and the layer's
-# drains, which every design shares.
-ACKFIRST_DESIGNS = ("Shift", "ShiftCounted", "Staging")
+# drains, which every design shares. (Staging's responder, which consumes a receive WR
+# only the first time, agreed too, 254,303 states, 2026-11-28; left out for CI's time.)
+ACKFIRST_DESIGNS = ("Shift", "ShiftCounted")
 
 
 @pytest.mark.parametrize("design", [p for p in BY_DESIGN if p.values[0] in ACKFIRST_DESIGNS])
