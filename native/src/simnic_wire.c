@@ -182,14 +182,25 @@ int sn_link_up(sn_fabric fh, int path)
     return 1;
 }
 
+/* the fabric and NIC an event names: 0, or -EBADF / -EINVAL */
+static int event_nic(sn_fabric fh, int host, int nic, sn_fab **f, sn_nic **n)
+{
+    *f = sn__fab(fh);
+    if (!*f)
+        return -EBADF;
+    if (!here(*f, host) || !valid_path(nic))
+        return -EINVAL;
+    *n = &(*f)->host[host].nic[nic];
+    return 0;
+}
+
 int sn_nic_fail(sn_fabric fh, int host, int nic)
 {
-    sn_fab *f = sn__fab(fh);
-    if (!f)
-        return -EBADF;
-    if (!here(f, host) || !valid_path(nic))
-        return -EINVAL;
-    sn_nic *n = &f->host[host].nic[nic];
+    sn_fab *f;
+    sn_nic *n;
+    int e = event_nic(fh, host, nic, &f, &n);
+    if (e)
+        return e;
     if (!n->alive)
         return 0;
     n->alive = 0;
@@ -211,12 +222,11 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
 
 int sn_nic_recover(sn_fabric fh, int host, int nic)
 {
-    sn_fab *f = sn__fab(fh);
-    if (!f)
-        return -EBADF;
-    if (!here(f, host) || !valid_path(nic))
-        return -EINVAL;
-    sn_nic *n = &f->host[host].nic[nic];
+    sn_fab *f;
+    sn_nic *n;
+    int e = event_nic(fh, host, nic, &f, &n);
+    if (e)
+        return e;
     if (n->alive)
         return 0;
     n->alive = 1; /* its QPs stay in ERR until reconnected */
@@ -235,12 +245,11 @@ static int cq_writes_next(sn_cq_s *cq, int nic)
 
 int sn_write_cqe(sn_fabric fh, int host, int nic)
 {
-    sn_fab *f = sn__fab(fh);
-    if (!f)
-        return -EBADF;
-    if (!here(f, host) || !valid_path(nic))
-        return -EINVAL;
-    sn_nic *n = &f->host[host].nic[nic];
+    sn_fab *f;
+    sn_nic *n;
+    int e = event_nic(fh, host, nic, &f, &n);
+    if (e)
+        return e;
     if (!n->alive)
         return 0;
     for (int i = 0; i < n->nqp; i++)

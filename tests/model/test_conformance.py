@@ -55,6 +55,18 @@ def explored(design: str, bound: str = "small") -> Exploration:
     return explore(Model.load(design, bound), [])
 
 
+def same_graph(design: str, bound: str, tlc_graph: Graphs) -> Exploration:
+    """The explorer's graph of the design at the bound, checked equal to TLC's: state by
+    state and edge by edge (compare), and in its totals."""
+    tlc = tlc_graph(design, bound)
+    ex = explored(design, bound)
+    mismatch = compare(ex, tlc)
+    assert mismatch is None, str(mismatch)
+    assert ex.distinct == len(tlc.view) > 1000
+    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    return ex
+
+
 # Under pytest-xdist (--dist loadgroup) a design's tests share a worker, and so the TLC
 # graphs that worker's session cache holds: each design's dumps are made once.
 BY_DESIGN = [pytest.param(d, marks=pytest.mark.xdist_group(f"conformance-{d}")) for d in DESIGNS]
@@ -67,24 +79,13 @@ def test_every_design_of_the_catalog_is_compared(catalog: Catalog) -> None:
 
 @pytest.mark.parametrize("design", BY_DESIGN)
 def test_tlc_and_the_explorer_build_the_same_graph(design: str, tlc_graph: Graphs) -> None:
-    tlc = tlc_graph(design)
-    ex = explored(design)
-    mismatch = compare(ex, tlc)
-    assert mismatch is None, str(mismatch)
-    # compare() checks edges state by state; the totals must agree as well.
-    assert ex.distinct == len(tlc.view) > 1000
-    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    same_graph(design, "small", tlc_graph)
 
 
 @pytest.mark.parametrize("design", BY_DESIGN)
 def test_tlc_and_the_explorer_build_the_same_graph_when_both_hosts_send(
         design: str, tlc_graph: Graphs) -> None:
-    tlc = tlc_graph(design, "twoway")
-    ex = explored(design, "twoway")
-    mismatch = compare(ex, tlc)
-    assert mismatch is None, str(mismatch)
-    assert ex.distinct == len(tlc.view) > 1000
-    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    ex = same_graph(design, "twoway", tlc_graph)
     # B's WRs took effect at A: the graph has two-way traffic.
     assert any(s.execs[1] and s.execs[1][0] for s in ex.graph.states)
 
@@ -100,12 +101,7 @@ APPERR_DESIGNS = ("Shift", "NaiveReplay", "NoFailover", "Staging")
 @pytest.mark.parametrize("design", [p for p in BY_DESIGN if p.values[0] in APPERR_DESIGNS])
 def test_tlc_and_the_explorer_build_the_same_graph_with_application_errors(
         design: str, tlc_graph: Graphs) -> None:
-    tlc = tlc_graph(design, "apperr")
-    ex = explored(design, "apperr")
-    mismatch = compare(ex, tlc)
-    assert mismatch is None, str(mismatch)
-    assert ex.distinct == len(tlc.view) > 1000
-    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    ex = same_graph(design, "apperr", tlc_graph)
     # Both application errors reach A's application somewhere in the graph.
     seen = {e.status for s in ex.graph.states for e in s.sndSeen[0]}
     assert seen >= APP_ERRORS
@@ -122,12 +118,7 @@ ACKFIRST_DESIGNS = ("Shift", "ShiftCounted")
 @pytest.mark.parametrize("design", [p for p in BY_DESIGN if p.values[0] in ACKFIRST_DESIGNS])
 def test_tlc_and_the_explorer_build_the_same_graph_when_the_ack_comes_first(
         design: str, tlc_graph: Graphs) -> None:
-    tlc = tlc_graph(design, "ackfirst")
-    ex = explored(design, "ackfirst")
-    mismatch = compare(ex, tlc)
-    assert mismatch is None, str(mismatch)
-    assert ex.distinct == len(tlc.view) > 1000
-    assert ex.graph.generated - len(ex.graph.initial) == tlc.edges
+    ex = same_graph(design, "ackfirst", tlc_graph)
     # Completions wait unwritten somewhere, and a dying NIC loses one somewhere.
     assert any(any(q) for s in ex.graph.states for q in s.unwritten[1])
     lost = [s for s in ex.graph.states
