@@ -24,6 +24,10 @@ def _cqe(c: Cqe) -> dict[str, Any]:
     return {"wr": c.wr, "recv": c.recv, "status": c.status, "val": c.val}
 
 
+def _cqes(q: tuple[Cqe, ...]) -> list[dict[str, Any]]:
+    return [_cqe(c) for c in q]
+
+
 def _packet(m: Packet) -> dict[str, Any]:
     return {"kind": m.kind, **{f: getattr(m, f) for f in m._fields if f != "kind"}}
 
@@ -75,8 +79,8 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "saved": _per_path(_saved),
     "rq": _per_path(list),
     "qp": _per_path(_ident),
-    "cq": _per_path(lambda q: [_cqe(c) for c in q]),
-    "unwritten": _per_path(lambda q: [_cqe(c) for c in q]),
+    "cq": _per_path(_cqes),
+    "unwritten": _per_path(_cqes),
     "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
                         "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
     "link": list,
@@ -86,7 +90,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "copies": int, "queried": bool,
     "sendMode": _hosts, "recvMode": _hosts,
     "pending": _per_host(list),
-    "buffered": _per_host(lambda q: [_cqe(c) for c in q]),
+    "buffered": _per_host(_cqes),
     "rpend": _per_host(list),
     "recvDone": _hosts,
     "sentCtr": _hosts, "peerCtr": _hosts, "fresh": _hosts, "asked": _hosts,
