@@ -56,9 +56,8 @@ def model_alone(model: Model, ts: list[list[Event]]) -> int:
 def impl_alone(model: Model, ts: list[list[Event]]) -> int:
     steps = 0
     for t in ts:
-        bridge = Bridge(model.design.name, model.bound.max_retries,
-                        model.init(t[0]).program, recover=model.bound.recover,
-                        ack_before_cqe=model.bound.ack_before_cqe)
+        s = model.init(t[0])
+        bridge = Bridge(model.design.name, model.bound, s.program[0], s.program[1])
         try:
             for ev in t[1:]:
                 bridge.apply(ev)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from shift.model.state import ONE_SIDED, REGIONS, TWO_SIDED, num_notes
+from shift.model.state import ONE_SIDED, REGIONS, RNR_FOREVER, TWO_SIDED, num_notes
 from shift.spec.catalog import Catalog, load_catalog, not_covered
 from shift.spec.workloads import WR, Store, Workloads, read_workloads
 
@@ -52,6 +52,8 @@ class Constants:
     recover: bool
     ctl_loss: bool  # CtlLoss: the wire may lose the layer's control messages, on any path
     ack_before_cqe: bool  # AckBeforeCqe: a receive completion is written after its ACK leaves
+    rnr_nak: bool  # RnrNak: a notification that finds no receive WR is RNR-NAKed, not discarded
+    rnr_retry: int  # RnrRetry: RNR NAKs retried before RNR_RETRY_EXC_ERR; 7 is for ever
     programs: tuple[tuple[WR, ...], ...]  # Program(k) (A's) for each k of workloads, in order
     stores: tuple[tuple[Store, ...], ...]  # StoresOf(k) (B's), likewise
     bprograms: tuple[tuple[WR, ...], ...] = ()  # BProgram(k) (B's), likewise; () all empty
@@ -164,7 +166,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
     """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`),
     with the programs of its workloads."""
     need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover",
-            "CtlLoss", "AckBeforeCqe")
+            "CtlLoss", "AckBeforeCqe", "RnrNak", "RnrRetry")
     missing = [k for k in need if k not in constants]
     if missing:
         raise SpecError(f"bound {name}: constants {', '.join(missing)} missing")
@@ -172,7 +174,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
         v = {k: parse_value(constants[k]) for k in need}
     except TlaValueError as e:
         raise SpecError(f"bound {name}: {e}") from None
-    for flag in ("Recover", "CtlLoss", "AckBeforeCqe"):
+    for flag in ("Recover", "CtlLoss", "AckBeforeCqe", "RnrNak"):
         if not isinstance(v[flag], bool):
             raise SpecError(f"bound {name}: {flag} = {v[flag]!r}: expected TRUE or FALSE")
     ks = _ints("Workloads", v["Workloads"])
@@ -182,7 +184,17 @@ def bound_from_constants(name: str, constants: dict[str, str],
     return Constants(name, ks, _int("MaxRetries", v["MaxRetries"]),
                      _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
                      frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"],
-                     v["CtlLoss"], v["AckBeforeCqe"], programs, stores, bprograms)
+                     v["CtlLoss"], v["AckBeforeCqe"], v["RnrNak"], _rnr_retry(name, v["RnrRetry"]),
+                     programs, stores, bprograms)
+
+
+def _rnr_retry(bound: str, value: object) -> int:
+    """RnrRetry, which verbs encodes in 3 bits (7: for ever)."""
+    n = _int("RnrRetry", value)
+    if not 0 <= n <= RNR_FOREVER:
+        raise SpecError(f"bound {bound}: RnrRetry = {n}: expected 0..{RNR_FOREVER} "
+                        f"({RNR_FOREVER}: retry for ever)")
+    return n
 
 
 def design(name: str, catalog: Catalog | None = None) -> DesignRecord:

@@ -299,7 +299,8 @@ def _reset_path1(s: State, b: Constants) -> State:
     return s._replace(qp=first(s.qp, RTS), sq=first(s.sq, ()), rq=first(s.rq, ()),
                       cq=first(s.cq, ()), wire=set_at(s.wire, 0, NO_WIRE),
                       una=first(s.una, 1), nxt=first(s.nxt, 1),
-                      retry=first(s.retry, b.max_retries), epsn=first(s.epsn, 1),
+                      retry=first(s.retry, b.max_retries),
+                      rnrLeft=first(s.rnrLeft, b.rnr_retry), epsn=first(s.epsn, 1),
                       saved=first(s.saved, frozenset()))
 
 

@@ -191,7 +191,8 @@ class Model:
     def initial_states(self) -> list[tuple[Event, State]]:
         """Init: one state per workload of the bound, with the Init event that picks it."""
         b = self.bound
-        return [(make("Init", k), initial(b.programs_of(k), b.max_retries, b.stores_at(k)))
+        return [(make("Init", k),
+                 initial(b.programs_of(k), b.max_retries, b.stores_at(k), b.rnr_retry))
                 for k in b.workloads]
 
     def init(self, ev: Event) -> State:
@@ -202,7 +203,7 @@ class Model:
                              f"{self.bound.name} (Workloads = {set(self.bound.workloads)})")
         k = ev.args[0]
         b = self.bound
-        return initial(b.programs_of(k), b.max_retries, b.stores_at(k))
+        return initial(b.programs_of(k), b.max_retries, b.stores_at(k), b.rnr_retry)
 
     def step(self, s: State, ev: Event) -> State | None:
         return step(s, ev, self.design, self.bound)

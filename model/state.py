@@ -36,6 +36,8 @@ WRITERS = frozenset({"WRITE", "WRITE_IMM", "FADD", "CAS"})
 REGIONS = (1, 2)
 
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
+RNR_RETRY_EXC = "RNR_RETRY_EXC_ERR"
+RNR_FOREVER = 7  # an RNR retry count of 7 retries for ever (IBTA's encoding)
 # State.tla's AppErrors: the statuses of a WR with a bad key (Workloads.tla's KeyStatus).
 LOC_PROT, REM_ACCESS = "LOC_PROT_ERR", "REM_ACCESS_ERR"
 APP_ERRORS = frozenset({LOC_PROT, REM_ACCESS})
@@ -96,6 +98,13 @@ class Nak(NamedTuple):
     kind: str = "nak"
 
 
+class Rnr(NamedTuple):
+    """The responder's RNR NAK of a notification that found no receive WR (RnrNak)."""
+
+    psn: int
+    kind: str = "rnr"
+
+
 class Ctl(NamedTuple):
     what: str  # "counter" | "failback" | "apperr"
     count: int
@@ -104,7 +113,7 @@ class Ctl(NamedTuple):
     kind: str = "ctl"
 
 
-Packet = Req | Ack | Nak | Ctl
+Packet = Req | Ack | Nak | Rnr | Ctl
 Channel = tuple[Packet, ...]
 # Functions over two keys (hosts, paths or directions), see the module doc.
 Hosts = tuple  # (A's, B's)
@@ -131,6 +140,7 @@ class State(NamedTuple):
     una: IntPaths
     nxt: IntPaths
     retry: IntPaths
+    rnrLeft: IntPaths
     epsn: IntPaths
     saved: tuple[tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int]]], ...]
     rq: Queues
@@ -172,7 +182,8 @@ VARIABLES: tuple[str, ...] = State._fields
 
 
 def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
-            stores: tuple[tuple[Store, ...], tuple[Store, ...]] = ((), ())) -> State:
+            stores: tuple[tuple[Store, ...], tuple[Store, ...]] = ((), ()),
+            rnr_retry: int = RNR_FOREVER) -> State:
     """Failover.tla's Init with program = programs and stores = stores, per host: one of
     Workloads.tla's ProgramOf(k, h) and StoresAt(k, h) (the bound's
     `Constants.programs_of(k)`, `stores_at(k)`)."""
@@ -183,6 +194,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         program=programs, posted=zeros, recvPosted=zeros, sndSeen=two, rcvSeen=two,
         stores=stores, stored=zeros,
         sq=(two, two), una=ones, nxt=ones, retry=((max_retries,) * 2,) * 2,
+        rnrLeft=((rnr_retry,) * 2,) * 2,
         epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
         qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), unwritten=(two, two),
         wire=(two, two),

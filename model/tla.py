@@ -75,6 +75,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "stored": _hosts,
     "sq": _per_path(list),
     "una": _per_path(_ident), "nxt": _per_path(_ident), "retry": _per_path(_ident),
+    "rnrLeft": _per_path(_ident),
     "epsn": _per_path(_ident),
     "saved": _per_path(_saved),
     "rq": _per_path(list),

@@ -18,6 +18,8 @@ from shift.model.state import (
     REM_ACCESS,
     RETRY_EXC,
     RETURNS,
+    RNR_FOREVER,
+    RNR_RETRY_EXC,
     RTS,
     SUCCESS,
     TWO_SIDED,
@@ -28,6 +30,7 @@ from shift.model.state import (
     Nak,
     Packet,
     Req,
+    Rnr,
     State,
     Wire,
     applied,
@@ -138,48 +141,65 @@ def _remote_access(s: State, g: int, i: int, m: Req, rest: Wire) -> State:
                       **complete(s, g, i, flushed))
 
 
-def _respond(s: State, g: int, i: int, m: Req, staged: bool, ack_first: bool,
+def _respond(s: State, g: int, i: int, m: Req, d: DesignRecord, b: Constants,
              rest: Wire) -> State:
     """Respond(g, p, m, staged, rest): execute the expected PSN, re-ACK a duplicate
-    without executing it, discard a request ahead of it, one that finds no receive WR, or
-    any on a dead end."""
+    without executing it, RNR-NAK a notification that finds no receive WR (RnrNak; else
+    discard it), discard a request ahead of it or any on a dead end."""
     src = peer(g)
     x = s.program[src][m.wr - 1]
     e = s.epsn[g][i]
+    staged = d.staged
     rnr = x.op in TWO_SIDED and not s.rq[g][i] and not (staged and s.execs[src][m.wr - 1] > 0)
-    if not (s.nic[g][i] and s.qp[g][i] == RTS) or m.psn > e or (m.psn == e and rnr):
+    if (not (s.nic[g][i] and s.qp[g][i] == RTS) or m.psn > e
+            or (m.psn == e and rnr and not b.rnr_nak)):
         return s._replace(wire=rest)
+    if m.psn == e and rnr:
+        return s._replace(wire=push(s.link, rest, i, g, Rnr(m.psn)))
     if m.psn == e and x.key == "RKEY":
         return _remote_access(s, g, i, m, rest)
     if m.psn == e:
-        return _execute(s, g, i, m.wr, m.psn, staged, ack_first, rest)
+        return _execute(s, g, i, m.wr, m.psn, staged, b.ack_before_cqe, rest)
     return s._replace(wire=push(s.link, rest, i, g,
                                 Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn))))
 
 
-def _acknowledge(s: State, h: int, i: int, m: Ack | Nak, max_retries: int,
+def _acknowledge(s: State, h: int, i: int, m: Ack | Nak | Rnr, b: Constants,
                  rest: Wire) -> State:
     """Acknowledge(h, p, m): h's requester takes a cumulative ACK: every WR up to its PSN
-    is complete; the signaled ones get a successful CQE. A NAK acknowledges every WR before
-    its PSN; the WR at it fails with REM_ACCESS_ERR, the QP enters the error state (later
-    WRs and the receive WRs flushed). A QP in the error state ignores both."""
+    is complete; the signaled ones get a successful CQE. A NAK or an RNR NAK acknowledges
+    every WR before its PSN. At a NAK the WR fails with REM_ACCESS_ERR and the QP enters
+    the error state (later WRs and the receive WRs flushed); at an RNR NAK the requester
+    goes back to the WR while RNR retries are left (or for ever), else fails it with
+    RNR_RETRY_EXC_ERR the same way. Progress renews both retry counts. A QP in the error
+    state ignores all three."""
     una = s.una[h][i]
     if s.qp[h][i] != RTS or m.psn < una:
         return s._replace(wire=rest)
     q, prog = s.sq[h][i], s.program[h]
-    if isinstance(m, Nak):
-        good = tuple(Cqe(w, 0, SUCCESS, 0) for w in q[una - 1:m.psn - 1] if prog[w - 1].signaled)
-        failed = ((Cqe(q[m.psn - 1], 0, REM_ACCESS, 0),)
-                  + tuple(Cqe(w, 0, FLUSH, 0) for w in q[m.psn:])
-                  + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
-        return s._replace(wire=rest, qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
-                          **complete(s, h, i, good + failed))
-    last = q[m.psn - 1]
-    done = tuple(Cqe(w, 0, SUCCESS, m.val if w == last else 0)
-                 for w in q[una - 1:m.psn] if prog[w - 1].signaled)
-    return s._replace(wire=rest, **(complete(s, h, i, done) if done else {}),
-                      una=set_in(s.una, h, i, m.psn + 1),
-                      retry=set_in(s.retry, h, i, max_retries))
+    if isinstance(m, Ack):
+        last = q[m.psn - 1]
+        done = tuple(Cqe(w, 0, SUCCESS, m.val if w == last else 0)
+                     for w in q[una - 1:m.psn] if prog[w - 1].signaled)
+        return s._replace(wire=rest, **(complete(s, h, i, done) if done else {}),
+                          una=set_in(s.una, h, i, m.psn + 1),
+                          retry=set_in(s.retry, h, i, b.max_retries),
+                          rnrLeft=set_in(s.rnrLeft, h, i, b.rnr_retry))
+    good = tuple(Cqe(w, 0, SUCCESS, 0) for w in q[una - 1:m.psn - 1] if prog[w - 1].signaled)
+    progress = m.psn > una
+    rnrs = b.rnr_retry if progress else s.rnrLeft[h][i]
+    if isinstance(m, Rnr) and (b.rnr_retry == RNR_FOREVER or rnrs > 0):
+        left = RNR_FOREVER if b.rnr_retry == RNR_FOREVER else rnrs - 1
+        return s._replace(wire=rest, **(complete(s, h, i, good) if good else {}),
+                          una=set_in(s.una, h, i, m.psn), nxt=set_in(s.nxt, h, i, m.psn),
+                          retry=set_in(s.retry, h, i, b.max_retries) if progress else s.retry,
+                          rnrLeft=set_in(s.rnrLeft, h, i, left))
+    status = REM_ACCESS if isinstance(m, Nak) else RNR_RETRY_EXC
+    failed = ((Cqe(q[m.psn - 1], 0, status, 0),)
+              + tuple(Cqe(w, 0, FLUSH, 0) for w in q[m.psn:])
+              + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
+    return s._replace(wire=rest, qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
+                      **complete(s, h, i, good + failed))
 
 
 def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
@@ -193,9 +213,9 @@ def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: s
     m = ch[0]
     to = 1 - j
     if isinstance(m, Req):
-        return _respond(s, to, i, m, d.staged, b.ack_before_cqe, rest)
-    assert isinstance(m, Ack | Nak)
-    return _acknowledge(s, to, i, m, b.max_retries, rest)
+        return _respond(s, to, i, m, d, b, rest)
+    assert isinstance(m, Ack | Nak | Rnr)
+    return _acknowledge(s, to, i, m, b, rest)
 
 
 def drop(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:

@@ -28,7 +28,7 @@ State = dict[str, Any]
 # One-way specification: whose variable is it?
 ONE_WAY_OWNER = {
     "program": "A", "posted": "A", "sndSeen": "A", "pending": "A", "execs": "A", "sq": "A",
-    "una": "A", "nxt": "A", "retry": "A", "fence": "A", "refused": "A",
+    "una": "A", "nxt": "A", "retry": "A", "rnrLeft": "A", "fence": "A", "refused": "A",
     "recvPosted": "B", "rcvSeen": "B", "rpend": "B", "recvDone": "B", "mem": "B",
     "bufs": "B", "rq": "B", "epsn": "B", "saved": "B", "stores": "B", "stored": "B",
 }
@@ -83,6 +83,8 @@ def packet(state: State, sender: str, m: dict[str, Any]) -> str:
         return f"ACK PSN {m['psn']}" + (f" returning {m['val']}" if m.get("val") else "")
     if m["kind"] == "nak":
         return f"NAK PSN {m['psn']} (remote access error)"
+    if m["kind"] == "rnr":
+        return f"RNR NAK PSN {m['psn']} (receiver not ready: no receive WR)"
     if m["what"] == "failback":
         return "fail-back notice"
     if m["what"] == "apperr":

@@ -182,9 +182,8 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
            attempts: int = 4) -> Recording:
     """A run of the implementation of `model`'s design at its bound: up to `length`
     recorded steps, each chosen by a scheduler seeded with `seed`."""
-    bridge = Bridge(model.design.name, model.bound.max_retries, model.bound.program(workload),
-                    recover=model.bound.recover, peer_program=model.bound.bprogram(workload),
-                    ack_before_cqe=model.bound.ack_before_cqe)
+    bridge = Bridge(model.design.name, model.bound, model.bound.program(workload),
+                    model.bound.bprogram(workload))
     rng = random.Random(seed)
     sched = Scheduler(model, bridge, rng)
     steps: list[Step] = []

@@ -100,7 +100,7 @@ PostSend(h) ==
                                        /\ fence' = [fence EXCEPT ![h] = w]
                                   ELSE UNCHANGED << sendMode, fence >>
     /\ event' = << "PostSend", h, posted[h] + 1 >>
-    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry,
+    /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry, rnrLeft,
                     responderVars, qp, unwritten, wire, faultVars, historyVars, recvMode,
                     buffered, rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed,
                     refused, seqVars, noteVars >>
@@ -363,7 +363,7 @@ PollCq(h, D) ==
                                                THEN [sendMode EXCEPT ![h] = "Error"]
                                                ELSE sendMode
                                 /\ UNCHANGED << rpend, recvDone >>
-    /\ UNCHANGED << program, posted, recvPosted, stores, stored, una, nxt, retry, epsn, saved,
+    /\ UNCHANGED << program, posted, recvPosted, stores, stored, una, nxt, retry, rnrLeft, epsn, saved,
                     faultVars, historyVars, peerCtr, fresh, asked, seqVars >>
 
 \* What Progress never changes: the applications, the faults, the memories
@@ -371,7 +371,7 @@ PollCq(h, D) ==
 ProgressFrame == << appVars, faultVars, mem, bufs, execs, copies >>
 
 \* The QP pairs' transport state, which only a reconnect resets.
-PsnState == << una, nxt, retry, epsn, saved >>
+PsnState == << una, nxt, retry, rnrLeft, epsn, saved >>
 
 \* Host h's latest counter as a control message; ask: h awaits the answer.
 Counter(h, ask) == [kind |-> "ctl", what |-> "counter", count |-> ctrVal[h],
@@ -492,6 +492,7 @@ Reconnect(h, D) ==
             /\ una' = [x \in Hosts |-> [una[x] EXCEPT ![1] = 1]]
             /\ nxt' = [x \in Hosts |-> [nxt[x] EXCEPT ![1] = 1]]
             /\ retry' = [x \in Hosts |-> [retry[x] EXCEPT ![1] = MaxRetries]]
+            /\ rnrLeft' = [x \in Hosts |-> [rnrLeft[x] EXCEPT ![1] = RnrRetry]]
             /\ epsn' = [x \in Hosts |-> [epsn[x] EXCEPT ![1] = 1]]
             /\ saved' = [x \in Hosts |-> [saved[x] EXCEPT ![1] = {}]]
     /\ sendMode' = [sendMode EXCEPT ![h] = "WaitSignaled"]
@@ -676,6 +677,7 @@ Init ==
     /\ una = [h \in Hosts |-> [p \in Paths |-> 1]]
     /\ nxt = [h \in Hosts |-> [p \in Paths |-> 1]]
     /\ retry = [h \in Hosts |-> [p \in Paths |-> MaxRetries]]
+    /\ rnrLeft = [h \in Hosts |-> [p \in Paths |-> RnrRetry]]
     /\ epsn = [h \in Hosts |-> [p \in Paths |-> 1]]
     /\ saved = [h \in Hosts |-> [p \in Paths |-> {}]]
     /\ rq = [h \in Hosts |-> [p \in Paths |-> << >>]]

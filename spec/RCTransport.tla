@@ -12,9 +12,14 @@
 (* Simplifications, each safe for the properties checked: a request     *)
 (* ahead of the expected PSN is discarded without a NAK (the timeout     *)
 (* then does what the NAK would hasten); a timer fires only once nothing *)
-(* is in flight on its path, in either direction; a notification that    *)
-(* finds no receive WR (receiver-not-ready) is discarded unexecuted and  *)
-(* unacknowledged.                                                        *)
+(* is in flight on its path, in either direction.                        *)
+(*                                                                         *)
+(* A notification that finds no receive WR (receiver not ready) is       *)
+(* answered with an RNR NAK (RnrNak): the requester goes back to it and  *)
+(* retransmits, RnrRetry times or for ever (7), before it fails it with  *)
+(* RNR_RETRY_EXC_ERR; the wait of min_rnr_timer between is abstracted,   *)
+(* as every time is. Without RnrNak the notification is discarded        *)
+(* unexecuted and unacknowledged (the timeout ends it).                  *)
 (*                                                                         *)
 (* With AckBeforeCqe, a responder's receive completion is not in host    *)
 (* memory when its ACK leaves: the NIC writes it later (WriteCqe), and a *)
@@ -69,7 +74,8 @@ Transmit(h, p) ==
             /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
             /\ UNCHANGED << qpVars, rq >>
     /\ event' = << "Transmit", h, p >>
-    /\ UNCHANGED << appVars, sq, una, retry, epsn, saved, faultVars, historyVars, layerVars >>
+    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, faultVars, historyVars,
+                    layerVars >>
 
 (***************************************************************************)
 (* Host g's responder executes the request for its peer's WR w with the  *)
@@ -136,16 +142,19 @@ RemoteAccess(g, p, m, rest) ==
 
 \* Host g's responder handles the request m that arrived on path p; rest is
 \* the wire without m. It executes the expected PSN (or NAKs it if its rkey is
-\* bad), re-ACKs a duplicate without executing it, and discards a request ahead
-\* of it, one that finds no receive WR, or any that reaches a dead NIC or a QP
-\* in ERR.
+\* bad), re-ACKs a duplicate without executing it, answers a notification that
+\* finds no receive WR with an RNR NAK (RnrNak; else discards it), and discards
+\* a request ahead of it or any that reaches a dead NIC or a QP in ERR.
 \* Model: transport._respond. C: responder.
 Respond(g, p, m, staged, rest) ==
     LET x == program[Peer(g)][m.wr]
         rnr == x.op \in TwoSided /\ rq[g][p] = << >> /\ ~(staged /\ execs[Peer(g)][m.wr] > 0)
     IN  IF ~(nic[g][p] /\ qp[g][p] = "RTS") \/ m.psn > epsn[g][p]
-           \/ (m.psn = epsn[g][p] /\ rnr)
+           \/ (m.psn = epsn[g][p] /\ rnr /\ ~RnrNak)
         THEN /\ wire' = rest
+             /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
+        ELSE IF m.psn = epsn[g][p] /\ rnr
+        THEN /\ wire' = Push(rest, p, From(g), [kind |-> "rnr", psn |-> m.psn])
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
         ELSE IF m.psn = epsn[g][p] /\ x.key = "RKEY"
         THEN RemoteAccess(g, p, m, rest)
@@ -156,10 +165,13 @@ Respond(g, p, m, staged, rest) ==
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
 
 \* Host h's requester handles the cumulative ACK m on path p: every WR up to
-\* its PSN is complete; the signaled ones get a successful CQE. A NAK is an ACK
-\* of every WR before its PSN; the WR at it fails with REM_ACCESS_ERR and the QP
-\* enters the error state (every later WR flushed). A QP in the error state
-\* ignores both.
+\* its PSN is complete; the signaled ones get a successful CQE. A NAK or an RNR
+\* NAK is an ACK of every WR before its PSN. At a NAK the WR fails with
+\* REM_ACCESS_ERR and the QP enters the error state (every later WR flushed).
+\* At an RNR NAK the requester goes back to the WR (RNR retries left, or for
+\* ever) or fails it with RNR_RETRY_EXC_ERR, the QP to the error state. Progress
+\* (a WR acknowledged) renews both retry counts. A QP in the error state ignores
+\* all three.
 \* Model: transport._acknowledge. C: requester_ack.
 Acknowledge(h, p, m) ==
     IF qp[h][p] = "RTS" /\ m.psn >= una[h][p]
@@ -167,19 +179,34 @@ Acknowledge(h, p, m) ==
              done == SelectSeq(SubSeq(sq[h][p], una[h][p], last), LAMBDA w : Signaled(h, w))
              val(w) == IF m.kind = "ack" /\ w = sq[h][p][m.psn] THEN m.val ELSE 0
              good == [i \in DOMAIN done |-> Cqe(done[i], 0, "SUCCESS", val(done[i]))]
-         IN  IF m.kind = "ack"
-                THEN /\ IF good = << >> THEN UNCHANGED << cq, unwritten >>
+             rnrs == IF last >= una[h][p] THEN RnrRetry ELSE rnrLeft[h][p]
+             failed(status) == << Cqe(sq[h][p][m.psn], 0, status, 0) >>
+                               \o Flushed(SubSeq(sq[h][p], m.psn + 1, Len(sq[h][p])))
+                               \o FlushedRecvs(rq[h][p])
+         IN  CASE m.kind = "ack" ->
+                     /\ IF good = << >> THEN UNCHANGED << cq, unwritten >>
                         ELSE Complete(h, p, good)
                      /\ una' = [una EXCEPT ![h][p] = m.psn + 1]
                      /\ retry' = [retry EXCEPT ![h][p] = MaxRetries]
+                     /\ rnrLeft' = [rnrLeft EXCEPT ![h][p] = RnrRetry]
+                     /\ UNCHANGED << qp, rq, nxt >>
+               [] m.kind = "rnr" /\ (RnrRetry = 7 \/ rnrs > 0) ->
+                     /\ IF good = << >> THEN UNCHANGED << cq, unwritten >>
+                        ELSE Complete(h, p, good)
+                     /\ una' = [una EXCEPT ![h][p] = m.psn]
+                     /\ nxt' = [nxt EXCEPT ![h][p] = m.psn]
+                     /\ retry' = IF last >= una[h][p] THEN [retry EXCEPT ![h][p] = MaxRetries]
+                                  ELSE retry
+                     /\ rnrLeft' = [rnrLeft EXCEPT ![h][p] =
+                                        IF RnrRetry = 7 THEN 7 ELSE rnrs - 1]
                      /\ UNCHANGED << qp, rq >>
-                ELSE /\ Complete(h, p, good \o << Cqe(sq[h][p][m.psn], 0, "REM_ACCESS_ERR", 0) >>
-                                         \o Flushed(SubSeq(sq[h][p], m.psn + 1, Len(sq[h][p])))
-                                         \o FlushedRecvs(rq[h][p]))
+               [] OTHER ->
+                     /\ Complete(h, p, good \o failed(IF m.kind = "nak" THEN "REM_ACCESS_ERR"
+                                                      ELSE "RNR_RETRY_EXC_ERR"))
                      /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
                      /\ rq' = [rq EXCEPT ![h][p] = << >>]
-                     /\ UNCHANGED << una, retry >>
-    ELSE UNCHANGED << qpVars, una, retry, rq >>
+                     /\ UNCHANGED << una, nxt, retry, rnrLeft >>
+    ELSE UNCHANGED << qpVars, una, nxt, retry, rnrLeft, rq >>
 
 (***************************************************************************)
 (* The request, ACK or NAK at the head of path p's channel in direction *)
@@ -191,17 +218,17 @@ Acknowledge(h, p, m) ==
 (***************************************************************************)
 DeliverPacket(p, d, staged) ==
     /\ wire[p][d] # << >>
-    /\ Head(wire[p][d]).kind \in {"req", "ack", "nak"}
+    /\ Head(wire[p][d]).kind \in {"req", "ack", "nak", "rnr"}
     /\ LET m == Head(wire[p][d])
            rest == [wire EXCEPT ![p][d] = Tail(@)]
        IN  IF m.kind = "req"
            THEN /\ Respond(To(d), p, m, staged, rest)
-                /\ UNCHANGED << una, retry >>
+                /\ UNCHANGED << una, nxt, retry, rnrLeft >>
            ELSE /\ Acknowledge(To(d), p, m)
                 /\ wire' = rest
                 /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << appVars, sq, nxt, faultVars, queried, layerVars >>
+    /\ UNCHANGED << appVars, sq, faultVars, queried, layerVars >>
 
 (***************************************************************************)
 (* The wire loses the packet at the head of a channel: a request or an   *)
@@ -243,7 +270,7 @@ Timeout(h, p) ==
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << nxt, retry >>
     /\ event' = << "Timeout", h, p >>
-    /\ UNCHANGED << appVars, sq, una, epsn, saved, wire, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)

@@ -25,9 +25,14 @@ CONSTANTS
     FaultPaths,   \* the paths that may lose packets or fail
     Recover,      \* whether failed links and NICs may come back
     CtlLoss,      \* whether the wire may lose the layer's control messages (any path)
-    AckBeforeCqe  \* whether a responder ACKs a notification before its receive
+    AckBeforeCqe, \* whether a responder ACKs a notification before its receive
                   \* completion is in host memory (hardware does: an ACK promises
                   \* no placement; issue 17)
+    RnrNak,       \* whether a responder answers a notification that finds no receive
+                  \* WR with an RNR NAK (hardware does) rather than discarding it
+    RnrRetry      \* the requester's RNR retry count, 0..7: RNR NAKs it answers by
+                  \* retransmitting before RNR_RETRY_EXC_ERR; 7 is for ever (IBTA's
+                  \* encoding; NCCL and perftest set it)
 
 Hosts == {"A", "B"}
 Paths == {1, 2}
@@ -38,7 +43,8 @@ From(h) == IF h = "A" THEN "AtoB" ELSE "BtoA"
 To(d) == IF d = "AtoB" THEN "B" ELSE "A"
 
 \* The values a variable may hold, besides numbers and the programs' WRs.
-Statuses   == {"SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR", "LOC_PROT_ERR", "REM_ACCESS_ERR"}
+Statuses   == {"SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_PROT_ERR",
+               "REM_ACCESS_ERR"}
 \* The errors an application causes (a bad key, Workloads.tla's BadKey), not a path.
 AppErrors  == {"LOC_PROT_ERR", "REM_ACCESS_ERR"}
 QpStates   == {"RTS", "ERR"}
@@ -85,9 +91,10 @@ VARIABLES
     sq,          \* the send queue: WR ids; a WR's PSN is its index
     una,         \* PSN of the oldest unacknowledged WR
     nxt,         \* PSN of the next WR to transmit
-    retry        \* retries left
+    retry,       \* retries left
+    rnrLeft      \* RNR retries left (RnrRetry = 7: never counted down)
 
-requesterVars == << sq, una, nxt, retry >>
+requesterVars == << sq, una, nxt, retry, rnrLeft >>
 
 RequesterTypeOK ==
     /\ \A h \in Hosts :
@@ -95,6 +102,7 @@ RequesterTypeOK ==
         /\ una[h] \in [Paths -> PSNs]
         /\ nxt[h] \in [Paths -> PSNs]
         /\ retry[h] \in [Paths -> 0..MaxRetries]
+        /\ rnrLeft[h] \in [Paths -> 0..RnrRetry]
 
 (* ----------------------- each host's responder, per path ------------------- *)
 VARIABLES
@@ -136,12 +144,13 @@ VARIABLE
 
 \* A request for a WR of the sending host, its (cumulative) ACK with what a READ
 \* or atomic returned, the responder's NAK of a request with a bad rkey (remote
-\* access error), or a control message of the failover layer: a receive counter,
+\* access error), its RNR NAK of a notification that found no receive WR (also
+\* an ACK of every request before it), or a control message of the failover layer: a receive counter,
 \* a fail-back notice, or word that the sender's application failed the QP pair.
 Packets ==
     [kind : {"req"}, psn : PSNs, wr : AnyIds]
     \cup [kind : {"ack"}, psn : PSNs, val : Nat]
-    \cup [kind : {"nak"}, psn : PSNs]
+    \cup [kind : {"nak", "rnr"}, psn : PSNs]
     \cup [kind : {"ctl"}, what : {"counter", "failback", "apperr"}, count : Nat, seq : Nat,
           ask : BOOLEAN]
 

@@ -29,8 +29,9 @@
  *    a later completion of the same CQ writes those before it, a QP entering the error
  *    state on a live NIC writes them, and a NIC that dies loses those it made;
  *  - receiver not ready: a SEND/WRITE_WITH_IMM that finds no receive WR is discarded
- *    (the timeout retransmits it), or with rnr_nak answered by an RNR NAK and retried
- *    rnr_retry times before RNR_RETRY_EXC_ERR;
+ *    (the timeout retransmits it), or with rnr_nak answered by an RNR NAK (which also
+ *    acknowledges every request before it) and retransmitted rnr_retry times before
+ *    RNR_RETRY_EXC_ERR, or for ever at SN_RNR_FOREVER (spec: RnrNak, RnrRetry);
  *  - bad access: a bad lkey or local bounds -> LOC_PROT_ERR; a bad rkey, remote
  *    bounds or missing remote permission -> REM_ACCESS_ERR (both QPs to ERR); a
  *    misaligned or wrong-sized atomic, or a SEND longer than the receive buffer ->
@@ -53,11 +54,13 @@ typedef struct sn_mr_opaque *sn_mr;
 
 enum sn_host { SN_HOST_A = 0, SN_HOST_B = 1 };
 enum sn_dir { SN_AtoB = 0, SN_BtoA = 1 };
+enum { SN_RNR_FOREVER = 7 }; /* an rnr_retry that retries for ever (IBTA's encoding) */
 
 struct sn_fabric_attr {
     size_t mem_size;        /* bytes of memory per host (default 65536) */
     uint32_t retry_cnt;     /* retransmissions before RETRY_EXC_ERR (default 7, max 7) */
-    uint32_t rnr_retry;     /* RNR NAK retries before RNR_RETRY_EXC_ERR (default 7) */
+    uint32_t rnr_retry;     /* RNR NAK retries before RNR_RETRY_EXC_ERR (default 7:
+                             * SN_RNR_FOREVER, as verbs encodes it) */
     int rnr_nak;            /* 0: a notification without a receive WR is discarded */
     int ack_before_cqe;     /* 1: a notification's receive completion reaches host memory
                              * after its ACK left, when sn_write_cqe writes it; a NIC that

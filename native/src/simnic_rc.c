@@ -351,9 +351,10 @@ static void requester_ack(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
         qp->rnr_left = f->attr.rnr_retry;
         break;
     }
-    case SYN_RNR:
-        if (qp->rnr_left > 0) {
-            qp->rnr_left--;
+    case SYN_RNR: /* go back to the WR and retransmit: rnr_retry times, or for ever */
+        if (f->attr.rnr_retry == SN_RNR_FOREVER || qp->rnr_left > 0) {
+            if (f->attr.rnr_retry != SN_RNR_FOREVER)
+                qp->rnr_left--;
             qp->nxt = i;
             qp_kick(qp);
         } else {

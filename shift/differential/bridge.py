@@ -36,6 +36,7 @@ from shift.impl import Connection, DesignCode, Fabric, RawSendWr, Wr
 from shift.impl._native import ffi, lib
 from shift.impl.errors import check_errno
 from shift.impl.verbs import OP_CODES, Op
+from shift.model.config import Constants
 from shift.model.state import REGIONS
 from shift.vocabulary import Event
 
@@ -77,15 +78,20 @@ def bad_wr_of(conn: Connection, host: str, program: Sequence[Any], w: int) -> Ra
 class Bridge:
     """The implementation side of a trace: a fabric and a connection for one design."""
 
-    def __init__(self, design: str, max_retries: int, program: Sequence[Any],
-                 copy_posts: bool = False, recover: bool = True,
-                 peer_program: Sequence[Any] = (), ack_before_cqe: bool = False):
+    def __init__(self, design: str, bound: Constants, program: Sequence[Any],
+                 peer_program: Sequence[Any] = (), copy_posts: bool = False,
+                 fail_back: bool | None = None):
+        """The fabric takes the bound's transport (MaxRetries, AckBeforeCqe, RnrNak,
+        RnrRetry); the connection fails back where the bound recovers, unless fail_back
+        says otherwise."""
         self.program = tuple(program)  # A's
         self.programs = (self.program, tuple(peer_program))  # per host: A's, B's
-        self.fabric = Fabric(retries=max_retries, ack_before_cqe=ack_before_cqe)
-        self.conn = self.fabric.connect(design, regions=len(REGIONS), max_wr=16,
-                                        probe="instant", ctl_retries=255, copy_posts=copy_posts,
-                                        fail_back=recover, record=True)
+        self.fabric = Fabric(retries=bound.max_retries, ack_before_cqe=bound.ack_before_cqe,
+                             rnr_nak=bound.rnr_nak, rnr_retry=bound.rnr_retry)
+        self.conn = self.fabric.connect(
+            design, regions=len(REGIONS), max_wr=16, probe="instant", ctl_retries=255,
+            copy_posts=copy_posts, record=True,
+            fail_back=bound.recover if fail_back is None else fail_back)
 
     def close(self) -> None:
         self.fabric.close()

@@ -158,8 +158,7 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                  else kept)
     s = model.init(events[0])
     states = [s]
-    bridge = Bridge(design, model.bound.max_retries, s.program[0], copy_posts,
-                    model.bound.recover, s.program[1], model.bound.ack_before_cqe)
+    bridge = Bridge(design, model.bound, s.program[0], s.program[1], copy_posts)
     try:
         for k, ev in enumerate(events[1:], 2):
             why = gap(s, ev)

@@ -131,7 +131,7 @@ def test_the_implicit_nak_is_real() -> None:
     assert run.ok and run.gap is not None and "implicit NAK" in run.gap
     states = model.run(events + [make("PollCq", "A")])
     assert [e.wr for e in states[-1].sndSeen[0]] == [1]
-    bridge = D.Bridge("NoFailover", 0, states[0].program[0])
+    bridge = D.Bridge("NoFailover", model.bound, states[0].program[0])
     try:
         for ev in events[1:]:
             bridge.apply(ev)
@@ -323,9 +323,9 @@ def test_at_a_bound_without_recovery_the_core_does_not_fail_back(monkeypatch) ->
     assert run.states[-1].sendMode[0] == "Fallback"
     init = D.Bridge.__init__
 
-    def failing_back(self, design, retries, program, copy_posts=False, recover=True,  # type: ignore[no-untyped-def]
-                     peer_program=(), ack_before_cqe=False):
-        init(self, design, retries, program, copy_posts, True, peer_program, ack_before_cqe)
+    def failing_back(self, design, bound, program, peer_program=(), copy_posts=False,  # type: ignore[no-untyped-def]
+                     fail_back=None):
+        init(self, design, bound, program, peer_program, copy_posts, fail_back=True)
 
     monkeypatch.setattr(D.Bridge, "__init__", failing_back)
     run = D.run_trace(model, NO_FAULT_FAILOVER)

@@ -260,6 +260,24 @@ def test_rnr_nak_gives_rnr_retry_exceeded():
         assert [c.status for c in conn.completions] == [Status.RNR_RETRY_EXC_ERR]
 
 
+def test_rnr_retry_7_retries_for_ever():
+    """rnr_retry = 7 is IBTA's "for ever" (NCCL and perftest set it): the SEND without a
+    receive WR is retransmitted past any count, never fails, and executes once a receive
+    WR is there."""
+    with Fabric(rnr_nak=True, rnr_retry=7) as fab:
+        conn = fab.connect("NoFailover", regions=2, record=True)
+        conn.post_send("A", Wr(1, "SEND"))  # no receive posted
+        for _ in range(60):  # never quiet: it RNR-NAKs and retransmits
+            assert conn.pump() > 0
+            conn.poll("A")
+        sent = fab.counters()["transmitted"]
+        assert sent > 2 * 7 and conn.completions == []  # far past 7 retries, no error
+        conn.post_recv("B", 1)
+        drive(conn, limit=60)
+        # A's send completion and B's receive completion
+        assert [c.status for c in conn.completions] == [Status.SUCCESS] * 2
+
+
 def test_checked_poll_raises_the_verbs_status(conn):
     conn.post_send("A", _raw(conn, rkey=0xBAD0))
     conn.pump()

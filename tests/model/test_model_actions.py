@@ -10,7 +10,7 @@ import dataclasses
 
 from modelkit import changed, model, reach, step
 from shift.model.next import Model
-from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, SndSeen, State, set_at
+from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, Rnr, SndSeen, State, set_at
 from shift.vocabulary import make
 
 SHIFT = model("Shift")
@@ -95,6 +95,63 @@ def test_responder_discards_a_notification_without_receive_wr() -> None:
     s = on(s, A, nxt=(2, 1), sq=((1,), ()))
     t = step(SHIFT, s, "Deliver", 1, "AtoB")
     assert changed(s, t) == {"wire"} and t.execs[A] == (0, 0)  # receiver not ready
+
+
+# RnrNak (bound rnr): workload 2 (SEND, SEND) with B's receive WR 1 gone from its QP.
+RNR = model("Shift", "rnr")
+
+
+def not_ready(m: Model) -> State:
+    """A's SEND #1 and #2 transmitted on path 1, SEND #1 about to reach B with no receive
+    WR there."""
+    s = reach(m, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2), ("PostSend", "A", 1),
+              ("PostSend", "A", 2), ("Transmit", "A", 1), ("Transmit", "A", 1))
+    return on(s, B, rq=EMPTY)
+
+
+def test_with_rnr_nak_the_responder_answers_a_notification_without_receive_wr() -> None:
+    s = not_ready(RNR)
+    t = step(RNR, s, "Deliver", 1, "AtoB")
+    assert t.wire[0] == ((Req(2, 2),), (Rnr(1),)) and t.execs == s.execs
+    assert changed(s, t) == {"wire"}
+    # SEND #2, ahead of the expected PSN 1, is discarded as before.
+    assert step(RNR, t, "Deliver", 1, "AtoB").wire[0] == ((), (Rnr(1),))
+
+
+def test_an_rnr_nak_sends_the_requester_back_for_ever() -> None:
+    s = step(RNR, step(RNR, not_ready(RNR), "Deliver", 1, "AtoB"), "Deliver", 1, "AtoB")
+    t = step(RNR, s, "Deliver", 1, "BtoA")
+    assert t.nxt[A] == (1, 1) and t.una[A] == (1, 1) and t.rnrLeft[A] == (7, 7)
+    assert t.qp[A] == ("RTS", "RTS") and t.cq[A] == EMPTY  # no error: it retries
+    # B's receive WR comes back; the retransmission executes.
+    u = step(RNR, on(t, B, rq=((1, 2), ())), "Transmit", "A", 1)
+    u = step(RNR, u, "Deliver", 1, "AtoB")
+    assert u.execs[A] == (1, 0) and u.bufs[B][0] == s.program[A][0].value
+
+
+def test_rnr_retries_run_out_with_a_finite_count() -> None:
+    once = Model(RNR.design, dataclasses.replace(RNR.bound, rnr_retry=1))
+    s = step(once, step(once, not_ready(once), "Deliver", 1, "AtoB"), "Deliver", 1, "AtoB")
+    assert s.rnrLeft[A] == (1, 1)
+    t = step(once, s, "Deliver", 1, "BtoA")
+    assert t.rnrLeft[A] == (0, 1) and t.nxt[A] == (1, 1)
+    t = step(once, step(once, t, "Transmit", "A", 1), "Deliver", 1, "AtoB")
+    u = step(once, t, "Deliver", 1, "BtoA")
+    assert u.qp[A] == ("ERR", "RTS")
+    assert u.cq[A][0] == (Cqe(1, 0, "RNR_RETRY_EXC_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+
+
+def test_an_rnr_nak_acknowledges_the_requests_before_it_and_renews_the_count() -> None:
+    once = Model(RNR.design, dataclasses.replace(RNR.bound, rnr_retry=1))
+    s = reach(once, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2), ("PostSend", "A", 1),
+              ("PostSend", "A", 2), ("Transmit", "A", 1), ("Transmit", "A", 1))
+    s = on(s, A, rnrLeft=(0, 1))  # spent by an earlier RNR NAK
+    s = step(once, s, "Deliver", 1, "AtoB")  # SEND #1 consumes receive WR 1
+    s = step(once, on(s, B, rq=EMPTY), "Deliver", 1, "AtoB")  # SEND #2 finds none
+    assert s.wire[0][1] == (Ack(1, 0), Rnr(2))
+    t = step(once, step(once, s, "Deliver", 1, "BtoA"), "Deliver", 1, "BtoA")
+    assert t.una[A] == (2, 1) and t.nxt[A] == (2, 1) and t.qp[A] == ("RTS", "RTS")
+    assert t.rnrLeft[A] == (0, 1)  # renewed to 1 by the ACK, spent by the RNR NAK
 
 
 def test_responder_on_a_dead_nic_discards() -> None:

@@ -181,9 +181,8 @@ def test_a_responder_that_applies_a_duplicate_again_is_caught(
     weakening `transport.rc_prefix` refutes) is no run of the encoding."""
     original = model_transport._respond
 
-    def reexecute(s: State, g: int, i: int, m: Req, staged: bool, ack_first: bool,
-                  rest: Any) -> State:
-        out = original(s, g, i, m, staged, ack_first, rest)
+    def reexecute(s: State, g: int, i: int, m: Req, d: Any, b: Any, rest: Any) -> State:
+        out = original(s, g, i, m, d, b, rest)
         if m.psn < s.epsn[g][i] and s.nic[g][i] and s.qp[g][i] == "RTS":
             src = 1 - g
             return out._replace(execs=set_in(out.execs, src, m.wr - 1,
