@@ -373,13 +373,42 @@ def _response_lines(before: State, after: State) -> list[str]:
     if acked:
         return [f"{peer(s)}'s NIC saw PSN {heads[0]['psn']} before: a duplicate, re-ACKed "
                 "and not executed again"]
+    if _entered(before, after, "rnr"):
+        return [f"{peer(s)}'s NIC has no receive WR for it: receiver not ready, it answers "
+                "with an RNR NAK"]
     return [f"{peer(s)}'s NIC discards it (not the expected PSN, no receive WR posted, or "
             "its NIC or QP is down)"]
 
 
+def _entered(before: State, after: State, kind: str) -> bool:
+    """Did a packet of this kind enter the wire in this step?"""
+    return any(m["kind"] == kind for c in wire_changes(before, after) for m in c.entered)
+
+
+def _rnr_lines(before: State, after: State) -> list[str]:
+    """An RNR NAK that reached its requester: it goes back to the WR and will retransmit
+    it (RnrRetry), or its RNR retries ran out."""
+    name, args = _event(after)
+    if name != "Deliver":
+        return []
+    heads = [m for _, m in _arrivals(before, after) if m["kind"] == "rnr"]
+    if not heads:
+        return []
+    h, p = peer(sender_of(args[1])), args[0]
+    psn = heads[0]["psn"]
+    if of(after, "nxt", h) == of(before, "nxt", h) and of(after, "qp", h) == of(before, "qp", h):
+        return []  # a stale RNR NAK: ignored
+    if (of(after, "qp", h) or {}) != (of(before, "qp", h) or {}):
+        return [f"{h}'s NIC {p} is out of RNR retries for PSN {psn}"]
+    left = (of(after, "rnrLeft", h) or [None, None])[p - 1]
+    again = "for ever (rnr_retry = 7)" if left == 7 else f"{left} more time(s)"
+    return [f"{h}'s NIC {p} goes back to PSN {psn} to retransmit it: it will retry {again}"]
+
+
 def narrate_step(before: State, after: State) -> list[str]:
     """The lines of one step: the headline, then what changed, in RDMA terms."""
-    body = (_response_lines(before, after) + _exec_lines(before, after)
+    body = (_response_lines(before, after) + _rnr_lines(before, after)
+            + _exec_lines(before, after)
             + _wire_lines(before, after)
             + _cq_lines(before, after) + _seen_lines(before, after)
             + _layer_lines(before, after))
