@@ -1,8 +1,9 @@
 """The model is the specification: TLC's full state graph equals the explorer's.
 
 For every design at the `small` bound and at the two-way bound `twoway` (ping-pong: both
-hosts send), and for four at `apperr` (a WR with a bad lkey or rkey behind a WR in
-flight), TLC
+hosts send), for four at `apperr` (a WR with a bad lkey or rkey behind a WR in flight),
+two at `ackfirst` (the ACK before the receive completion) and two at `rnr` (RNR NAKs;
+three of its workloads), TLC
 dumps its graph (`-dump dot,actionlabels`) and the explorer builds its own; `compare`
 finds no differing state or edge. The same TLC runs check TypeOK (spec/State.tla): every
 variable keeps its type in every state of these graphs (tests/spec/test_typeok.py shows
