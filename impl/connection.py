@@ -69,6 +69,7 @@ EVENT_METHODS = {
     "LinkDown": "link_down", "LinkUp": "link_up", "NicFail": "nic_fail",
     "NicRecover": "nic_recover", "Progress": "progress", "AppWrite": "app_write",
     "HandshakeTimeout": "handshake_timeout", "WriteCqe": "write_cqe",
+    "CompletionTimeout": "completion_timeout",
 }
 
 
@@ -474,6 +475,14 @@ class Connection:
         resends it gives up instead (not in the spec: the error reaches the application)."""
         r = lib.shift_timer(self._eph(host), 2)
         return event_result(r, "handshake_timeout") > 0
+
+    def completion_timeout(self, host: str) -> bool:
+        """CompletionTimeout(host): the layer's completion timer fires (`shift_timer` on the
+        default path): a WR there waited too long (RNR NAKs retried for ever, F8); from
+        Default with a WR outstanding on the default path, the layer fails over. True if it
+        acted."""
+        r = lib.shift_timer(self._eph(host), 1)
+        return event_result(r, "completion_timeout") > 0
 
     def ctl_input(self, host: str, path: int, msg: bytes) -> bool:
         """A control message arrives at host on path, as the backend hands one over (not

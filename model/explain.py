@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from shift.model.apps import poll_path, polls1
 from shift.model.config import Constants, DesignRecord
-from shift.model.layer import app_owned, holds1, on_path1
+from shift.model.layer import app_owned, holds1, on_path1, waits_for_ever
 from shift.model.state import (
     DEFAULT,
     DIR,
@@ -395,6 +395,27 @@ def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> str
     return None
 
 
+def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
+    h = HOST[host]
+    if not d.failover:
+        return f"{d.name} has no failover layer, so no completion timer"
+    if app_owned(s, h):
+        return _owned(s, host)
+    if s.sendMode[h] != DEFAULT:
+        return (f"{host}'s completion timer runs on the default path only, and its send side "
+                f"is in {s.sendMode[h]}")
+    if not (b.rnr_nak and b.rnr_retry == 7):
+        return (f"no WR waits for ever at bound {b.name}: without RNR NAKs retried for ever "
+                f"(RnrNak, RnrRetry = 7) the transport ends every wait with a completion")
+    if not waits_for_ever(s, b, h):
+        return (f"no WR of {host}'s waits for ever on the default path: the oldest "
+                f"unacknowledged one is no notification, or {PEER[host]} has a receive WR "
+                f"on its default QP or will post one there (a fail-back notice on its way "
+                f"moves its receive side back): the timer fires only once the wait is for "
+                f"ever (docs/model.md)")
+    return None
+
+
 WHY_NOT: dict[str, Reason] = {
     "PostSend": post_send,
     "PostRecv": post_recv,
@@ -411,6 +432,7 @@ WHY_NOT: dict[str, Reason] = {
     "NicRecover": nic_recover,
     "Progress": progress,
     "HandshakeTimeout": handshake_timeout,
+    "CompletionTimeout": completion_timeout,
 }
 
 

@@ -20,8 +20,11 @@ from shift.model.state import (
     FLUSH,
     HOST,
     MOVING,
+    RETRY_EXC,
+    RNR_FOREVER,
     RTS,
     SUCCESS,
+    TWO_SIDED,
     WAIT_DRAINED,
     WAIT_SIGNALED,
     Cqe,
@@ -438,3 +441,29 @@ def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> Sta
             and s.qp[h][1] == RTS and s.link[1] and not s.wire[1][0] and not s.wire[1][1]):
         return None
     return s._replace(wire=_resend(s, s.wire, h, True))
+
+
+def waits_for_ever(s: State, b: Constants, h: int) -> bool:
+    """WaitsForEver(h): the oldest WR h's NIC has not had acknowledged on the default path
+    is a notification, the peer has no receive WR on its default QP and posts none there
+    (its receive side is off the default path, and no fail-back notice of h's is on its
+    way to move it back), and RC retries RNR NAKs for ever."""
+    o, una, q = 1 - h, s.una[h][0], s.sq[h][0]
+    return (b.rnr_nak and b.rnr_retry == RNR_FOREVER and s.qp[h][0] == RTS and una <= len(q)
+            and s.program[h][q[una - 1] - 1].op in TWO_SIDED
+            and not s.rq[o][0] and s.recvMode[o] != DEFAULT
+            and s.nic[o][0] and s.qp[o][0] == RTS
+            and not any(m.kind == "ctl" for m in s.wire[0][h]))
+
+
+def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
+    """CompletionTimeout(h, D): h's completion timer fires where a WR on the default path
+    waits for ever (`waits_for_ever`): the layer takes it as a failure of the default path
+    (Trigger, RETRY_EXC_ERR) and fails over; only from Default, and never once h's QP pair
+    is its application's."""
+    h = HOST[host]
+    if not d.failover or app_owned(s, h) or s.sendMode[h] != DEFAULT:
+        return None
+    if not waits_for_ever(s, b, h):
+        return None
+    return trigger(s, h, d, RETRY_EXC)

@@ -60,6 +60,7 @@ EVENT_FUNCTIONS: dict[str, Action] = {
     "NicRecover": faults.nic_recover,
     "Progress": layer.progress,
     "HandshakeTimeout": layer.handshake_timeout,
+    "CompletionTimeout": layer.completion_timeout,
 }
 
 
@@ -75,12 +76,13 @@ def action_of(s: State, ev: Event) -> str:
 # The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
 FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeout",
                           "WriteCqe", "DeliverPacket", "DeliverControl", "PollCq", "Progress",
-                          "HandshakeTimeout"})
+                          "HandshakeTimeout", "CompletionTimeout"})
 
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
     """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
     Transmit(h, p), Timeout(h, p), WriteCqe(h, p), PollCq(h), Progress(h), HandshakeTimeout(h),
+    CompletionTimeout(h),
     DeliverPacket(p, d) and DeliverControl(p, d) are one conjunct per argument; PostSend(h),
     PostRecv(h) and AppWrite(h) one per host (their other event arguments are not
     parameters of the action)."""
@@ -108,6 +110,7 @@ _FIXED: list[tuple[Event, Action]] = (
     + [(_ev("NicRecover", h, p), faults.nic_recover) for h in HOSTS for p in PATHS]
     + [(_ev("PollCq", h), apps.poll_cq) for h in HOSTS]
     + [(_ev("HandshakeTimeout", h), layer.handshake_timeout) for h in HOSTS]
+    + [(_ev("CompletionTimeout", h), layer.completion_timeout) for h in HOSTS]
 )
 _DELIVER = [(_ev("Deliver", p, dr), p, dr) for p in PATHS for dr in DIRECTIONS]
 _PROGRESS = [(_ev("Progress", h), h) for h in HOSTS]

@@ -154,6 +154,8 @@ HEADLINES = {
     "Progress": "{0}'s failover layer takes a step",
     "Timeout": "{0}'s retransmission timer on path {1} fires",
     "HandshakeTimeout": "{0}'s handshake timer fires: no answer to its counter came back",
+    "CompletionTimeout": "{0}'s completion timer fires: a WR on the default path waits "
+                         "for ever (RNR NAKs, retried for ever)",
     "WriteCqe": "{0}'s NIC {1} writes a receive completion it had already ACKed into host memory",
     "LinkDown": "link {0} goes down",
     "LinkUp": "link {0} comes back",

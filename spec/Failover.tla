@@ -661,6 +661,37 @@ HandshakeTimeout(h) ==
     /\ UNCHANGED << appVars, requesterVars, responderVars, qpVars, faultVars, historyVars,
                     layerVars >>
 
+\* Host h's default path waits for ever: the oldest WR its NIC has not had
+\* acknowledged there is a notification, the peer has no receive WR on its
+\* default QP and posts none there (its receive side is off the default path and
+\* no fail-back notice of h's is on its way to move it back: F8), and RC answers
+\* with RNR NAKs retried for ever.
+WaitsForEver(h) ==
+    /\ RnrNak /\ RnrRetry = 7
+    /\ qp[h][1] = "RTS" /\ una[h][1] <= Len(sq[h][1])
+    /\ program[h][sq[h][1][una[h][1]]].op \in TwoSided
+    /\ rq[Peer(h)][1] = << >> /\ recvMode[Peer(h)] # "Default"
+    /\ nic[Peer(h)][1] /\ qp[Peer(h)][1] = "RTS"
+    /\ \A i \in DOMAIN wire[1][From(h)] : wire[1][From(h)][i].kind # "ctl"
+
+(***************************************************************************)
+(* Host h's completion timer fires: a WR on the default path waits for   *)
+(* ever for its completion (WaitsForEver: RNR NAKs retried for ever, no  *)
+(* error will come). The layer takes it as a failure of the default path *)
+(* and fails over, which re-aligns both hosts' receive WRs (the fix of  *)
+(* F8). Like the other timers, it fires once the wait is for ever, not   *)
+(* while the peer is slow; not once h's QP pair is its application's.    *)
+(* Model: layer.completion_timeout. C: shift_timer(ep, 1).                *)
+(***************************************************************************)
+CompletionTimeout(h, D) ==
+    /\ D.failover /\ ~AppOwned(h) /\ sendMode[h] = "Default"
+    /\ WaitsForEver(h)
+    /\ Trigger(h, D, "RETRY_EXC_ERR")
+    /\ UNCHANGED << wire, peerCtr, fresh, asked, queried, seqVars >>
+    /\ UNCHANGED PsnState
+    /\ event' = << "CompletionTimeout", h >>
+    /\ UNCHANGED ProgressFrame
+
 (* ------------------------- Init, Next, fairness -------------------------- *)
 
 \* The applications pick one of the Workloads (each host's program and stores);
@@ -713,6 +744,7 @@ System(D) ==
     \/ \E p \in Paths, d \in Directions :
            DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d)
     \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D) \/ HandshakeTimeout(h)
+                       \/ CompletionTimeout(h, D)
 
 \* The environment: the wire loses a packet, links and NICs fail and come back.
 \* None of it is fair.
@@ -732,6 +764,6 @@ FailoverFairness(D) ==
     /\ \A p \in Paths, d \in Directions :
            WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))
     /\ \A h \in Hosts : WF_vars(PollCq(h, D)) /\ WF_vars(Progress(h, D))
-                      /\ WF_vars(HandshakeTimeout(h))
+                      /\ WF_vars(HandshakeTimeout(h)) /\ WF_vars(CompletionTimeout(h, D))
 
 =============================================================================

@@ -67,6 +67,13 @@ STALLS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+# trace -> (design, bound): a stall the layer's completion timer ends (F8): up to the
+# timer the default path waits for ever; after it the run reaches Done.
+RECOVERS: dict[str, tuple[str, str]] = {
+    "f8_lost_failback_notice_completion_timer": ("Shift", "rnr"),
+}
+
+
 # (trace, design): every run of SURVIVES, for the model's test and the C core's
 SURVIVING_RUNS = [(n, d) for n, (ds, _) in sorted(SURVIVES.items()) for d in ds]
 
@@ -77,7 +84,7 @@ def broken(states: list) -> list[frozenset[str]]:
 
 def test_every_trace_has_a_verdict() -> None:
     assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted(
-        {**VERDICTS, **SURVIVES, **STALLS})
+        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS})
 
 
 @pytest.mark.parametrize("name", sorted(STALLS))
@@ -259,6 +266,56 @@ def test_the_c_core_survives_the_same_failure(name: str, design: str) -> None:
     _, bound = SURVIVES[name]
     model = Model.load(design, bound)
     events = load_trace(TRACES / f"{name}.jsonl")
+    run = run_trace(model, events)
+    assert run.divergence is None and run.gap is None, report(model, run)
+    assert run.events == events
+
+
+F8 = "f8_lost_failback_notice_completion_timer"
+TIMER = Event("CompletionTimeout", ("A",))
+
+
+def test_f8_without_the_completion_timer_the_default_path_waits_for_ever() -> None:
+    """Up to A's completion timer, F8's run is the lasso TLC found: A's SEND #2 on the
+    default path, RNR-NAKed by B's NIC (its receive WR 2 is on the backup QP: A's fail-back
+    notice was lost), retransmitted for ever. Nothing but the loop and the timer can
+    happen, and the loop comes back to the same state."""
+    model = Model.load(*RECOVERS[F8])
+    events = load_trace(TRACES / f"{F8}.jsonl")
+    k = events.index(TIMER)
+    states = model.run(events[:k])
+    stall = states[-1]
+    assert Event("Drop", (1, "AtoB")) in events[:k] and not any(broken(states))
+    assert stall.sendMode[0] == "Default" and stall.recvMode[1] == "Fallback"
+    assert stall.rq[1] == ((), (2,))  # B's receive WR 2 is on its backup QP
+    system = [e for e in model.enabled(stall) if e.name not in FAULT_EVENTS]
+    assert system == [Event("Transmit", ("A", 1)), TIMER]
+    loop = model.run([events[0], *events[1:k], Event("Transmit", ("A", 1)),
+                      Event("Deliver", (1, "AtoB")), Event("Deliver", (1, "BtoA"))])
+    assert loop[-1] == stall and loop[-2].wire[0][1][0].kind == "rnr"
+
+
+def test_f8_the_completion_timer_ends_the_stall() -> None:
+    """A's completion timer fails A's side over; the failover re-aligns both hosts and the
+    run ends (Done): B took SEND #1 and #2 once each, in receive WRs 1 and 2, with their
+    payloads, and A saw both succeed."""
+    model = Model.load(*RECOVERS[F8])
+    events = load_trace(TRACES / f"{F8}.jsonl")
+    states = model.run(events)
+    k = events.index(TIMER)
+    assert not any(broken(states)) and done(states[-1])
+    assert states[k].sendMode[0] == "Fallback" and states[k].qp[0][0] == "ERR"
+    last = states[-1]
+    assert [(e.wr, e.recv, e.data) for e in last.rcvSeen[1]] == [(1, 1, 1), (2, 2, 2)]
+    assert [e.status for e in last.sndSeen[0]] == ["SUCCESS", "SUCCESS"]
+
+
+def test_f8_the_c_core_fails_over_on_its_completion_timer() -> None:
+    """The C core (simnic with RNR NAKs retried for ever, the layer's shift_timer on the
+    default path) agrees with the model at every step of F8, the RNR loop and the
+    completion timer's failover included."""
+    model = Model.load(*RECOVERS[F8])
+    events = load_trace(TRACES / f"{F8}.jsonl")
     run = run_trace(model, events)
     assert run.divergence is None and run.gap is None, report(model, run)
     assert run.events == events

@@ -59,6 +59,9 @@ VOCABULARY: dict[str, Signature] = {
     # the layer's handshake timer fires: a host that awaits the peer's answer resends its
     # counter (the wire may lose control messages)
     "HandshakeTimeout": (("host", HOST_T),),
+    # the layer's completion timer fires: a WR on the default path waits for ever (RNR
+    # NAKs retried for ever), which the layer takes as a failure of that path
+    "CompletionTimeout": (("host", HOST_T),),
 }
 
 # Events the environment decides, not the system: no fairness, and what a test injects.

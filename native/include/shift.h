@@ -304,10 +304,13 @@ int shift_poll_cq(shift_ep ep, int n, struct shift_wc *wc);
 int shift_poll_step(shift_ep ep, struct shift_wc *wc);
 /* One step of background work: enum shift_step (0: nothing to do), or -errno. */
 int shift_progress(shift_ep ep);
-/* The layer's handshake timer for path fired (spec: HandshakeTimeout(h) for path 2): an
- * endpoint that awaits the peer's answer (asked, its counter sent) resends its latest
- * counter, ctl_retries times, then gives up (not in the spec). 1 if it acted, 0 if not
- * (path 1, or not awaiting an answer). */
+/* A layer's timer for path fired. Path 2, the handshake timer (spec: HandshakeTimeout):
+ * an endpoint that awaits the peer's answer (asked, its counter sent) resends its latest
+ * counter, ctl_retries times, then gives up (not in the spec). Path 1, the completion
+ * timer (spec: CompletionTimeout): a WR on the default path waited too long for its
+ * completion (RNR NAKs retried for ever, F8): from Default with a WR outstanding there,
+ * the endpoint takes it as a failure of the default path and fails over. 1 if it acted,
+ * 0 if not. */
 int shift_timer(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
  * was taken (ctl_received; the word that the peer's application failed the QP pair

@@ -709,6 +709,31 @@ int shift_progress(shift_ep h)
  * asking. Not in the spec: it does so ctl_retries times, then gives up (give_up); and it
  * may fire whenever it awaits an answer (the spec's only on a quiet, live backup path:
  * a resend at a dead NIC or QP is lost, as any send there). */
+/* Is a WR this endpoint posted on the default path still outstanding there? */
+static int outstanding_on_default(const ep_s *e)
+{
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        const pend_t *p = &e->pq[s & e->pmask];
+        if (!(p->flags & PF_DONE) && p->where == W_DEFAULT)
+            return 1;
+    }
+    return 0;
+}
+
+/* spec: CompletionTimeout(h) - the layer's completion timer (path 1) fired: a WR on the
+ * default path waited for ever for its completion (RNR NAKs retried for ever: after a
+ * lost fail-back notice the peer's receive WRs are on the backup QP, F8). Whether the
+ * wait is for ever is the caller's judgement, as a timer's length is; the endpoint takes
+ * it as a failure of the default path, from Default with a WR outstanding there. */
+static int completion_timeout(ep_s *e)
+{
+    if (!failover(e) || e->dead || e->send_mode != SHIFT_STATE_DEFAULT ||
+        !outstanding_on_default(e))
+        return 0;
+    trigger(e, SHIFT_WC_RETRY_EXC_ERR);
+    return 1;
+}
+
 int shift_timer(shift_ep h, int path)
 {
     ep_s *e = ep_get(h);
@@ -716,7 +741,9 @@ int shift_timer(shift_ep h, int path)
         return -EINVAL;
     if (path != 1 && path != 2)
         return -EINVAL;
-    if (path != 2 || !failover(e) || e->dead || !e->asked || !e->sent_ctr)
+    if (path == 1)
+        return completion_timeout(e);
+    if (!failover(e) || e->dead || !e->asked || !e->sent_ctr)
         return 0;
     if (e->ctl_left > 0) {
         e->ctl_left--;

@@ -2416,7 +2416,7 @@ static void test_ctl_first_counter_lost(void)
           b.send_state == SHIFT_STATE_DEFAULT && b.recv_state == SHIFT_RECV_DEFAULT);
     CHECK(nb == 0);
     CHECK(shift_timer(L.ep[1], 2) == 0); /* B awaits nothing */
-    CHECK(shift_timer(L.ep[0], 1) == 0); /* the handshake timer is the backup path's */
+    CHECK(shift_timer(L.ep[0], 1) == 0); /* the completion timer acts from Default only */
     CHECK(shift_timer(L.ep[0], 2) == 1); /* the handshake timer resends it */
     CHECK(sn_wire_head_kind(L.f, 2, SN_AtoB) == KIND_CTL);
     CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.ctr_seq == 1 && a.ctl_sent == 2 && a.asked);

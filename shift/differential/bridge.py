@@ -18,7 +18,7 @@
   (the spec's reconnect is its probe), `ctl_retries=255`, and without fail-back at a bound
   without recovery (the spec's Reconnect needs `Recover`); every other event is the
   implementation's event of the same name and arguments (`HandshakeTimeout(h)` is
-  `shift_timer` on the backup path).
+  `shift_timer` on the backup path, `CompletionTimeout(h)` on the default path).
 
 `ctl_retries` is the C core's budget of handshake retransmissions, after which it gives
 up (the endpoint dies with the error to the application): the spec's HandshakeTimeout has

@@ -231,6 +231,13 @@ MUTANTS = (
            "a QP entering the error state on a live NIC flushes ahead of the completions it "
            "had not yet written: the layer's drain misses a received notification",
            bounds=("ackfirst",)),
+    # RNR retried for ever (issue 17, item 3): F8's fix, the layer's completion timer
+    Mutant("completion-timer-ignored", "failover.c",
+           "    trigger(e, SHIFT_WC_RETRY_EXC_ERR);\n    return 1;",
+           "    return 1; /* seeded: the timer does not fail the default path over */",
+           "the completion timer fires and the layer stays on the default path: a lost "
+           "fail-back notice leaves the notification RNR-NAKed for ever (F8)",
+           bounds=("rnr",), caught_by="corpus"),
     Mutant("ctl-never-dropped", "simnic_wire.c",
            "    if (!c->head) /* (a control message is lost like any packet: the spec's Drop) */",
            "    if (!c->head || c->head->kind == PKT_CTL)",

@@ -48,7 +48,8 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
     every region and none."""
     evs = [make("PostSend", h, w) for h in HOSTS for w in range(n_wrs + 2)]
     evs += [make("PostRecv", h, r) for h in HOSTS for r in range(n_notes + 2)]
-    evs += [make(name, h) for name in ("PollCq", "Progress", "HandshakeTimeout") for h in HOSTS]
+    evs += [make(name, h) for name in ("PollCq", "Progress", "HandshakeTimeout",
+                                       "CompletionTimeout") for h in HOSTS]
     evs += [make(name, h, p)
             for name in ("Transmit", "Timeout", "WriteCqe", "NicFail", "NicRecover")
             for h in HOSTS for p in PATHS]
@@ -155,7 +156,7 @@ def test_why_not_is_none_exactly_when_the_event_is_enabled_in_every_state_at_sma
     assert_agrees(checked_graph(design))
 
 
-@pytest.mark.parametrize("bound", ["default", "large", "ackfirst"])
+@pytest.mark.parametrize("bound", ["default", "large", "ackfirst", "rnr"])
 def test_why_not_is_none_exactly_when_the_event_is_enabled_along_random_runs(
         bound: str) -> None:
     for design in RUN_DESIGNS:
