@@ -176,7 +176,9 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
                           else set_at(s.recvDone, h, s.recvDone[h] + 1))
     pending = (tuple(w for w in s.pending[h] if w != c.wr) if failed
                else tuple(w for w in s.pending[h] if w > c.wr))
-    acked = s.acked if failed else set_at(
+    # only a success from the default path: a completion the backup path gave cannot have
+    # died with the default NIC (F7), and the peer may not have counted it yet (F9)
+    acked = s.acked if failed or p != 1 else set_at(
         s.acked, h, acked_with(s, h, d, tuple(w for w in s.pending[h] if w <= c.wr)))
     mode = ERROR if failed and d.failover else s.sendMode[h]
     return s._replace(pending=set_at(s.pending, h, pending), acked=acked,

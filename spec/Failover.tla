@@ -354,7 +354,10 @@ PollCq(h, D) ==
                                                  IF c.status = "SUCCESS"
                                                  THEN SelectSeq(@, LAMBDA x : x > c.wr)
                                                  ELSE Without(@, {c.wr})]
-                                /\ acked' = IF c.status = "SUCCESS"
+                                \* only from the default path: a success the backup
+                                \* path gave did not die with the default NIC (F7),
+                                \* and the peer may not have counted it yet (F9)
+                                /\ acked' = IF c.status = "SUCCESS" /\ p = 1
                                              THEN [acked EXCEPT ![h] =
                                                      Acked(h, D, SelectSeq(pending[h],
                                                                            LAMBDA x : x <= c.wr))]

@@ -84,7 +84,7 @@ def broken(states: list) -> list[frozenset[str]]:
 
 def test_every_trace_has_a_verdict() -> None:
     assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted(
-        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS})
+        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS, F9: ()})
 
 
 @pytest.mark.parametrize("name", sorted(STALLS))
@@ -319,3 +319,28 @@ def test_f8_the_c_core_fails_over_on_its_completion_timer() -> None:
     run = run_trace(model, events)
     assert run.divergence is None and run.gap is None, report(model, run)
     assert run.events == events
+
+
+F9 = "f9_counted_success_from_the_backup_path"
+
+
+def test_f9_a_success_from_the_backup_path_is_not_kept() -> None:
+    """ShiftCounted keeps a notification until a counter covers it only if its success
+    came from the default path: SEND #1, the fail-back's fence, succeeded on the backup
+    path, so the second failover (B's counter 0: its layer had not polled SEND #1's
+    completion from its backup CQ) does not replay it. B takes SEND #1 and #2 once each,
+    in receive WRs 1 and 2; nothing breaks (before the rule, NotificationIntegrity: B took
+    the replayed SEND #1 in receive WR 2)."""
+    model = Model.load("ShiftCounted", "default")
+    events = load_trace(TRACES / f"{F9}.jsonl")
+    states = model.run(events)
+    assert not any(broken(states))
+    poll = events.index(Event("PollCq", ("A",)))
+    assert [e.wr for e in states[poll].sndSeen[0]] == [1] and states[poll].acked[0] == ()
+    # a second failover: B answered A's second counter with 0, before its layer polled
+    # SEND #1's receive completion from the backup CQ
+    answer = next(s for s in states[poll:] if s.ctrSeq[1] == 2)
+    assert answer.ctrVal[1] == 0 and answer.cq[1][1][:1] and answer.cq[1][1][0].wr == 1
+    last = states[-1]
+    assert [(e.wr, e.recv, e.data) for e in last.rcvSeen[1]] == [(1, 1, 1), (2, 2, 2)]
+    assert last.execs[0] == (1, 1)

@@ -24,6 +24,7 @@ MAX_EVENTS = 60
 EXAMPLES = 500  # per design and bound
 EXAMPLES_APPERR = 150  # per design at apperr, where half the workloads end in an app error
 EXAMPLES_ACKFIRST = 400  # per design at ackfirst
+EXAMPLES_RNR = 200  # per design at rnr
 
 # One number per event (plus one for the workload); see trace_from_choices.
 choices = st.lists(st.integers(0, (1 << 16) - 1), min_size=12, max_size=MAX_EVENTS + 1)
@@ -99,6 +100,32 @@ def test_model_and_implementation_agree_when_the_ack_comes_first(design: str) ->
 
     agree()
     assert waited > EXAMPLES_ACKFIRST // 4, waited  # completions waited to be written
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_model_and_implementation_agree_when_the_receiver_is_not_ready(design: str) -> None:
+    """At bound rnr a notification that finds no receive WR is RNR-NAKed and retransmitted
+    for ever (RnrNak, RnrRetry = 7): simnic with rnr_nak and rnr_retry = 7 must answer,
+    go back and retry as the model does, and the layer's completion timer act the same
+    (F8). NaiveReplay's replayed duplicates meet RNR NAKs in the generated traces."""
+    model = Model.load(design, "rnr")
+    naks = 0
+
+    @settings(max_examples=EXAMPLES_RNR, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(choices)
+    def agree(picks: list[int]) -> None:
+        nonlocal naks
+        events = trace_from_choices(model, picks)
+        run = run_trace(model, events)
+        if run.divergence is not None:
+            raise AssertionError(explain(model, run, keep(model, run.events)))
+        naks += any(m.kind == "rnr" for s in run.states for path in s.wire for ch in path
+                    for m in ch)
+
+    agree()
+    if design == "NaiveReplay":
+        assert naks >= EXAMPLES_RNR // 50, naks  # the RNR NAK path was exercised
 
 
 def test_generated_traces_reach_a_nic_that_dies_with_completions_unwritten() -> None:
