@@ -1,7 +1,8 @@
 ---------------------------- MODULE ShiftCounted ----------------------------
 (***************************************************************************)
-(* ShiftPrefix whose sender keeps each notification the peer ACKed until *)
-(* a counter of the peer covers it (docs/findings.md, F7). An ACK says   *)
+(* ShiftPrefix whose sender keeps each notification the peer ACKed on    *)
+(* the default path until a counter of the peer covers it (docs/         *)
+(* findings.md, F7; not one ACKed on the backup path: F9). An ACK says   *)
 (* that the peer's NIC executed the notification, not that the peer's    *)
 (* layer counted it: with AckBeforeCqe the receive completion may die    *)
 (* with the NIC. A failover replays, first, the kept notifications its  *)

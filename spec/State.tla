@@ -254,7 +254,7 @@ Events ==
     { << "Init" >> }
     \cup ({"PostSend", "PostRecv"} \X Hosts \X AnyIds)
     \cup ({"AppWrite"} \X Hosts \X Regions \X Nat)
-    \cup ({"PollCq", "Progress", "HandshakeTimeout"} \X Hosts)
+    \cup ({"PollCq", "Progress", "HandshakeTimeout", "CompletionTimeout"} \X Hosts)
     \cup ({"Transmit", "Timeout", "WriteCqe"} \X Hosts \X Paths)
     \cup ({"Deliver", "Drop"} \X Paths \X Directions)
     \cup ({"LinkDown", "LinkUp"} \X Paths)
