@@ -27,7 +27,8 @@ SEVENTH = '      [] k = 9 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TR
 # fails back whether or not the bound has Recover), workload 9 alone.
 SEVEN = ('[bounds.seven]\nsummary = "as default, workload 9 only"\n'
         'constants = { Workloads = "{9}", MaxRetries = 1, MaxDrops = 1, MaxFaults = 1, '
-        'FaultPaths = "{1}", Recover = "TRUE", CtlLoss = "TRUE", AckBeforeCqe = "FALSE" }\n\n')
+        'FaultPaths = "{1}", Recover = "TRUE", CtlLoss = "TRUE", AckBeforeCqe = "FALSE", '
+        'RnrNak = "FALSE", RnrRetry = 7 }\n\n')
 
 
 def with_seventh(tmp_path: Path, arm: str = SEVENTH) -> Path:
