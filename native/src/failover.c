@@ -533,13 +533,14 @@ static void backup_qp_back(ep_s *e, uint32_t rq_psn, uint32_t sq_psn)
     }
 }
 
-/* Does the send side have WRs on the backup QP that no polled completion covers? A
- * move of the backup QP to ERR would flush them. */
-static int sends_on_backup(const ep_s *e)
+/* Does the send side have WRs on the QP `where` names (W_DEFAULT, W_BACKUP) that no
+ * polled completion covers? A move of the backup QP to ERR would flush those there; one
+ * on the default QP is what the completion timer waits for. */
+static int sends_on(const ep_s *e, int where)
 {
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         const pend_t *p = &e->pq[s & e->pmask];
-        if (!(p->flags & PF_DONE) && p->where == W_BACKUP)
+        if (!(p->flags & PF_DONE) && p->where == where)
             return 1;
     }
     return 0;
@@ -584,7 +585,7 @@ static int clear_rq2(ep_s *e)
  * QP (after a poll of its completions there, or at a Trigger). */
 void stale_rq2_check(ep_s *e)
 {
-    if (e->stale_rq2 && !sends_on_backup(e))
+    if (e->stale_rq2 && !sends_on(e, W_BACKUP))
         clear_rq2(e);
 }
 
@@ -630,7 +631,7 @@ static void split_backup_cq(ep_s *e)
 static void take_failback(ep_s *e)
 {
     split_backup_cq(e);
-    int later = sends_on_backup(e);
+    int later = sends_on(e, W_BACKUP);
     if (!later && clear_rq2(e))
         return; /* the receives cannot be taken off the backup QP: they stay there */
     for (uint64_t s = e->rhead; s < e->rtail; s++) {
@@ -709,17 +710,6 @@ int shift_progress(shift_ep h)
  * asking. Not in the spec: it does so ctl_retries times, then gives up (give_up); and it
  * may fire whenever it awaits an answer (the spec's only on a quiet, live backup path:
  * a resend at a dead NIC or QP is lost, as any send there). */
-/* Is a WR this endpoint posted on the default path still outstanding there? */
-static int outstanding_on_default(const ep_s *e)
-{
-    for (uint64_t s = e->phead; s < e->ptail; s++) {
-        const pend_t *p = &e->pq[s & e->pmask];
-        if (!(p->flags & PF_DONE) && p->where == W_DEFAULT)
-            return 1;
-    }
-    return 0;
-}
-
 /* spec: CompletionTimeout(h) - the layer's completion timer (path 1) fired: a WR on the
  * default path waited for ever for its completion (RNR NAKs retried for ever: after a
  * lost fail-back notice the peer's receive WRs are on the backup QP, F8). Whether the
@@ -728,7 +718,7 @@ static int outstanding_on_default(const ep_s *e)
 static int completion_timeout(ep_s *e)
 {
     if (!failover(e) || e->dead || e->send_mode != SHIFT_STATE_DEFAULT ||
-        !outstanding_on_default(e))
+        !sends_on(e, W_DEFAULT))
         return 0;
     trigger(e, SHIFT_WC_RETRY_EXC_ERR);
     return 1;

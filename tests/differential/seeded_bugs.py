@@ -141,7 +141,7 @@ MUTANTS = (
            "        if (!is_req(e) || !post_backup(e, p))\n            continue;",
            "B's own sends are not replayed after a failover (only A's are)"),
     Mutant("failback-flushes-own-sends", "failover.c",
-           "    int later = sends_on_backup(e);",
+           "    int later = sends_on(e, W_BACKUP);",
            "    int later = 0;",
            "the receive side's fail-back moves the backup QP to ERR at once, flushing the "
            "host's own sends still there"),

@@ -10,6 +10,7 @@ test_corpus.py for ever)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 from diff_helpers import explain, keep
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from shift.model.next import Model
 from shift.model.state import APP_ERRORS
 
-from shift.differential import DESIGNS, run_trace, trace_from_choices
+from shift.differential import DESIGNS, Run, run_trace, trace_from_choices
 
 MAX_EVENTS = 60
 EXAMPLES = 500  # per design and bound
@@ -122,34 +123,32 @@ def test_model_and_implementation_agree_when_the_receiver_is_not_ready(design: s
     agree()
 
 
-def test_generated_traces_meet_rnr_naks() -> None:
-    """NaiveReplay's replayed duplicates find no receive WR at rnr: RNR NAKs are among the
-    generated traces, and both sides agree through them. Seeded numbers, as `shift fuzz`
-    draws them, so that the count is reproducible."""
-    model = Model.load("NaiveReplay", "rnr")
+def seeded_runs(model: Model, n: int) -> Iterator[Run]:
+    """n generated traces run on both sides, each agreeing. Seeded numbers, as `shift fuzz`
+    draws them, so that what a test counts over them is reproducible."""
     rng = random.Random(0)
-    naks = 0
-    for _ in range(EXAMPLES_RNR):
+    for _ in range(n):
         picks = [rng.randrange(1 << 16) for _ in range(MAX_EVENTS + 1)]
         run = run_trace(model, trace_from_choices(model, picks))
         assert run.divergence is None, explain(model, run, keep(model, run.events))
-        naks += any(m.kind == "rnr" for s in run.states for path in s.wire for ch in path
-                    for m in ch)
+        yield run
+
+
+def test_generated_traces_meet_rnr_naks() -> None:
+    """NaiveReplay's replayed duplicates find no receive WR at rnr: RNR NAKs are among the
+    generated traces, and both sides agree through them."""
+    naks = sum(any(m.kind == "rnr" for s in run.states for path in s.wire for ch in path
+                   for m in ch)
+               for run in seeded_runs(Model.load("NaiveReplay", "rnr"), EXAMPLES_RNR))
     assert naks >= 5, naks
 
 
 def test_generated_traces_reach_a_nic_that_dies_with_completions_unwritten() -> None:
     """The moment F7 needs — a NIC dying between a notification's ACK and the write of
     its receive completion — is among the generated traces (faults are biased to land
-    while completions wait: `generator.in_flight`), and both sides agree through it.
-    Seeded numbers, as `shift fuzz` draws them, so that the count is reproducible."""
-    model = Model.load("Shift", "ackfirst")
-    rng = random.Random(0)
+    while completions wait: `generator.in_flight`), and both sides agree through it."""
     lost = 0
-    for _ in range(EXAMPLES_ACKFIRST):
-        picks = [rng.randrange(1 << 16) for _ in range(MAX_EVENTS + 1)]
-        run = run_trace(model, trace_from_choices(model, picks))
-        assert run.divergence is None, explain(model, run, keep(model, run.events))
+    for run in seeded_runs(Model.load("Shift", "ackfirst"), EXAMPLES_ACKFIRST):
         lost += any(any(q) and not t.nic[h][p]
                     for s, t in zip(run.states, run.states[1:], strict=False)
                     for h in (0, 1) for p, q in enumerate(s.unwritten[h]))
