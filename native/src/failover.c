@@ -505,7 +505,8 @@ static void release(ep_s *e)
     ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, 0, 0, 0};
     /* a notice the backend refuses is lost as on a dead path (counted): the peer's
      * receive WRs stay on the backup QP, this side's next notification on the default
-     * path finds none there, fails (RNR), and the failover that follows re-aligns both */
+     * path finds none there and fails (RNR), or at rnr_retry = 7 waits until the
+     * completion timer fires (F8); the failover that follows re-aligns both */
     if (!backend_error(e, e->ops->ctl_send(e->ctx, e->qp[1], &m, sizeof m)))
         e->st.ctl_sent++;
     e->send_mode = SHIFT_STATE_DEFAULT;
