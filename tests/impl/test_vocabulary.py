@@ -36,6 +36,7 @@ C_ENTRY = {
     "NicRecover": ("sn_nic_recover",),
     "Progress": ("shift_progress",),
     "HandshakeTimeout": ("shift_timer",),
+    "CompletionTimeout": ("shift_timer",),
     # the application's store into its buffer: the host memory simnic hands out
     "AppWrite": ("sn_host_mem",),
 }
