@@ -276,7 +276,7 @@ Timeout(h, p) ==
 (***************************************************************************)
 (* Host h's NIC p writes the oldest receive completion it made and ACKed *)
 (* into host memory, where the layer's poll can see it (AckBeforeCqe).  *)
-(* Model: transport.write_cqe. C: none yet (issue 17).                  *)
+(* Model: transport.write_cqe. C: sn_write_cqe.                          *)
 (***************************************************************************)
 WriteCqe(h, p) ==
     /\ nic[h][p] /\ unwritten[h][p] # << >>
