@@ -30,6 +30,7 @@ from shift.model.state import (
     ERROR,
     FALLBACK,
     HOST,
+    RNR_FOREVER,
     RTS,
     WAIT_DRAINED,
     WAIT_SIGNALED,
@@ -404,7 +405,7 @@ def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> st
     if s.sendMode[h] != DEFAULT:
         return (f"{host}'s completion timer runs on the default path only, and its send side "
                 f"is in {s.sendMode[h]}")
-    if not (b.rnr_nak and b.rnr_retry == 7):
+    if not (b.rnr_nak and b.rnr_retry == RNR_FOREVER):
         return (f"no WR waits for ever at bound {b.name}: without RNR NAKs retried for ever "
                 f"(RnrNak, RnrRetry = 7) the transport ends every wait with a completion")
     if not waits_for_ever(s, b, h):

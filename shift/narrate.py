@@ -336,14 +336,23 @@ def _layer_lines(before: State, after: State) -> list[str]:
     return out
 
 
+def _delivered(before: State, after: State,
+               kind: Callable[[dict[str, Any]], bool]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """A Deliver step's arguments and the arrived packets `kind` accepts (none when the
+    step is no Deliver)."""
+    name, args = _event(after)
+    if name != "Deliver":
+        return args, []
+    return args, [m for _, m in _arrivals(before, after) if kind(m)]
+
+
 def _duplicate_lines(before: State, after: State, h: str) -> list[str]:
     """A counter that reached h and was not taken: a resend of one h took already (or an
     older one), answered again or ignored."""
-    name, args = _event(after)
-    if name != "Deliver" or of(before, "peerSeq", h) != of(after, "peerSeq", h):
+    if of(before, "peerSeq", h) != of(after, "peerSeq", h):
         return []
-    heads = [m for _, m in _arrivals(before, after)
-             if m["kind"] == "ctl" and m["what"] == "counter" and m.get("seq")]
+    args, heads = _delivered(before, after, lambda m: m["kind"] == "ctl"
+                             and m["what"] == "counter" and bool(m.get("seq")))
     if not heads or peer(sender_of(args[1])) != h:
         return []
     seq, last = heads[0]["seq"], of(before, "peerSeq", h)
@@ -361,15 +370,12 @@ def _duplicate_lines(before: State, after: State, h: str) -> list[str]:
 def _response_lines(before: State, after: State) -> list[str]:
     """A request that reached its responder and did not execute: a duplicate (re-ACKed)
     or one the responder discarded."""
-    name, args = _event(after)
-    if name != "Deliver":
-        return []
-    heads = [m for _, m in _arrivals(before, after) if m["kind"] == "req"]
+    args, heads = _delivered(before, after, lambda m: m["kind"] == "req")
     if not heads:
         return []
     s = sender_of(args[1])
     execs_moved = of(before, "execs", s) != of(after, "execs", s)
-    acked = any(m["kind"] == "ack" for c in wire_changes(before, after) for m in c.entered)
+    acked = _entered(before, after, "ack")
     if execs_moved:
         return []
     if acked:
@@ -390,10 +396,7 @@ def _entered(before: State, after: State, kind: str) -> bool:
 def _rnr_lines(before: State, after: State) -> list[str]:
     """An RNR NAK that reached its requester: it goes back to the WR and will retransmit
     it (RnrRetry), or its RNR retries ran out."""
-    name, args = _event(after)
-    if name != "Deliver":
-        return []
-    heads = [m for _, m in _arrivals(before, after) if m["kind"] == "rnr"]
+    args, heads = _delivered(before, after, lambda m: m["kind"] == "rnr")
     if not heads:
         return []
     h, p = peer(sender_of(args[1])), args[0]

@@ -706,11 +706,6 @@ int shift_progress(shift_ep h)
     return SHIFT_STEP_NONE;
 }
 
-/* spec: HandshakeTimeout(h) - the layer's handshake timer (path 2) fired: an endpoint
- * that awaits the peer's answer (asked, its counter sent) resends its latest counter,
- * asking. Not in the spec: it does so ctl_retries times, then gives up (give_up); and it
- * may fire whenever it awaits an answer (the spec's only on a quiet, live backup path:
- * a resend at a dead NIC or QP is lost, as any send there). */
 /* spec: CompletionTimeout(h) - the layer's completion timer (path 1) fired: a WR on the
  * default path waited for ever for its completion (RNR NAKs retried for ever: after a
  * lost fail-back notice the peer's receive WRs are on the backup QP, F8). Whether the
@@ -725,6 +720,11 @@ static int completion_timeout(ep_s *e)
     return 1;
 }
 
+/* spec: HandshakeTimeout(h) - the layer's handshake timer (path 2) fired: an endpoint
+ * that awaits the peer's answer (asked, its counter sent) resends its latest counter,
+ * asking. Not in the spec: it does so ctl_retries times, then gives up (give_up); and it
+ * may fire whenever it awaits an answer (the spec's only on a quiet, live backup path:
+ * a resend at a dead NIC or QP is lost, as any send there). */
 int shift_timer(shift_ep h, int path)
 {
     ep_s *e = ep_get(h);
