@@ -69,7 +69,7 @@ EVENT_METHODS = {
     "LinkDown": "link_down", "LinkUp": "link_up", "NicFail": "nic_fail",
     "NicRecover": "nic_recover", "Progress": "progress", "AppWrite": "app_write",
     "HandshakeTimeout": "handshake_timeout", "WriteCqe": "write_cqe",
-    "CompletionTimeout": "completion_timeout",
+    "CompletionTimeout": "completion_timeout", "FatalEvent": "fatal_event",
 }
 
 
@@ -483,6 +483,13 @@ class Connection:
         acted."""
         r = lib.shift_timer(self._eph(host), 1)
         return event_result(r, "completion_timeout") > 0
+
+    def fatal_event(self, host: str, nic: int) -> bool:
+        """FatalEvent(host, nic): host's layer reads the asynchronous events of its NIC
+        (`shift_async_event`); at the NIC's death in fatal error (a fabric with
+        device_fatal), it completes that QP's WRs itself, flushed. True if it read one."""
+        r = lib.shift_async_event(self._eph(host), path_arg(nic, "nic"))
+        return event_result(r, "fatal_event") > 0
 
     def ctl_input(self, host: str, path: int, msg: bytes) -> bool:
         """A control message arrives at host on path, as the backend hands one over (not

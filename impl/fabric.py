@@ -17,16 +17,20 @@ class Fabric:
     B. Path 1 is the default, path 2 the backup. Nothing moves unless an event says so.
     With ack_before_cqe, a responder's successful receive completion reaches host memory
     only after its ACK left, when `write_cqe` writes it, and a NIC that dies first loses
-    it (the spec's AckBeforeCqe)."""
+    it (the spec's AckBeforeCqe). With device_fatal, a NIC that dies completes nothing,
+    not even flushes, and raises an asynchronous event its host's layer reads
+    (`Connection.fatal_event`; the spec's DeviceFatal)."""
 
     def __init__(self, *, mem_size: int = 1 << 16, retries: int = 7, rnr_retry: int = 7,
-                 rnr_nak: bool = False, ack_before_cqe: bool = False):
+                 rnr_nak: bool = False, ack_before_cqe: bool = False,
+                 device_fatal: bool = False):
         attr = ffi.new("struct sn_fabric_attr *")
         attr.mem_size = int_arg("mem_size", mem_size, 4096, 1 << 30)
         attr.retry_cnt = int_arg("retries", retries, 0, 7)
         attr.rnr_retry = int_arg("rnr_retry", rnr_retry, 0, 7)
         attr.rnr_nak = int(bool_arg("rnr_nak", rnr_nak))
         attr.ack_before_cqe = int(bool_arg("ack_before_cqe", ack_before_cqe))
+        attr.device_fatal = int(bool_arg("device_fatal", device_fatal))
         out = ffi.new("sn_fabric *")
         check_errno(lib.sn_fabric_create(attr, out), "sn_fabric_create")
         self._h = out[0]

@@ -12,7 +12,6 @@ from shift.model.config import Constants, DesignRecord
 from shift.model.layer import acked_with, app_error, app_fault, app_owned, trigger
 from shift.model.state import (
     DEFAULT,
-    ERR,
     ERROR,
     FALLBACK,
     FLUSH,
@@ -25,6 +24,7 @@ from shift.model.state import (
     RcvSeen,
     SndSeen,
     State,
+    flushes_at_once,
     notes_before,
     num_notes,
     peer,
@@ -49,10 +49,10 @@ def can_post(s: State, h: int, w: int) -> bool:
 
 def _post_on(s: State, h: int, p: int, w: int) -> State:
     """PostOn(h, p, w): append w to h's send queue of path p; a QP in the error state
-    flushes it at once."""
+    flushes it at once (unless its NIC died silently: FlushesAtOnce)."""
     i = p - 1
     s = s._replace(sq=set_in(s.sq, h, i, s.sq[h][i] + (w,)))
-    if s.qp[h][i] == ERR:
+    if flushes_at_once(s, h, i):
         return s._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + (Cqe(w, 0, FLUSH, 0),)))
     return s
 
@@ -85,9 +85,10 @@ def post_send(s: State, d: DesignRecord, b: Constants, host: str, wr: int) -> St
 
 
 def _post_recv_on(s: State, h: int, p: int, r: int) -> State:
-    """PostRecvOn(h, p, r): on h's QP of path p; a QP in the error state flushes it."""
+    """PostRecvOn(h, p, r): on h's QP of path p; a QP in the error state flushes it
+    (unless its NIC died silently: FlushesAtOnce)."""
     i = p - 1
-    if s.qp[h][i] == ERR:
+    if flushes_at_once(s, h, i):
         return s._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + (Cqe(0, r, FLUSH, 0),)))
     return s._replace(rq=set_in(s.rq, h, i, s.rq[h][i] + (r,)))
 

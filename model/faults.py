@@ -26,10 +26,11 @@ def link_up(s: State, d: DesignRecord, b: Constants, p: int) -> State | None:
 
 
 def nic_fail(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
-    """NicFail(h, p): NIC p of host dies: its QP goes to the error state and its driver
-    flushes the outstanding WRs (the send WRs from the oldest unacknowledged, then the
-    receive WRs); CQEs already in host memory survive, those it had not yet written
-    (AckBeforeCqe) die with it."""
+    """NicFail(h, p): NIC p of host dies: its QP goes to the error state; CQEs already in
+    host memory survive, those it had not yet written (AckBeforeCqe) die with it. Its
+    driver flushes the outstanding WRs (the send WRs from the oldest unacknowledged, then
+    the receive WRs) - or, with DeviceFatal, the QP goes silent: its WRs wait (those whose
+    completion died first) until the layer reads the event (layer.fatal_event)."""
     h, i = HOST[host], p - 1
     if p not in b.fault_paths or s.faults >= b.max_faults or not s.nic[h][i]:
         return None
@@ -38,6 +39,10 @@ def nic_fail(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> Stat
                     unwritten=set_in(s.unwritten, h, i, ()))
     if s.qp[h][i] == ERR:  # already flushed when it went to the error state
         return s2
+    if b.device_fatal:
+        lost = tuple(c.recv for c in s.unwritten[h][i])
+        return s2._replace(rq=set_in(s.rq, h, i, lost + s.rq[h][i]),
+                           fatal=set_at(s.fatal, h, s.fatal[h] | {p}))
     flushed = (tuple(Cqe(w, 0, FLUSH, 0) for w in s.sq[h][i][s.una[h][i] - 1:])
                + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
     return s2._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + flushed), rq=set_in(s.rq, h, i, ()))

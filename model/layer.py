@@ -31,6 +31,7 @@ from shift.model.state import (
     Ctl,
     State,
     Wire,
+    flushes_at_once,
     good_prefix,
     note_wr,
     notes_taken,
@@ -118,10 +119,12 @@ def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
     ib_drain_qp's) takes what a live NIC had not yet written too (AckBeforeCqe)."""
     good = good_prefix(s.cq[h][0] + s.unwritten[h][0])
     abandon = s.sendMode[h] in (WAIT_SIGNALED, WAIT_DRAINED)
-    cq2 = s.cq[h][1] + _flushed(s.sq[h][0]) if abandon and s.qp[h][1] == ERR else s.cq[h][1]
+    cq2 = s.cq[h][1] + _flushed(s.sq[h][0]) if abandon and flushes_at_once(s, h, 1) else s.cq[h][1]
     s2 = _trigger_send(s, h, d, status, good)
     s2 = s2._replace(qp=set_in(s.qp, h, 0, ERR), cq=set_at(s.cq, h, ((), cq2)),
-                     unwritten=set_in(s.unwritten, h, 0, ()), sentCtr=set_at(s.sentCtr, h, False))
+                     unwritten=set_in(s.unwritten, h, 0, ()),
+                     fatal=set_at(s.fatal, h, s.fatal[h] - {1}),
+                     sentCtr=set_at(s.sentCtr, h, False))
     if s.recvMode[h] != DEFAULT:
         return s2
     recvs = [c.recv for c in good if c.recv > 0]
@@ -199,7 +202,8 @@ def peer_app_error(s: State, h: int) -> State:
     taken = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)
     return s._replace(
         qp=set_at(s.qp, h, (ERR, ERR)), cq=set_at(s.cq, h, ((), ())),
-        unwritten=set_at(s.unwritten, h, ((), ())), rq=set_at(s.rq, h, ((), ())),
+        unwritten=set_at(s.unwritten, h, ((), ())), fatal=set_at(s.fatal, h, frozenset()),
+        rq=set_at(s.rq, h, ((), ())),
         buffered=set_at(s.buffered, h, s.buffered[h] + cs + _flushed(left) + _flushed_recvs(owed)),
         pending=set_at(s.pending, h, ()), rpend=set_at(s.rpend, h, ()),
         recvDone=set_at(s.recvDone, h, s.recvDone[h] + taken),
@@ -284,7 +288,7 @@ def replay(s: State, h: int, d: DesignRecord) -> State | None:
     done = tuple(Cqe(w, 0, SUCCESS, 0) for w, skipped in flags
                  if skipped and prog[w - 1].signaled)
     cq = s.cq
-    if s.qp[h][1] == ERR:
+    if flushes_at_once(s, h, 1):
         cq = set_in(cq, h, 1, cq[h][1] + _flushed(again + keep))
     return s._replace(sq=set_in(s.sq, h, 1, s.sq[h][1] + again + keep), cq=cq,
                       acked=set_at(s.acked, h, again),
@@ -319,6 +323,8 @@ def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
         if holds1(s, peer(h)) or s.recvMode[h] == DEFAULT:
             return None
         if s.unwritten[0][0] or s.unwritten[1][0]:  # the NICs write them before a reset
+            return None
+        if 1 in s.fatal[0] or 1 in s.fatal[1]:  # nor while a NIC's death goes unread
             return None
         s = _reset_path1(s, b)
     return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
@@ -467,3 +473,20 @@ def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> St
     if not waits_for_ever(s, b, h):
         return None
     return trigger(s, h, d, RETRY_EXC)
+
+
+def fatal_event(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> State | None:
+    """FatalEvent(h, p): h's layer reads the asynchronous event of its NIC p's silent death
+    (IBV_EVENT_DEVICE_FATAL; DeviceFatal) and completes for the NIC what the kernel
+    completes for its own consumers: every WR of the QP no completion covers, flushed (the
+    send WRs after the last signaled one the peer acknowledged, then the receive WRs),
+    behind the CQ's entries. A failover starts from them as from any error polled off the
+    default QP."""
+    h, i = HOST[host], p - 1
+    if p not in s.fatal[h]:
+        return None
+    q, prog = s.sq[h][i], s.program[h]
+    covered = max((k for k in range(1, s.una[h][i]) if prog[q[k - 1] - 1].signaled), default=0)
+    flushed = _flushed(q[covered:]) + _flushed_recvs(s.rq[h][i])
+    return s._replace(fatal=set_at(s.fatal, h, s.fatal[h] - {p}),
+                      cq=set_in(s.cq, h, i, s.cq[h][i] + flushed), rq=set_in(s.rq, h, i, ()))

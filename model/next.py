@@ -61,6 +61,7 @@ EVENT_FUNCTIONS: dict[str, Action] = {
     "Progress": layer.progress,
     "HandshakeTimeout": layer.handshake_timeout,
     "CompletionTimeout": layer.completion_timeout,
+    "FatalEvent": layer.fatal_event,
 }
 
 
@@ -76,13 +77,13 @@ def action_of(s: State, ev: Event) -> str:
 # The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
 FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeout",
                           "WriteCqe", "DeliverPacket", "DeliverControl", "PollCq", "Progress",
-                          "HandshakeTimeout", "CompletionTimeout"})
+                          "HandshakeTimeout", "CompletionTimeout", "FatalEvent"})
 
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
     """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
-    Transmit(h, p), Timeout(h, p), WriteCqe(h, p), PollCq(h), Progress(h), HandshakeTimeout(h),
-    CompletionTimeout(h),
+    Transmit(h, p), Timeout(h, p), WriteCqe(h, p), FatalEvent(h, p), PollCq(h), Progress(h),
+    HandshakeTimeout(h), CompletionTimeout(h),
     DeliverPacket(p, d) and DeliverControl(p, d) are one conjunct per argument; PostSend(h),
     PostRecv(h) and AppWrite(h) one per host (their other event arguments are not
     parameters of the action)."""
@@ -103,6 +104,7 @@ _FIXED: list[tuple[Event, Action]] = (
     [(_ev("Transmit", h, p), transport.transmit) for h in HOSTS for p in PATHS]
     + [(_ev("Timeout", h, p), transport.timeout) for h in HOSTS for p in PATHS]
     + [(_ev("WriteCqe", h, p), transport.write_cqe) for h in HOSTS for p in PATHS]
+    + [(_ev("FatalEvent", h, p), layer.fatal_event) for h in HOSTS for p in PATHS]
     + [(_ev("Drop", p, dr), transport.drop) for p in PATHS for dr in DIRECTIONS]
     + [(_ev("LinkDown", p), faults.link_down) for p in PATHS]
     + [(_ev("LinkUp", p), faults.link_up) for p in PATHS]

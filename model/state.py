@@ -147,6 +147,7 @@ class State(NamedTuple):
     qp: tuple[tuple[str, str], tuple[str, str]]
     cq: Cqs
     unwritten: Cqs
+    fatal: tuple[frozenset[int], frozenset[int]]  # per host: paths whose NIC died silently
     wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
@@ -197,6 +198,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rnrLeft=((rnr_retry,) * 2,) * 2,
         epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
         qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), unwritten=(two, two),
+        fatal=(frozenset(), frozenset()),
         wire=(two, two),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
         mem=(tuple(0 for _ in REGIONS),) * 2,
@@ -225,6 +227,12 @@ def set_in(t: tuple, i: int, j: int, v: object) -> tuple:
 def peer(h: int) -> int:
     """State.tla's Peer, on host indices."""
     return 1 - h
+
+
+def flushes_at_once(s: State, h: int, i: int) -> bool:
+    """FlushesAtOnce(h, p) for i = p - 1: a WR posted to h's QP of path p completes at
+    once, flushed: the QP is in the error state and its NIC did not die silently."""
+    return s.qp[h][i] == ERR and i + 1 not in s.fatal[h]
 
 
 def path_healthy(s: State, p: int) -> bool:

@@ -60,11 +60,12 @@ CanPost(h, w) ==
                => Len(NotesTaken(Peer(h))) >= NotesBefore(program[h], w - 1)
         /\ Len(NotesTaken(h)) >= x.after
 
-\* Post WR w on host h's QP of path p; a QP in the error state flushes it at once.
+\* Post WR w on host h's QP of path p; a QP in the error state flushes it at once
+\* (unless its NIC died silently: FlushesAtOnce).
 \* Model: apps._post_on. C: post_pend, then the NIC's sn__post_send.
 PostOn(h, p, w) ==
     /\ sq' = [sq EXCEPT ![h][p] = Append(@, w)]
-    /\ cq' = IF qp[h][p] = "ERR"
+    /\ cq' = IF FlushesAtOnce(h, p)
              THEN [cq EXCEPT ![h][p] = Append(@, Cqe(w, 0, "WR_FLUSH_ERR", 0))]
              ELSE cq
 
@@ -101,14 +102,15 @@ PostSend(h) ==
                                   ELSE UNCHANGED << sendMode, fence >>
     /\ event' = << "PostSend", h, posted[h] + 1 >>
     /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry, rnrLeft,
-                    responderVars, qp, unwritten, wire, faultVars, historyVars, recvMode,
+                    responderVars, qp, unwritten, fatal, wire, faultVars, historyVars, recvMode,
                     buffered, rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed,
                     refused, seqVars, noteVars >>
 
-\* Post receive WR r on host h's QP of path p; a QP in the error state flushes it.
+\* Post receive WR r on host h's QP of path p; a QP in the error state flushes it
+\* (unless its NIC died silently: FlushesAtOnce).
 \* Model: apps._post_recv_on. C: post_rpend, then the NIC's sn__post_recv.
 PostRecvOn(h, p, r) ==
-    IF qp[h][p] = "ERR"
+    IF FlushesAtOnce(h, p)
     THEN /\ cq' = [cq EXCEPT ![h][p] = Append(@, Cqe(0, r, "WR_FLUSH_ERR", 0))]
          /\ UNCHANGED rq
     ELSE /\ rq' = [rq EXCEPT ![h][p] = Append(@, r)]
@@ -127,7 +129,7 @@ PostRecv(h) ==
                 [] OTHER                    -> UNCHANGED << rq, cq >>
     /\ event' = << "PostRecv", h, recvPosted[h] + 1 >>
     /\ UNCHANGED << program, posted, sndSeen, rcvSeen, stores, stored, requesterVars, epsn,
-                    saved, qp, unwritten, wire, faultVars, historyVars, sendMode, recvMode, pending,
+                    saved, qp, unwritten, fatal, wire, faultVars, historyVars, sendMode, recvMode, pending,
                     buffered, recvDone, sentCtr, peerCtr, fresh, asked, replayed, fence,
                     refused, seqVars, noteVars >>
 
@@ -218,9 +220,10 @@ Trigger(h, D, status) ==
         abandon == mode \in {"WaitSignaled", "WaitDrained"}
     IN  /\ qp' = [qp EXCEPT ![h][1] = "ERR"]
         /\ cq' = [cq EXCEPT ![h][1] = << >>,
-                            ![h][2] = IF abandon /\ qp[h][2] = "ERR" THEN @ \o Flushed(held)
+                            ![h][2] = IF abandon /\ FlushesAtOnce(h, 2) THEN @ \o Flushed(held)
                                       ELSE @]
         /\ unwritten' = [unwritten EXCEPT ![h][1] = << >>]
+        /\ fatal' = [fatal EXCEPT ![h] = @ \ {1}]
         /\ buffered' = [buffered EXCEPT ![h] = @ \o good \o (IF refuse THEN failed ELSE << >>)]
         /\ CASE mode = "Default" ->
                   /\ pending' = [pending EXCEPT ![h] = IF refuse THEN << >> ELSE rest]
@@ -289,7 +292,7 @@ AppError(h) ==
         /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
         /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
         /\ wire' = TellAppError(wire, h)
-        /\ UNCHANGED << sq, qp, unwritten, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr,
+        /\ UNCHANGED << sq, qp, unwritten, fatal, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr,
                         replayed, fence, noteVars >>
 
 (***************************************************************************)
@@ -333,7 +336,7 @@ PollCq(h, D) ==
                 /\ IF ~IsRecv(c) /\ c.wr \in resent[h]
                    THEN /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ resent' = [resent EXCEPT ![h] = @ \ {c.wr}]
-                        /\ UNCHANGED << sq, qp, unwritten, rq, wire, buffered, refused, recvMode,
+                        /\ UNCHANGED << sq, qp, unwritten, fatal, rq, wire, buffered, refused, recvMode,
                                         sentCtr, replayed, fence, sndSeen, rcvSeen, rpend,
                                         recvDone, pending, sendMode, acked >>
                    ELSE IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ ~AppOwned(h)
@@ -342,7 +345,7 @@ PollCq(h, D) ==
                         ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen, wire >>
                    ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
                         /\ See(h, c)
-                        /\ UNCHANGED << sq, qp, unwritten, rq, wire, buffered, refused, recvMode,
+                        /\ UNCHANGED << sq, qp, unwritten, fatal, rq, wire, buffered, refused, recvMode,
                                         sentCtr, replayed, fence, resent >>
                         /\ IF IsRecv(c)
                            THEN /\ rpend' = [rpend EXCEPT ![h] = Without(@, {c.recv})]
@@ -411,7 +414,7 @@ Handshake(h) ==
     /\ asked' = [asked EXCEPT ![h] = ~fresh[h]]
     /\ fresh' = [fresh EXCEPT ![h] = @ /\ sendMode[h] = "Fallback" /\ ~replayed[h]]
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << sq, qp, unwritten, queried, sendMode, pending, buffered, rpend, recvDone,
+    /\ UNCHANGED << sq, qp, unwritten, fatal, queried, sendMode, pending, buffered, rpend, recvDone,
                     peerCtr, replayed, fence, refused, peerSeq, peerFailed, noteVars >>
 
 (***************************************************************************)
@@ -459,7 +462,7 @@ Replay(h, D) ==
            keep    == SubAt(ps, { i \in DOMAIN ps : ~Skip(h, D, ps[i]) })
            skipped == SubAt(ps, { i \in DOMAIN ps : Skip(h, D, ps[i]) /\ Signaled(h, ps[i]) })
        IN  /\ sq' = [sq EXCEPT ![h][2] = @ \o again \o keep]
-           /\ cq' = IF qp[h][2] = "ERR"
+           /\ cq' = IF FlushesAtOnce(h, 2)
                     THEN [cq EXCEPT ![h][2] = @ \o Flushed(again \o keep)]
                     ELSE cq
            /\ acked' = [acked EXCEPT ![h] = again]
@@ -471,7 +474,7 @@ Replay(h, D) ==
     /\ fresh' = [fresh EXCEPT ![h] = FALSE]
     /\ queried' = (queried \/ D.readsResponder)
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << rq, qp, unwritten, wire, sendMode, recvMode, rpend, recvDone, sentCtr,
+    /\ UNCHANGED << rq, qp, unwritten, fatal, wire, sendMode, recvMode, rpend, recvDone, sentCtr,
                     peerCtr, asked, fence, refused, seqVars >>
 
 \* Step 4a: the default path is healthy again; reconnect its QP pair (both ends
@@ -486,11 +489,12 @@ Reconnect(h, D) ==
        THEN UNCHANGED << sq, rq, qpVars, wire, PsnState >>
        ELSE /\ ~Holds1(Peer(h)) /\ recvMode[h] # "Default"
             /\ \A x \in Hosts : unwritten[x][1] = << >>
+            /\ \A x \in Hosts : 1 \notin fatal[x]
             /\ qp' = [x \in Hosts |-> [qp[x] EXCEPT ![1] = "RTS"]]
             /\ sq' = [x \in Hosts |-> [sq[x] EXCEPT ![1] = << >>]]
             /\ rq' = [x \in Hosts |-> [rq[x] EXCEPT ![1] = << >>]]
             /\ cq' = [x \in Hosts |-> [cq[x] EXCEPT ![1] = << >>]]
-            /\ UNCHANGED unwritten
+            /\ UNCHANGED << unwritten, fatal >>
             /\ wire' = [wire EXCEPT ![1] = NoWire]
             /\ una' = [x \in Hosts |-> [una[x] EXCEPT ![1] = 1]]
             /\ nxt' = [x \in Hosts |-> [nxt[x] EXCEPT ![1] = 1]]
@@ -564,6 +568,7 @@ PeerAppError(h) ==
     IN  /\ qp' = [qp EXCEPT ![h] = [p \in Paths |-> "ERR"]]
         /\ cq' = [cq EXCEPT ![h] = [p \in Paths |-> << >>]]
         /\ unwritten' = [unwritten EXCEPT ![h] = [p \in Paths |-> << >>]]
+        /\ fatal' = [fatal EXCEPT ![h] = {}]
         /\ rq' = [rq EXCEPT ![h] = [p \in Paths |-> << >>]]
         /\ buffered' = [buffered EXCEPT ![h] =
                            @ \o cs \o Flushed(left) \o FlushedRecvs(Without(rpend[h], Recvs(cs)))]
@@ -636,7 +641,7 @@ DeliverControl(p, d) ==
                                     THEN TellAppError(rest, h) ELSE rest
                         /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
                                         peerCtr, fresh, asked, peerSeq, noteVars >>
-                /\ UNCHANGED << qp, unwritten, sendMode, pending, fence, peerFailed >>
+                /\ UNCHANGED << qp, unwritten, fatal, sendMode, pending, fence, peerFailed >>
     /\ event' = << "Deliver", p, d >>
     /\ UNCHANGED << appVars, requesterVars, epsn, saved, faultVars, historyVars, replayed,
                     refused, ctrSeq, ctrVal >>
@@ -695,6 +700,36 @@ CompletionTimeout(h, D) ==
     /\ event' = << "CompletionTimeout", h >>
     /\ UNCHANGED ProgressFrame
 
+(***************************************************************************)
+(* Host h's layer reads the asynchronous event of its NIC p's death       *)
+(* (IBV_EVENT_DEVICE_FATAL; DeviceFatal): the NIC completes nothing, so  *)
+(* the layer completes for it what the kernel completes for its own     *)
+(* consumers (mlx5_ib_poll_sw_comp): every WR of the QP that no         *)
+(* completion covers - the send WRs after the last signaled one the peer *)
+(* acknowledged (an unsignaled WR it acknowledged after that is among    *)
+(* them: only a completion frees a send queue's slot), then the receive  *)
+(* WRs, those whose completion died with the NIC first - flushed, behind *)
+(* the completions already in host memory. A failover starts from them as *)
+(* from any error polled off the default QP (PollCq). A layer that never *)
+(* reads the event would wait for ever: the silent QP's WRs never        *)
+(* complete. Every design reads it (NoFailover's application too).       *)
+(* Model: layer.fatal_event. C: shift_async_event.                       *)
+(***************************************************************************)
+Covered(h, p) ==
+    LET done == { i \in 1..(una[h][p] - 1) : Signaled(h, sq[h][p][i]) }
+    IN  IF done = {} THEN 0 ELSE CHOOSE i \in done : \A j \in done : j <= i
+
+FatalEvent(h, p) ==
+    /\ p \in fatal[h]
+    /\ fatal' = [fatal EXCEPT ![h] = @ \ {p}]
+    /\ cq' = [cq EXCEPT ![h][p] =
+                @ \o Flushed(SubSeq(sq[h][p], Covered(h, p) + 1, Len(sq[h][p])))
+                  \o FlushedRecvs(rq[h][p])]
+    /\ rq' = [rq EXCEPT ![h][p] = << >>]
+    /\ event' = << "FatalEvent", h, p >>
+    /\ UNCHANGED << appVars, requesterVars, epsn, saved, qp, unwritten, wire, faultVars,
+                    historyVars, layerVars >>
+
 (* ------------------------- Init, Next, fairness -------------------------- *)
 
 \* The applications pick one of the Workloads (each host's program and stores);
@@ -718,6 +753,7 @@ Init ==
     /\ qp = [h \in Hosts |-> [p \in Paths |-> "RTS"]]
     /\ cq = [h \in Hosts |-> [p \in Paths |-> << >>]]
     /\ unwritten = [h \in Hosts |-> [p \in Paths |-> << >>]]
+    /\ fatal = [h \in Hosts |-> {}]
     /\ wire = [p \in Paths |-> [d \in Directions |-> << >>]]
     /\ link = [p \in Paths |-> TRUE] /\ nic = [h \in Hosts |-> [p \in Paths |-> TRUE]]
     /\ faults = 0 /\ drops = 0
@@ -744,6 +780,7 @@ Init ==
 System(D) ==
     \/ \E h \in Hosts : PostSend(h) \/ PostRecv(h) \/ AppWrite(h)
     \/ \E h \in Hosts, p \in Paths : Transmit(h, p) \/ Timeout(h, p) \/ WriteCqe(h, p)
+                                     \/ FatalEvent(h, p)
     \/ \E p \in Paths, d \in Directions :
            DeliverPacket(p, d, D.staged) \/ DeliverControl(p, d)
     \/ \E h \in Hosts : PollCq(h, D) \/ Progress(h, D) \/ HandshakeTimeout(h)
@@ -763,7 +800,7 @@ FailoverNext(D) == System(D) \/ Environment
 FailoverFairness(D) ==
     /\ \A h \in Hosts : WF_vars(PostSend(h)) /\ WF_vars(PostRecv(h)) /\ WF_vars(AppWrite(h))
     /\ \A h \in Hosts, p \in Paths : WF_vars(Transmit(h, p)) /\ WF_vars(Timeout(h, p))
-                                   /\ WF_vars(WriteCqe(h, p))
+                                   /\ WF_vars(WriteCqe(h, p)) /\ WF_vars(FatalEvent(h, p))
     /\ \A p \in Paths, d \in Directions :
            WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))
     /\ \A h \in Hosts : WF_vars(PollCq(h, D)) /\ WF_vars(Progress(h, D))

@@ -30,30 +30,42 @@ LinkUp(p) ==
                     drops, historyVars, layerVars >>
 
 (***************************************************************************)
-(* NIC p of host h dies. Its driver moves the NIC's QP to the error state *)
-(* and flushes its outstanding WRs: the send WRs from the oldest          *)
-(* unacknowledged one, then the receive WRs. CQEs already in host memory  *)
-(* survive; those it had not yet written (AckBeforeCqe) die with it - a  *)
-(* notification ACKed to the peer whose receive completion never comes. *)
-(* The QP's responder state (expected PSN, saved atomics) is no longer   *)
-(* reachable by anyone but a design that drops opacity.                  *)
+(* NIC p of host h dies. Its QP is in the error state. CQEs already in   *)
+(* host memory survive; those it had not yet written (AckBeforeCqe) die  *)
+(* with it - a notification ACKed to the peer whose receive completion  *)
+(* never comes. Without DeviceFatal its driver flushes the QP's          *)
+(* outstanding WRs: the send WRs from the oldest unacknowledged one, then *)
+(* the receive WRs. With it (user-space verbs on mlx5: the device in     *)
+(* fatal error writes nothing), the QP goes silent: its WRs wait, those  *)
+(* whose completion died with it among them, until the layer reads the  *)
+(* asynchronous event (FatalEvent). A QP already in the error state has *)
+(* nothing left to flush either way. The QP's responder state (expected *)
+(* PSN, saved atomics) is no longer reachable by anyone but a design     *)
+(* that drops opacity.                                                    *)
 (* Model: faults.nic_fail. C: sn_nic_fail.                                 *)
 (***************************************************************************)
 NicFail(h, p) ==
-    /\ p \in FaultPaths /\ faults < MaxFaults /\ nic[h][p]
-    /\ nic' = [nic EXCEPT ![h][p] = FALSE]
-    /\ wire' = [wire EXCEPT ![p] = NoWire]
-    /\ faults' = faults + 1
-    /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
-    /\ unwritten' = [unwritten EXCEPT ![h][p] = << >>]
-    /\ IF qp[h][p] = "ERR" THEN UNCHANGED << cq, rq >>
-       ELSE /\ cq' = [cq EXCEPT ![h][p] =
-                        @ \o Flushed(SubSeq(sq[h][p], una[h][p], Len(sq[h][p])))
-                          \o FlushedRecvs(rq[h][p])]
-            /\ rq' = [rq EXCEPT ![h][p] = << >>]
-    /\ event' = << "NicFail", h, p >>
-    /\ UNCHANGED << appVars, requesterVars, epsn, saved, link, drops, historyVars,
-                    layerVars >>
+    LET lost == unwritten[h][p]
+    IN  /\ p \in FaultPaths /\ faults < MaxFaults /\ nic[h][p]
+        /\ nic' = [nic EXCEPT ![h][p] = FALSE]
+        /\ wire' = [wire EXCEPT ![p] = NoWire]
+        /\ faults' = faults + 1
+        /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
+        /\ unwritten' = [unwritten EXCEPT ![h][p] = << >>]
+        /\ CASE qp[h][p] = "ERR" -> UNCHANGED << cq, rq, fatal >>
+              [] DeviceFatal ->
+                   /\ rq' = [rq EXCEPT ![h][p] = [i \in DOMAIN lost |-> lost[i].recv] \o @]
+                   /\ fatal' = [fatal EXCEPT ![h] = @ \cup {p}]
+                   /\ UNCHANGED cq
+              [] OTHER ->
+                   /\ cq' = [cq EXCEPT ![h][p] =
+                               @ \o Flushed(SubSeq(sq[h][p], una[h][p], Len(sq[h][p])))
+                                 \o FlushedRecvs(rq[h][p])]
+                   /\ rq' = [rq EXCEPT ![h][p] = << >>]
+                   /\ UNCHANGED fatal
+        /\ event' = << "NicFail", h, p >>
+        /\ UNCHANGED << appVars, requesterVars, epsn, saved, link, drops, historyVars,
+                        layerVars >>
 
 \* A failed NIC comes back (with Recover); its QPs stay in the error state.
 \* Model: faults.nic_recover. C: sn_nic_recover.

@@ -74,7 +74,7 @@ Transmit(h, p) ==
             /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
             /\ UNCHANGED << qpVars, rq >>
     /\ event' = << "Transmit", h, p >>
-    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, fatal, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)
@@ -228,7 +228,7 @@ DeliverPacket(p, d, staged) ==
                 /\ wire' = rest
                 /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << appVars, sq, faultVars, queried, layerVars >>
+    /\ UNCHANGED << appVars, sq, fatal, faultVars, queried, layerVars >>
 
 (***************************************************************************)
 (* The wire loses the packet at the head of a channel: a request or an   *)
@@ -270,7 +270,7 @@ Timeout(h, p) ==
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << nxt, retry >>
     /\ event' = << "Timeout", h, p >>
-    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, fatal, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)
@@ -283,6 +283,6 @@ WriteCqe(h, p) ==
     /\ cq' = [cq EXCEPT ![h][p] = Append(@, Head(unwritten[h][p]))]
     /\ unwritten' = [unwritten EXCEPT ![h][p] = Tail(@)]
     /\ event' = << "WriteCqe", h, p >>
-    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, faultVars, historyVars,
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, fatal, faultVars, historyVars,
                     layerVars >>
 =============================================================================

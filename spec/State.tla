@@ -30,9 +30,12 @@ CONSTANTS
                   \* no placement; issue 17)
     RnrNak,       \* whether a responder answers a notification that finds no receive
                   \* WR with an RNR NAK (hardware does) rather than discarding it
-    RnrRetry      \* the requester's RNR retry count, 0..7: RNR NAKs it answers by
+    RnrRetry,     \* the requester's RNR retry count, 0..7: RNR NAKs it answers by
                   \* retransmitting before RNR_RETRY_EXC_ERR; 7 is for ever (IBTA's
                   \* encoding; NCCL and perftest set it)
+    DeviceFatal   \* whether a dead NIC completes nothing and reports the asynchronous
+                  \* event IBV_EVENT_DEVICE_FATAL instead (user-space verbs on mlx5
+                  \* do) rather than flushing its QPs' WRs
 
 Hosts == {"A", "B"}
 Paths == {1, 2}
@@ -122,9 +125,11 @@ ResponderTypeOK ==
 VARIABLES
     qp,          \* QP state: "RTS" or "ERR"
     cq,          \* completion queue entries in host memory: [wr, recv, status, val]
-    unwritten    \* receive completions the NIC made and ACKed, not yet in host memory
+    unwritten,   \* receive completions the NIC made and ACKed, not yet in host memory
+    fatal        \* per host: the paths whose NIC died silently (DeviceFatal): its QP's
+                 \* WRs are neither completed nor flushed, its event not yet read
 
-qpVars == << qp, cq, unwritten >>
+qpVars == << qp, cq, unwritten, fatal >>
 
 \* A completion queue entry. A send completion has recv 0 and names the host's WR;
 \* a receive completion names the receive WR (recv >= 1) and the peer's WR that
@@ -137,6 +142,7 @@ QpTypeOK ==
     /\ qp \in [Hosts -> [Paths -> QpStates]]
     /\ cq \in [Hosts -> [Paths -> Seq(Cqes)]]
     /\ unwritten \in [Hosts -> [Paths -> Seq(Cqes)]]
+    /\ fatal \in [Hosts -> SUBSET Paths]
 
 (* ---------- the wire, per path and direction: FIFO channels ------------- *)
 VARIABLE
@@ -255,7 +261,7 @@ Events ==
     \cup ({"PostSend", "PostRecv"} \X Hosts \X AnyIds)
     \cup ({"AppWrite"} \X Hosts \X Regions \X Nat)
     \cup ({"PollCq", "Progress", "HandshakeTimeout", "CompletionTimeout"} \X Hosts)
-    \cup ({"Transmit", "Timeout", "WriteCqe"} \X Hosts \X Paths)
+    \cup ({"Transmit", "Timeout", "WriteCqe", "FatalEvent"} \X Hosts \X Paths)
     \cup ({"Deliver", "Drop"} \X Paths \X Directions)
     \cup ({"LinkDown", "LinkUp"} \X Paths)
     \cup ({"NicFail", "NicRecover"} \X Hosts \X Paths)
@@ -288,6 +294,11 @@ TypeOK ==
 (* ------------------------------- helpers --------------------------------- *)
 
 PathHealthy(p) == link[p] /\ nic["A"][p] /\ nic["B"][p]
+
+\* A WR posted to host h's QP of path p completes at once, flushed: the QP is in
+\* the error state, and its NIC did not die silently (a silently dead NIC completes
+\* nothing; its WRs wait for the layer to read the event: FatalEvent).
+FlushesAtOnce(h, p) == qp[h][p] = "ERR" /\ p \notin fatal[h]
 
 \* Channels w with packet m put on path p in direction d; a dead link loses it.
 Push(w, p, d, m) == IF link[p] THEN [w EXCEPT ![p][d] = Append(@, m)] ELSE w

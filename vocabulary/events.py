@@ -62,6 +62,9 @@ VOCABULARY: dict[str, Signature] = {
     # the layer's completion timer fires: a WR on the default path waits for ever (RNR
     # NAKs retried for ever), which the layer takes as a failure of that path
     "CompletionTimeout": (("host", HOST_T),),
+    # the layer reads the asynchronous event of its NIC's silent death (DeviceFatal:
+    # IBV_EVENT_DEVICE_FATAL, no completions) and flushes that QP's WRs itself
+    "FatalEvent": (("host", HOST_T), ("nic", PATH_T)),
 }
 
 # Events the environment decides, not the system: no fairness, and what a test injects.

@@ -28,15 +28,16 @@
  *    ibv_post_send and ibv_modify_qp do;
  *  - a call that returns a count or what it did - the polls and the events of the
  *    event vocabulary: shift_poll_cq, shift_poll_step, shift_poll_event,
- *    shift_progress, shift_timer, shift_ctl_input, shift_sim_timeout, sn_poll_cq,
- *    sn_transmit ... sn_nic_recover, sn_pump - returns it (>= 0) or a negative errno,
+ *    shift_progress, shift_timer, shift_async_event, shift_ctl_input,
+ *    shift_sim_timeout, sn_poll_cq, sn_transmit ... sn_nic_recover, sn_async_event,
+ *    sn_pump - returns it (>= 0) or a negative errno,
  *    as ibv_poll_cq does;
  *  - a call that cannot fail answers a bad argument in its own terms: the name
  *    functions NULL ("unknown" for shift_wc_status_str), simnic's wire and health
  *    queries 0.
  * A NULL, freed or forged handle is EINVAL (EBADF for a fabric), with its call's sign.
- * The backend table's operations follow the same rule (poll_cq and sq_pending return
- * a negative errno, the others a positive one).
+ * The backend table's operations follow the same rule (poll_cq, sq_pending and
+ * async_event return a negative errno, the others a positive one).
  */
 #ifndef SHIFT_H
 #define SHIFT_H
@@ -170,7 +171,15 @@ struct shift_backend_ops {
      * Without it (NULL), a completion carries the number of the QP it came from (0 for
      * one the layer made). */
     int (*query_qp_num)(void *ctx, void *qp, uint32_t *qpn);
+    /* Optional. The next asynchronous event of the NIC qp is on (ibv_get_async_event
+     * of its device): 1 and *event (enum shift_async_event), 0 if none is waiting, or
+     * -errno. Without it (NULL), shift_async_event reads nothing: a NIC that dies in
+     * fatal error is seen only through the peer (its counter) or the completion timer. */
+    int (*async_event)(void *ctx, void *qp, int *event);
 };
+
+/* The asynchronous events the layer acts on (ibv_event_type's). */
+enum shift_async_event { SHIFT_ASYNC_DEVICE_FATAL = 1 };
 
 enum shift_pair_flags {
     SHIFT_PAIR_HEALTHY = 1,
@@ -312,6 +321,14 @@ int shift_progress(shift_ep ep);
  * the endpoint takes it as a failure of the default path and fails over. 1 if it acted,
  * 0 if not. */
 int shift_timer(shift_ep ep, int path);
+/* The layer reads the asynchronous events of path's NIC (spec: FatalEvent). A NIC that
+ * died in fatal error (IBV_EVENT_DEVICE_FATAL) completes nothing, not even flushes: the
+ * layer completes its QP's WRs for it, as the kernel does for its own consumers - what
+ * the CQ still holds, then every WR no completion covers (sends, then receive WRs),
+ * flushed, then each later post at once - until the QP is reset. A flush on the default
+ * QP starts a failover as any. 1 if it read a NIC's death, 0 if no event (or none the
+ * layer acts on) waited, -errno for a bad argument or a backend that failed. */
+int shift_async_event(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
  * was taken (ctl_received; the word that the peer's application failed the QP pair
  * fails this endpoint's too, as plain RC's: every outstanding WR and receive WR comes

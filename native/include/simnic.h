@@ -35,7 +35,11 @@
  *  - bad access: a bad lkey or local bounds -> LOC_PROT_ERR; a bad rkey, remote
  *    bounds or missing remote permission -> REM_ACCESS_ERR (both QPs to ERR); a
  *    misaligned or wrong-sized atomic, or a SEND longer than the receive buffer ->
- *    REM_INV_REQ_ERR at the requester (LOC_LEN_ERR on the receive).
+ *    REM_INV_REQ_ERR at the requester (LOC_LEN_ERR on the receive);
+ *  - with device_fatal, a NIC that dies completes nothing, as a device in fatal error
+ *    does under user-space verbs: its QPs go silent (in ERR, no flush, later posts
+ *    taken without a completion, until a reset) and it raises the asynchronous event
+ *    IBV_EVENT_DEVICE_FATAL, which sn_async_event reads (spec: DeviceFatal).
  */
 #ifndef SIMNIC_H
 #define SIMNIC_H
@@ -54,7 +58,8 @@ typedef struct sn_mr_opaque *sn_mr;
 
 enum sn_host { SN_HOST_A = 0, SN_HOST_B = 1 };
 enum sn_dir { SN_AtoB = 0, SN_BtoA = 1 };
-enum { SN_RNR_FOREVER = 7 }; /* an rnr_retry that retries for ever (IBTA's encoding) */
+enum { SN_RNR_FOREVER = 7 };
+enum sn_async { SN_ASYNC_DEVICE_FATAL = 1 }; /* IBV_EVENT_DEVICE_FATAL */ /* an rnr_retry that retries for ever (IBTA's encoding) */
 
 struct sn_fabric_attr {
     size_t mem_size;        /* bytes of memory per host (default 65536) */
@@ -65,6 +70,8 @@ struct sn_fabric_attr {
     int ack_before_cqe;     /* 1: a notification's receive completion reaches host memory
                              * after its ACK left, when sn_write_cqe writes it; a NIC that
                              * dies first loses it (hardware's order; spec: AckBeforeCqe) */
+    int device_fatal;       /* 1: a NIC that dies flushes nothing and raises an
+                             * asynchronous event instead (spec: DeviceFatal) */
 };
 
 struct sn_qp_init_attr {
@@ -174,6 +181,9 @@ int sn_nic_recover(sn_fabric f, int host, int nic);
 /* NIC nic of host writes the oldest receive completion it made and has not yet written
  * into host memory, where a poll finds it (ack_before_cqe) */
 int sn_write_cqe(sn_fabric f, int host, int nic);
+/* Read one asynchronous event of NIC nic of host (device_fatal: its death): 1 and
+ * *event (SN_ASYNC_DEVICE_FATAL), 0 if none is waiting. */
+int sn_async_event(sn_fabric f, int host, int nic, int *event);
 /* Deterministic scheduler: transmit and deliver until nothing moves or budget steps
  * ran; returns the number of steps (no drops, no timeouts, no faults). */
 long sn_pump(sn_fabric f, long budget);

@@ -77,7 +77,14 @@ COLD_PATH static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_s
         ring[(seq - 1) & e->pmask].wr.next = NULL;
     uint64_t n = seq - start, ok = n;
     int berr = 0;
-    if (n) {
+    if (n && e->silent[1] && silent_now(e, 1)) {
+        /* the default NIC died in fatal error: the layer flushes them (silent.c) */
+        for (uint64_t s2 = start; s2 < seq; s2++)
+            silent_send(e, 1, &e->pq[s2 & e->pmask], NULL);
+        e->st.sends_posted += e->pq[(seq - 1) & e->pmask].cum - e->notes_posted;
+        e->notes_posted = e->pq[(seq - 1) & e->pmask].cum;
+        e->ptail = seq;
+    } else if (n) {
         struct shift_send_wr *bw = NULL;
         berr = e->ops->post_send(e->ctx, e->qp[1], &first->wr, &bw);
         if (berr) {
@@ -165,6 +172,8 @@ COLD_PATH static int post_direct_each(ep_s *e, struct shift_send_wr *wr,
         err = e->ops->post_send(e->ctx, e->qp[1], &one, NULL);
         if (err)
             break;
+        if (e->silent[1])
+            silent_send(e, 1, NULL, w); /* its NIC died in fatal error (silent.c) */
         e->notes_posted += (uint64_t)two_sided(w->opcode);
         e->st.sends_posted += (uint64_t)two_sided(w->opcode);
     }
@@ -211,13 +220,14 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
 {
     ep_s *e = ep_get(h);
     if (e && wr && e->direct)
-        return post_direct(e, wr, bad);
+        return e->silent[1] && silent_now(e, 1) ? post_direct_each(e, wr, bad)
+                                                : post_direct(e, wr, bad);
     if (bad)
         *bad = wr;
     if (!e || !wr)
         return EINVAL;
     if (e->send_mode == SHIFT_STATE_DEFAULT) {
-        if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail) {
+        if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail && !e->silent[1]) {
             e->direct = 1;
             return post_direct(e, wr, bad);
         }

@@ -107,12 +107,18 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->buf = calloc(e->bmask + 1, sizeof *e->buf);
     e->q2 = calloc(e->q2mask + 1, sizeof *e->q2);
     e->q1 = calloc(e->bmask + 1, sizeof *e->q1);
+    /* a silent QP's completions (silent.c): its WRs and receive WRs, and later posts */
+    e->fqmask = pow2(2 * ((uint64_t)e->pcap + e->rcap) + 2) - 1;
+    e->fq[1] = calloc(e->fqmask + 1, sizeof *e->fq[1]);
+    e->fq[2] = calloc(e->fqmask + 1, sizeof *e->fq[2]);
+    for (int p = 1; p <= 2; p++)
+        e->fqhead[p] = e->fqtail[p] = (uint64_t)1 << 32;
     e->send_mode = SHIFT_STATE_DEFAULT;
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
     e->probe_status = -1;
     int err = ENOMEM;
-    if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1)
+    if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1 || !e->fq[1] || !e->fq[2])
         goto fail;
     /* the default QP has the layer's capacity (in direct mode its send queue is the
      * layer's); the backup QP keeps a spare slot */
@@ -147,6 +153,8 @@ fail:
     free(e->buf);
     free(e->q2);
     free(e->q1);
+    free(e->fq[1]);
+    free(e->fq[2]);
     free(e);
     return err;
 }
@@ -185,6 +193,8 @@ int shift_ep_destroy(shift_ep h)
     free(e->buf);
     free(e->q2);
     free(e->q1);
+    free(e->fq[1]);
+    free(e->fq[2]);
     free(e);
     return 0;
 }

@@ -452,6 +452,7 @@ static int reconnect(ep_s *e)
         return SHIFT_STEP_NONE;
     if (backend_error(e, e->ops->reset_qp(e->ctx, e->qp[1])))
         return SHIFT_STEP_NONE;
+    silent_reset(e, 1);
     discard_cq1(e);
     if (e->attr.flags & SHIFT_EP_WIRE_PROBE) {
         struct shift_send_wr probe = {0};
@@ -532,6 +533,7 @@ static void backup_qp_back(ep_s *e, uint32_t rq_psn, uint32_t sq_psn)
         if (backend_error(e, e->ops->modify_qp(e->ctx, e->qp[2], steps[i], rq, sq)))
             return;
     }
+    silent_reset(e, 2);
 }
 
 /* Does the send side have WRs on the QP `where` names (W_DEFAULT, W_BACKUP) that no

@@ -10,7 +10,12 @@
 /* where a WR is: held by the layer, posted on the default or the backup QP, or flushed
  * by the layer (a post in Error: its completion is due) */
 enum { W_HELD = 0, W_DEFAULT = 1, W_BACKUP = 2, W_FLUSHED = 3 };
-enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4 };
+enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4,
+       PF_LATE = 8 /* posted to a silent QP after its NIC's death was read: flushed then */ };
+/* a path whose NIC died in fatal error, as the layer knows it (silent[path]): not at
+ * all; its death read, the CQ's own entries still to come first; the layer completes
+ * every WR there (fq) */
+enum { SILENT_NO = 0, SILENT_DRAIN = 1, SILENT_ACTIVE = 2 };
 enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2, CTL_APP_ERROR = 3 };
 #define PROBE_ID UINT64_MAX
 #define MAX_WR 16384u
@@ -110,6 +115,16 @@ typedef struct ep_s {
      * moved to the default QP (its own sends were in flight there): they are flushed
      * once those sends completed, at the latest before the next Handshake */
     int stale_rq2;
+    /* spec: FatalEvent. A NIC whose death in fatal error the layer read completes
+     * nothing: the layer does, in fq[path], which the polls read in place of its CQ -
+     * the CQ's own entries first (SILENT_DRAIN), then every WR no completion covers,
+     * flushed (put at the head, before the flushes of posts made meanwhile), then each
+     * later post's flush - until the QP is reset. late_direct: direct-mode posts made
+     * while draining (the send queue lists them; their flushes are in fq already). */
+    int silent[3];
+    struct shift_wc *fq[3];
+    uint64_t fqmask, fqhead[3], fqtail[3];
+    uint64_t late_direct;
     /* completions held for the application */
     struct shift_wc *buf;
     uint32_t bcap;
@@ -192,9 +207,14 @@ static inline int polls2(const ep_s *e)
 
 /* The backend's poll: up to n completions, or -errno. A count beyond n is not
  * believed (the layer reads no further than it asked). */
+INTERNAL int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc);
 static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
 {
+    if (e->silent[path] == SILENT_ACTIVE)
+        return silent_poll(e, path, n, wc);
     int r = e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+    if (r == 0 && e->silent[path])
+        return silent_poll(e, path, n, wc);
     return r > n ? n : r;
 }
 
@@ -272,6 +292,7 @@ INTERNAL void buf_recv(ep_s *e, uint64_t app_id, int status);
 INTERNAL void q2_push(ep_s *e, const struct shift_wc *wc);
 INTERNAL void q2_absorb(ep_s *e);
 INTERNAL void send_wc(const pend_t *p, uint64_t wr_id, int status, struct shift_wc *wc);
+INTERNAL int wc_op(int op);
 INTERNAL void pend_done(ep_s *e, pend_t *p);
 INTERNAL void release_skipped(ep_s *e);
 INTERNAL void complete_upto(ep_s *e, uint64_t seq);
@@ -288,6 +309,13 @@ INTERNAL void trigger(ep_s *e, int status);
 /* the connection dies (application error): both sides stop, as a plain RC QP in ERR */
 INTERNAL void go_dead(ep_s *e, int path);
 INTERNAL void app_dies(ep_s *e, int path, int status);
+/* a NIC's death in fatal error (silent.c): the flush of a post to a silent QP, the
+ * layer's own; a reset QP speaks again */
+INTERNAL void silent_push(ep_s *e, int path, const struct shift_wc *wc);
+INTERNAL void silent_send(ep_s *e, int path, pend_t *p, const struct shift_send_wr *w);
+INTERNAL void silent_recv(ep_s *e, int path, rpend_t *r);
+INTERNAL int silent_now(ep_s *e, int path);
+INTERNAL void silent_reset(ep_s *e, int path);
 /* a fail-back's stale receives leave the backup QP once no send of this side is there */
 INTERNAL void stale_rq2_check(ep_s *e);
 /* endpoint.c: the backup NIC's key of a default NIC's key: the peer's rkey, its own

@@ -226,6 +226,13 @@ static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
     return err ? err : sn__ctl_send(qp, msg, len);
 }
 
+/* (not injected: shift_sim_fail_op's ops are the fuzzer's input alphabet) */
+static int b_async_event(void *c, void *qp, int *event)
+{
+    sim_ctx *x = c;
+    return sn_async_event(x->fh, x->host, ((sn_qp_s *)qp)->nic, event);
+}
+
 static const struct shift_backend_ops sim_ops = {
     .create_qp = b_create_qp,
     .destroy_qp = b_destroy_qp,
@@ -242,6 +249,7 @@ static const struct shift_backend_ops sim_ops = {
     .sq_pending = b_sq_pending,
     .query_pair = b_query_pair,
     .query_qp_num = b_query_qp_num,
+    .async_event = b_async_event,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)

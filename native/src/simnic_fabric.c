@@ -112,7 +112,8 @@ static int fabric_new(const struct sn_fabric_attr *attr, int local, sn_fabric *o
     if (attr) {
         if (attr->mem_size > ((size_t)1 << 30) || attr->retry_cnt > 7 || attr->rnr_retry > 7 ||
             (attr->rnr_nak != 0 && attr->rnr_nak != 1) ||
-            (attr->ack_before_cqe != 0 && attr->ack_before_cqe != 1))
+            (attr->ack_before_cqe != 0 && attr->ack_before_cqe != 1) ||
+            (attr->device_fatal != 0 && attr->device_fatal != 1))
             return EINVAL;
         a = *attr;
         if (!a.mem_size)

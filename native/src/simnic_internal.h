@@ -102,6 +102,8 @@ typedef struct sn_qp_s {
     sn_ctl_handler ctl_fn;
     void *ctl_arg;
     int owned;             /* a connection's backend holds it: not the caller's to free */
+    int silent;            /* its NIC died in fatal error (device_fatal): in ERR, it
+                            * completes nothing, not even flushes, until a reset */
 } sn_qp_s;
 
 typedef struct {
@@ -113,6 +115,7 @@ typedef struct {
     sn_qp_s **qps;
     int nqp, capqp;
     int rr;
+    uint32_t fatal_events; /* IBV_EVENT_DEVICE_FATAL raised, not yet read */
 } sn_nic;
 
 typedef struct sn_fab {

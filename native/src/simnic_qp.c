@@ -67,6 +67,7 @@ static void qp_rts_fresh(sn_qp_s *qp)
 {
     qp_empty(qp);
     qp->state = SHIFT_QPS_RTS;
+    qp->silent = 0;
     qp->epsn = 0;
     qp_set_sq_psn(qp, 0);
     qp->retries_left = qp->f->attr.retry_cnt;
@@ -98,6 +99,7 @@ static int modify_state(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
          * so RTR may omit it (the connection manager remembers the pair) */
         qp_empty(qp);
         qp->state = SHIFT_QPS_RESET;
+        qp->silent = 0;
         return 0;
     case SHIFT_QPS_ERR:
         if (from != SHIFT_QPS_ERR) {
@@ -358,6 +360,8 @@ int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **
             w->inl_len = wr->sg.length;
         }
         qp->tail++;
+        if (qp->silent)
+            continue; /* a dead device completes nothing */
         if (qp->state == SHIFT_QPS_ERR) {
             /* written to the queue and flushed at once; the slot is freed at the poll */
             qp->una = qp->nxt = qp->db = qp->tail;
@@ -436,7 +440,7 @@ int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **
             return err;
         }
         sn_rwqe r = {wr->wr_id, wr->sg, wr->num_sge};
-        if (qp->state == SHIFT_QPS_ERR) {
+        if (qp->state == SHIFT_QPS_ERR && !qp->silent) {
             recv_cqe(qp, &r, SHIFT_WC_WR_FLUSH_ERR, SHIFT_WC_RECV, 0, 0, 0);
             flushed++;
             continue;

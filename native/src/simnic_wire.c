@@ -211,12 +211,35 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
     }
     for (int i = 0; i < n->nqp; i++) {
         sn_qp_s *qp = n->qps[i];
-        if (qp->state != SHIFT_QPS_ERR && qp->state != SHIFT_QPS_RESET)
-            qp_to_err(qp);
+        if (qp->state != SHIFT_QPS_ERR && qp->state != SHIFT_QPS_RESET) {
+            if (f->attr.device_fatal) { /* no flush: the device writes nothing more */
+                qp->state = SHIFT_QPS_ERR;
+                qp->silent = 1;
+            } else {
+                qp_to_err(qp);
+            }
+        }
         /* the responder state lives in the NIC and dies with it */
         qp->epsn = 0;
         memset(qp->saved, 0, sizeof qp->saved);
     }
+    n->fatal_events += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
+    return 1;
+}
+
+int sn_async_event(sn_fabric fh, int host, int nic, int *event)
+{
+    sn_fab *f;
+    sn_nic *n;
+    int e = event_nic(fh, host, nic, &f, &n);
+    if (e)
+        return e;
+    if (!event)
+        return -EINVAL;
+    if (!n->fatal_events)
+        return 0;
+    n->fatal_events--;
+    *event = SN_ASYNC_DEVICE_FATAL;
     return 1;
 }
 

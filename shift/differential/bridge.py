@@ -82,12 +82,13 @@ class Bridge:
                  peer_program: Sequence[Any] = (), copy_posts: bool = False,
                  fail_back: bool | None = None):
         """The fabric takes the bound's transport (MaxRetries, AckBeforeCqe, RnrNak,
-        RnrRetry); the connection fails back where the bound recovers, unless fail_back
+        RnrRetry, DeviceFatal); the connection fails back where the bound recovers, unless fail_back
         says otherwise."""
         self.program = tuple(program)  # A's
         self.programs = (self.program, tuple(peer_program))  # per host: A's, B's
         self.fabric = Fabric(retries=bound.max_retries, ack_before_cqe=bound.ack_before_cqe,
-                             rnr_nak=bound.rnr_nak, rnr_retry=bound.rnr_retry)
+                             rnr_nak=bound.rnr_nak, rnr_retry=bound.rnr_retry,
+                             device_fatal=bound.device_fatal)
         self.conn = self.fabric.connect(
             design, regions=len(REGIONS), max_wr=16, probe="instant", ctl_retries=255,
             copy_posts=copy_posts, record=True,
