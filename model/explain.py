@@ -417,6 +417,19 @@ def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> st
     return None
 
 
+def fatal_event(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str | None:
+    h, i = HOST[host], p - 1
+    if p in s.fatal[h]:
+        return None
+    if not b.device_fatal:
+        return (f"no NIC dies silently at bound {b.name} (DeviceFatal = FALSE): a dead NIC's "
+                f"QP flushes its WRs, and no asynchronous event is waiting")
+    if s.nic[h][i] and s.qp[h][i] == RTS:
+        return f"{host}'s NIC {p} is alive: no IBV_EVENT_DEVICE_FATAL is waiting"
+    return (f"no event of {host}'s NIC {p} is left for the layer to act on: it read it, or "
+            f"the QP had already failed (its WRs flushed) or been drained by a failover")
+
+
 WHY_NOT: dict[str, Reason] = {
     "PostSend": post_send,
     "PostRecv": post_recv,
@@ -434,6 +447,7 @@ WHY_NOT: dict[str, Reason] = {
     "Progress": progress,
     "HandshakeTimeout": handshake_timeout,
     "CompletionTimeout": completion_timeout,
+    "FatalEvent": fatal_event,
 }
 
 

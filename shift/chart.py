@@ -66,6 +66,8 @@ def _local_lane(state: State) -> tuple[str, str] | None:
         return f"{args[0]}.{args[1]}", "⏱"
     if name == "CompletionTimeout":  # the layer's timer, on the host's lane
         return args[0], "⏱"
+    if name == "FatalEvent":  # the layer reads a NIC's death, on the NIC's lane
+        return f"{args[0]}.{args[1]}", "⚠"
     if name == "WriteCqe":  # the NIC writes a completion into host memory
         return f"{args[0]}.{args[1]}", "▾"
     if name == "NicFail":

@@ -157,6 +157,8 @@ HEADLINES = {
     "CompletionTimeout": "{0}'s completion timer fires: a WR on the default path waits "
                          "for ever (RNR NAKs, retried for ever)",
     "WriteCqe": "{0}'s NIC {1} writes a receive completion it had already ACKed into host memory",
+    "FatalEvent": "{0}'s layer reads IBV_EVENT_DEVICE_FATAL of its NIC {1} and completes that "
+                  "QP's WRs itself, flushed",
     "LinkDown": "link {0} goes down",
     "LinkUp": "link {0} comes back",
     "NicFail": "{0}'s NIC {1} dies",
@@ -242,6 +244,7 @@ def _cq_lines(before: State, after: State) -> list[str]:
                 out.append(f"{h}'s layer takes {len(a)} "
                            f"entr{'y' if len(a) == 1 else 'ies'} off CQ {p}")
         out += _unwritten_lines(before, after, h)
+        out += _fatal_lines(before, after, h)
         out += _resent_lines(before, after, h)
         for p, (a, b) in enumerate(zip(of(before, "qp", h) or [],
                                        of(after, "qp", h) or [], strict=False), 1):
@@ -264,6 +267,21 @@ def _unwritten_lines(before: State, after: State, h: str) -> list[str]:
             recvs = ", ".join(str(e["recv"]) for e in a)
             out.append(f"the completion of receive WR {recvs}, ACKed but not yet written, "
                        f"dies with {h}'s NIC {p}")
+    return out
+
+
+def _fatal_lines(before: State, after: State, h: str) -> list[str]:
+    """A NIC of host h falls silent at its death (DeviceFatal: no completion, not even a
+    flush, until the layer reads the event); a failover's drain takes its place."""
+    old, new = of(before, "fatal", h), of(after, "fatal", h)
+    if not hasattr(old, "members") or not hasattr(new, "members"):
+        return []
+    was, now = set(old.members), set(new.members)
+    out = [f"{h}'s NIC {p} completes nothing more, not even a flush: its WRs wait until "
+           f"{h}'s layer reads the asynchronous event" for p in sorted(now - was)]
+    if _event(after)[0] != "FatalEvent":
+        out += [f"{h}'s drain takes the place of its dead NIC {p}'s flushes (the event, "
+                f"read later, finds nothing left)" for p in sorted(was - now)]
     return out
 
 

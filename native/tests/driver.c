@@ -219,6 +219,46 @@ static void test_raw_ack_before_cqe(void)
     CHECK(sn_fabric_create(&bad, &f) == EINVAL);
 }
 
+/* device_fatal (spec: DeviceFatal): a NIC that dies completes nothing, not even the
+ * flush of a later post, until a reset; it raises one event per death, read once */
+static void test_raw_device_fatal(void)
+{
+    raw_t r;
+    struct shift_wc wc;
+    int ev = 0;
+    struct sn_fabric_attr a = {.mem_size = 65536, .retry_cnt = 1, .rnr_retry = 7,
+                               .device_fatal = 1};
+    raw_open_attr(&r, &a);
+    struct shift_recv_wr rw = {1, NULL, {(uint64_t)(uintptr_t)(r.mem[1] + 512), 64, r.lkey[1]}, 1};
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    struct shift_send_wr w = mkwr(7, SHIFT_WR_RDMA_WRITE, &r, 0, 8, 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_async_event(r.f, 0, 1, &ev) == 0); /* alive: nothing waits */
+    CHECK(sn_nic_fail(r.f, 0, 1) == 1 && sn_nic_fail(r.f, 1, 1) == 1);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0); /* taken, never completed */
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    struct sn_qp_attr qa = {.qp_state = SHIFT_QPS_ERR};
+    CHECK(sn_modify_qp(r.qp[0], &qa, SN_QP_STATE) == 0); /* already in ERR: no flush */
+    sn_pump(r.f, 1000);
+    CHECK(poll1(r.cq[0], &wc) == 0 && poll1(r.cq[1], &wc) == 0);
+    CHECK(sn_async_event(r.f, 0, 1, &ev) == 1 && ev == SN_ASYNC_DEVICE_FATAL);
+    CHECK(sn_async_event(r.f, 0, 1, &ev) == 0 && sn_async_event(r.f, 0, 2, &ev) == 0);
+    CHECK(sn_async_event(r.f, 1, 1, &ev) == 1);
+    CHECK(sn_async_event(r.f, 2, 1, &ev) == -EINVAL && sn_async_event(r.f, 0, 1, NULL) == -EINVAL);
+    CHECK(sn_async_event(NULL, 0, 1, &ev) == -EBADF);
+    /* back and reset: it completes again */
+    CHECK(sn_nic_recover(r.f, 0, 1) == 1 && sn_nic_recover(r.f, 1, 1) == 1);
+    CHECK(sn_reconnect(r.qp[0]) == 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    sn_pump(r.f, 1000);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == SHIFT_WC_SUCCESS);
+    sn_fabric_destroy(r.f);
+    struct sn_fabric_attr bad = {.retry_cnt = 1, .device_fatal = 2};
+    sn_fabric f;
+    CHECK(sn_fabric_create(&bad, &f) == EINVAL);
+}
+
 static void test_raw_errors(void)
 {
     raw_t r;
@@ -2568,6 +2608,7 @@ int main(void)
 {
     test_raw_basic();
     test_raw_ack_before_cqe();
+    test_raw_device_fatal();
     test_raw_errors();
     test_wire();
     test_raw_bad_handles();

@@ -231,6 +231,25 @@ MUTANTS = (
            "a QP entering the error state on a live NIC flushes ahead of the completions it "
            "had not yet written: the layer's drain misses a received notification",
            bounds=("ackfirst",)),
+    # a NIC in fatal error completes nothing (issue 17, item 2: DeviceFatal)
+    Mutant("fatal-event-ignored", "silent.c",
+           "    e->silent[path] = SILENT_DRAIN;\n    return 1;",
+           "    return 1; /* seeded: the layer reads the death and acts on nothing */",
+           "the layer reads IBV_EVENT_DEVICE_FATAL and ignores it, as a trigger driven by "
+           "polled error completions alone: the dead QP's WRs never complete",
+           bounds=("fatal",)),
+    Mutant("fatal-flushes-skip-receives", "silent.c",
+           "        flush_wc(&wc, r->wr.wr_id, SHIFT_WC_RECV, 0);\n        emit(",
+           "        continue; /* seeded */\n        emit(",
+           "the layer flushes a silent QP's send WRs but not its receive WRs: a "
+           "receiver's owed receive WRs never complete",
+           bounds=("fatal",)),
+    Mutant("dead-device-flushes", "simnic_wire.c",
+           "            if (f->attr.device_fatal) { /* no flush: the device writes nothing more */",
+           "            if (0) { /* seeded: a device in fatal error flushes as a live one */",
+           "a NIC that dies in fatal error flushes its QPs as on a live device: the "
+           "layer's own flushes come twice",
+           bounds=("fatal",)),
     # RNR retried for ever (issue 17, item 3): F8's fix, the layer's completion timer
     Mutant("completion-timer-ignored", "failover.c",
            "    trigger(e, SHIFT_WC_RETRY_EXC_ERR);\n    return 1;",

@@ -17,7 +17,7 @@ from diff_helpers import explain, keep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shift.model.next import Model
-from shift.model.state import APP_ERRORS
+from shift.model.state import APP_ERRORS, HOSTS
 
 from shift.differential import DESIGNS, Run, run_trace, trace_from_choices
 
@@ -26,6 +26,7 @@ EXAMPLES = 500  # per design and bound
 EXAMPLES_APPERR = 150  # per design at apperr, where half the workloads end in an app error
 EXAMPLES_ACKFIRST = 400  # per design at ackfirst
 EXAMPLES_RNR = 200  # per design at rnr
+EXAMPLES_FATAL = 200  # per design and posting mode at fatal
 
 # One number per event (plus one for the workload); see trace_from_choices.
 choices = st.lists(st.integers(0, (1 << 16) - 1), min_size=12, max_size=MAX_EVENTS + 1)
@@ -121,6 +122,40 @@ def test_model_and_implementation_agree_when_the_receiver_is_not_ready(design: s
             raise AssertionError(explain(model, run, keep(model, run.events)))
 
     agree()
+
+
+@pytest.mark.parametrize("posts", ["direct", "copy"])
+@pytest.mark.parametrize("design", DESIGNS)
+def test_model_and_implementation_agree_when_a_dead_nic_is_silent(design: str,
+                                                                  posts: str) -> None:
+    """At bound fatal a NIC that dies completes nothing (DeviceFatal) until its host's
+    layer reads the event (FatalEvent): simnic's silent QPs, and the layer's flushes of
+    every WR no completion covers - read back from the send queue in direct mode, from
+    its own records with copies - must equal the model's."""
+    model = Model.load(design, "fatal")
+
+    @settings(max_examples=EXAMPLES_FATAL, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(choices)
+    def agree(picks: list[int]) -> None:
+        events = trace_from_choices(model, picks)
+        run = run_trace(model, events, copy_posts=posts == "copy")
+        if run.divergence is not None:
+            raise AssertionError(explain(model, run, keep(model, run.events)))
+
+    agree()
+
+
+def test_generated_traces_read_a_silent_nics_death() -> None:
+    """The layer reads a silent NIC's death (FatalEvent) with WRs to flush in generated
+    traces, and both sides agree through it."""
+    read = 0
+    for run in seeded_runs(Model.load("Shift", "fatal"), EXAMPLES_FATAL):
+        read += any(e.name == "FatalEvent" and len(t.cq[HOSTS.index(e.args[0])][e.args[1] - 1])
+                    > len(s.cq[HOSTS.index(e.args[0])][e.args[1] - 1])
+                    for e, s, t in zip(run.events[1:], run.states, run.states[1:],
+                                       strict=False))
+    assert read >= 5, read
 
 
 def seeded_runs(model: Model, n: int) -> Iterator[Run]:

@@ -288,3 +288,33 @@ def test_checked_poll_raises_the_verbs_status(conn):
     with pytest.raises(CompletionError) as e:
         conn.poll_cq("A", check=True)
     assert e.value.status == Status.WR_FLUSH_ERR
+
+
+def test_a_nic_in_fatal_error_completes_nothing_until_its_event_is_read():
+    """device_fatal: A's NIC 1 dies under a SEND with no flush; the SEND's completion
+    comes only once A's layer reads IBV_EVENT_DEVICE_FATAL (shift_async_event), and a
+    later post completes flushed at once."""
+    with Fabric(device_fatal=True) as fab:
+        conn = fab.connect("NoFailover", regions=2, record=True)
+        conn.post_recv("B", 1)
+        conn.post_send("A", Wr(1, "SEND"))
+        assert conn.nic_fail("A", 1)
+        drive(conn)
+        assert conn.completions == []  # silent: not even a flush
+        assert conn.fatal_event("B", 1) is False  # B's NIC lives: no event
+        assert conn.fatal_event("A", 1) is True
+        assert conn.fatal_event("A", 1) is False  # read once
+        conn.post_send("A", Wr(2, "WRITE"))
+        drive(conn)
+        assert [(c.wr_id, c.status) for c in conn.completions if c.host == "A"] == [
+            (1, Status.WR_FLUSH_ERR), (2, Status.WR_FLUSH_ERR)]
+
+
+def test_fatal_event_arguments_are_checked():
+    with Fabric(device_fatal=True) as fab:
+        conn = fab.connect("Shift", regions=2)
+        for nic in (0, 3, "1"):
+            with pytest.raises((ValueError, TypeError), match="nic"):
+                conn.fatal_event("A", nic)
+    with pytest.raises((ValueError, TypeError), match="device_fatal"):
+        Fabric(device_fatal=2)

@@ -37,6 +37,7 @@ C_ENTRY = {
     "Progress": ("shift_progress",),
     "HandshakeTimeout": ("shift_timer",),
     "CompletionTimeout": ("shift_timer",),
+    "FatalEvent": ("shift_async_event",),
     # the application's store into its buffer: the host memory simnic hands out
     "AppWrite": ("sn_host_mem",),
 }

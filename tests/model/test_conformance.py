@@ -163,6 +163,22 @@ def test_tlc_and_the_explorer_build_the_same_graph_when_the_receiver_is_not_read
     assert naks, "no RNR NAK in the graph"
 
 
+# At fatal (DeviceFatal: a dead NIC completes nothing, the layer reads the event and
+# flushes for it), Shift with workloads 1 (an unsignaled WRITE the event's flushes must
+# cover) and 7 (ping-pong: receive WRs on both hosts): the silent QP's posts, the
+# event's flushes, a failover's drain in its place, and the reconnect that waits for it.
+@pytest.mark.xdist_group("conformance-Shift")
+def test_tlc_and_the_explorer_build_the_same_graph_when_a_dead_nic_is_silent(
+        tlc_graph: Graphs) -> None:
+    ex = same_graph("Shift", "fatal", tlc_graph, "{1, 7}")
+    silent = [s for s in ex.graph.states if any(s.fatal)]
+    assert silent, "no state where a NIC died silently"
+    # The event's flushes include an unsignaled WRITE the peer had ACKed.
+    assert any(s.una[0][0] == 2 and s.program[0][0].op == "WRITE" and
+               any(c.wr == 1 and c.status == "WR_FLUSH_ERR" for c in s.cq[0][0])
+               for s in ex.graph.states)
+
+
 @pytest.mark.xdist_group("conformance-Shift")
 def test_a_layer_that_fails_over_on_the_flush_it_polls_is_caught(
         tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from modelkit import changed, model, reach, step
+from shift.model.layer import trigger
 from shift.model.next import Model
 from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, Rnr, SndSeen, State, set_at
 from shift.vocabulary import make
@@ -152,6 +153,59 @@ def test_an_rnr_nak_acknowledges_the_requests_before_it_and_renews_the_count() -
     t = step(once, step(once, s, "Deliver", 1, "BtoA"), "Deliver", 1, "BtoA")
     assert t.una[A] == (2, 1) and t.nxt[A] == (2, 1) and t.qp[A] == ("RTS", "RTS")
     assert t.rnrLeft[A] == (0, 1)  # renewed to 1 by the ACK, spent by the RNR NAK
+
+
+# DeviceFatal (bound fatal): a dead NIC completes nothing; the layer reads the event.
+FATAL = model("Shift", "fatal")
+
+
+def acked_write(m: Model) -> State:
+    """Workload 1 posted; A's unsignaled WRITE #1 executed and ACKed (no completion of its
+    own), the signaled WRITE_IMM #2 not yet transmitted."""
+    return reach(m, 1, *POSTED1, ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+                 ("Deliver", 1, "BtoA"))
+
+
+def test_a_nic_in_fatal_error_completes_nothing() -> None:
+    s = acked_write(FATAL)
+    t = step(FATAL, s, "NicFail", "A", 1)
+    assert changed(s, t) == {"nic", "faults", "qp", "fatal"}  # no flush, no CQE
+    assert t.fatal[A] == frozenset({1}) and t.cq[A] == EMPTY
+    # Without DeviceFatal the driver flushes from the oldest unacknowledged WR.
+    plain = step(SHIFT, acked_write(SHIFT), "NicFail", "A", 1)
+    assert plain.cq[A][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),) and plain.fatal == (set(), set())
+
+
+def test_the_layer_flushes_every_wr_no_completion_covers() -> None:
+    t = step(FATAL, acked_write(FATAL), "NicFail", "A", 1)
+    u = step(FATAL, t, "FatalEvent", "A", 1)
+    assert changed(t, u) == {"cq", "fatal"} and u.fatal[A] == frozenset()
+    # the ACKed unsignaled WRITE #1 too: only a completion frees a send queue's slot
+    assert u.cq[A][0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    assert FATAL.step(u, make("FatalEvent", "A", 1)) is None  # read once
+
+
+def test_posts_to_a_silent_qp_wait_for_the_event_then_flush_at_once() -> None:
+    s = reach(FATAL, 2, ("PostRecv", "B", 1), ("NicFail", "B", 1))
+    t = step(FATAL, s, "PostRecv", "B", 2)
+    assert t.rq[B] == ((1, 2), ()) and t.cq[B] == EMPTY  # no flush before the event
+    u = step(FATAL, t, "FatalEvent", "B", 1)
+    assert u.cq[B][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
+    assert u.rq[B] == EMPTY
+
+
+def test_a_receive_completion_lost_with_the_nic_leaves_its_receive_wr_to_flush() -> None:
+    s = reach(FATAL, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2))
+    s = on(s, B, rq=((2,), ()), unwritten=(((Cqe(1, 1, "SUCCESS", 0)),), ()))
+    t = step(FATAL, s, "NicFail", "B", 1)
+    assert t.rq[B] == ((1, 2), ()) and t.unwritten[B] == EMPTY
+
+
+def test_a_failover_drains_a_silent_qp_in_place_of_its_event() -> None:
+    t = step(FATAL, acked_write(FATAL), "NicFail", "A", 1)
+    u = trigger(t, A, FATAL.design, "RETRY_EXC_ERR")
+    assert u.fatal[A] == frozenset() and u.cq[A] == EMPTY
+    assert FATAL.step(u, make("FatalEvent", "A", 1)) is None
 
 
 def test_responder_on_a_dead_nic_discards() -> None:
