@@ -55,6 +55,7 @@ class Constants:
     rnr_nak: bool  # RnrNak: a notification that finds no receive WR is RNR-NAKed, not discarded
     rnr_retry: int  # RnrRetry: RNR NAKs retried before RNR_RETRY_EXC_ERR; 7 is for ever
     device_fatal: bool  # DeviceFatal: a dead NIC completes nothing; its layer reads an event
+    implicit_nak: bool  # ImplicitNak: an ACK past a READ/atomic sends the requester back to it
     programs: tuple[tuple[WR, ...], ...]  # Program(k) (A's) for each k of workloads, in order
     stores: tuple[tuple[Store, ...], ...]  # StoresOf(k) (B's), likewise
     bprograms: tuple[tuple[WR, ...], ...] = ()  # BProgram(k) (B's), likewise; () all empty
@@ -167,7 +168,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
     """A bound's constants, from the cfg literals of designs.toml (`Catalog.bounds[...]`),
     with the programs of its workloads."""
     need = ("Workloads", "MaxRetries", "MaxDrops", "MaxFaults", "FaultPaths", "Recover",
-            "CtlLoss", "AckBeforeCqe", "RnrNak", "RnrRetry", "DeviceFatal")
+            "CtlLoss", "AckBeforeCqe", "RnrNak", "RnrRetry", "DeviceFatal", "ImplicitNak")
     missing = [k for k in need if k not in constants]
     if missing:
         raise SpecError(f"bound {name}: constants {', '.join(missing)} missing")
@@ -175,7 +176,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
         v = {k: parse_value(constants[k]) for k in need}
     except TlaValueError as e:
         raise SpecError(f"bound {name}: {e}") from None
-    for flag in ("Recover", "CtlLoss", "AckBeforeCqe", "RnrNak", "DeviceFatal"):
+    for flag in ("Recover", "CtlLoss", "AckBeforeCqe", "RnrNak", "DeviceFatal", "ImplicitNak"):
         if not isinstance(v[flag], bool):
             raise SpecError(f"bound {name}: {flag} = {v[flag]!r}: expected TRUE or FALSE")
     ks = _ints("Workloads", v["Workloads"])
@@ -186,7 +187,7 @@ def bound_from_constants(name: str, constants: dict[str, str],
                      _int("MaxDrops", v["MaxDrops"]), _int("MaxFaults", v["MaxFaults"]),
                      frozenset(_ints("FaultPaths", v["FaultPaths"])), v["Recover"],
                      v["CtlLoss"], v["AckBeforeCqe"], v["RnrNak"], _rnr_retry(name, v["RnrRetry"]),
-                     v["DeviceFatal"],
+                     v["DeviceFatal"], v["ImplicitNak"],
                      programs, stores, bprograms)
 
 

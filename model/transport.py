@@ -171,12 +171,16 @@ def _acknowledge(s: State, h: int, i: int, m: Ack | Nak | Rnr, b: Constants,
     every WR before its PSN. At a NAK the WR fails with REM_ACCESS_ERR and the QP enters
     the error state (later WRs and the receive WRs flushed); at an RNR NAK the requester
     goes back to the WR while RNR retries are left (or for ever), else fails it with
-    RNR_RETRY_EXC_ERR the same way. Progress renews both retry counts. A QP in the error
-    state ignores all three."""
+    RNR_RETRY_EXC_ERR the same way. With ImplicitNak an ACK past a READ or atomic is an
+    implicit NAK of it (`_implicit_nak`). Progress renews both retry counts. A QP in the
+    error state ignores all three."""
     una = s.una[h][i]
     if s.qp[h][i] != RTS or m.psn < una:
         return s._replace(wire=rest)
     q, prog = s.sq[h][i], s.program[h]
+    r = _implicit_nak_at(s, h, i, m, b)
+    if r:
+        return _implicit_nak(s, h, i, r, b, rest)
     if isinstance(m, Ack):
         last = q[m.psn - 1]
         done = tuple(Cqe(w, 0, SUCCESS, m.val if w == last else 0)
@@ -200,6 +204,33 @@ def _acknowledge(s: State, h: int, i: int, m: Ack | Nak | Rnr, b: Constants,
               + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[h][i]))
     return s._replace(wire=rest, qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
                       **complete(s, h, i, good + failed))
+
+
+def _implicit_nak_at(s: State, h: int, i: int, m: Ack | Nak | Rnr, b: Constants) -> int:
+    """ImplicitNakAt(h, p, m): the PSN of the first READ or atomic an ACK passes (its
+    response was lost), or 0."""
+    if not (b.implicit_nak and isinstance(m, Ack)):
+        return 0
+    q, prog = s.sq[h][i], s.program[h]
+    return next((k for k in range(s.una[h][i], m.psn) if prog[q[k - 1] - 1].op in RETURNS), 0)
+
+
+def _implicit_nak(s: State, h: int, i: int, r: int, b: Constants, rest: Wire) -> State:
+    """The implicit NAK of READ or atomic r: the WRs before it complete; the requester
+    goes back to it spending a retry (renewed first if the WRs before it were progress), or
+    fails it with RETRY_EXC_ERR, the QP to the error state, when none is left."""
+    una, q, prog = s.una[h][i], s.sq[h][i], s.program[h]
+    good = tuple(Cqe(w, 0, SUCCESS, 0) for w in q[una - 1:r - 1] if prog[w - 1].signaled)
+    left = b.max_retries if r > una else s.retry[h][i]
+    rnr = set_in(s.rnrLeft, h, i, b.rnr_retry) if r > una else s.rnrLeft
+    if left > 0:
+        return s._replace(wire=rest, **(complete(s, h, i, good) if good else {}),
+                          una=set_in(s.una, h, i, r), nxt=set_in(s.nxt, h, i, r),
+                          retry=set_in(s.retry, h, i, left - 1), rnrLeft=rnr)
+    failed = ((Cqe(q[r - 1], 0, RETRY_EXC, 0),) + tuple(Cqe(w, 0, FLUSH, 0) for w in q[r:])
+              + tuple(Cqe(0, x, FLUSH, 0) for x in s.rq[h][i]))
+    return s._replace(wire=rest, qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
+                      rnrLeft=rnr, **complete(s, h, i, good + failed))
 
 
 def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:

@@ -428,9 +428,31 @@ def _rnr_lines(before: State, after: State) -> list[str]:
     return [f"{h}'s NIC {p} goes back to PSN {psn} to retransmit it: it will retry {again}"]
 
 
+def _implicit_nak_lines(before: State, after: State) -> list[str]:
+    """An ACK past a READ or atomic whose response was lost (ImplicitNak): the requester
+    goes back to it at the cost of a retry, or has none left and fails it."""
+    args, heads = _delivered(before, after, lambda m: m["kind"] == "ack")
+    if not heads:
+        return []
+    h, p = peer(sender_of(args[1])), args[0]
+    una_b, una_a = (of(before, "una", h) or [0, 0])[p - 1], (of(after, "una", h) or [0, 0])[p - 1]
+    nxt_b, nxt_a = (of(before, "nxt", h) or [0, 0])[p - 1], (of(after, "nxt", h) or [0, 0])[p - 1]
+    psn = heads[0]["psn"]
+    if nxt_a < nxt_b and una_a <= psn:
+        left = (of(after, "retry", h) or [None, None])[p - 1]
+        return [f"{h}'s NIC {p} takes ACK PSN {psn} as an implicit NAK of PSN {una_a}, whose "
+                f"response was lost: it goes back to it, {left} retr"
+                f"{'y' if left == 1 else 'ies'} left"]
+    if of(after, "qp", h) != of(before, "qp", h) and una_a == una_b and psn > una_b:
+        return [f"{h}'s NIC {p} takes ACK PSN {psn} as an implicit NAK of a READ or atomic "
+                f"whose response was lost, with no retry left"]
+    return []
+
+
 def narrate_step(before: State, after: State) -> list[str]:
     """The lines of one step: the headline, then what changed, in RDMA terms."""
     body = (_response_lines(before, after) + _rnr_lines(before, after)
+            + _implicit_nak_lines(before, after)
             + _exec_lines(before, after)
             + _wire_lines(before, after)
             + _cq_lines(before, after) + _seen_lines(before, after)

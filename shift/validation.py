@@ -210,7 +210,7 @@ def validate(model: Model, rec: Recording) -> ValidationResult:
     s: State = model.init(Event("Init", (rec.workload,)))
     for k, step in enumerate(rec.steps, 1):
         ev = step.event
-        why = gap(s, ev)
+        why = gap(s, ev, model.bound.implicit_nak)
         if why is not None:
             return ValidationResult(k - 1, gap=f"step {k}, {ev}: {why}")
         t = model.step(s, ev)

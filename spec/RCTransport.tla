@@ -169,12 +169,42 @@ Respond(g, p, m, staged, rest) ==
 \* NAK is an ACK of every WR before its PSN. At a NAK the WR fails with
 \* REM_ACCESS_ERR and the QP enters the error state (every later WR flushed).
 \* At an RNR NAK the requester goes back to the WR (RNR retries left, or for
-\* ever) or fails it with RNR_RETRY_EXC_ERR, the QP to the error state. Progress
+\* ever) or fails it with RNR_RETRY_EXC_ERR, the QP to the error state. With
+\* ImplicitNak, an ACK past a READ or atomic is an implicit NAK of the first
+\* one (its response was lost): the WRs before it complete, and the requester
+\* goes back to it spending a retry, or fails it with RETRY_EXC_ERR when none
+\* is left (soft-RoCE's rxe_comp.c: check_psn, COMPST_ERROR_RETRY). Progress
 \* (a WR acknowledged) renews both retry counts. A QP in the error state ignores
 \* all three.
 \* Model: transport._acknowledge. C: requester_ack.
+ImplicitNakAt(h, p, m) ==
+    LET rs == { i \in una[h][p]..(m.psn - 1) : program[h][sq[h][p][i]].op \in Returns }
+    IN  IF ImplicitNak /\ m.kind = "ack" /\ rs # {}
+        THEN CHOOSE i \in rs : \A j \in rs : i <= j
+        ELSE 0
+
 Acknowledge(h, p, m) ==
-    IF qp[h][p] = "RTS" /\ m.psn >= una[h][p]
+    IF qp[h][p] = "RTS" /\ m.psn >= una[h][p] /\ ImplicitNakAt(h, p, m) > 0
+    THEN LET r == ImplicitNakAt(h, p, m)
+             done == SelectSeq(SubSeq(sq[h][p], una[h][p], r - 1), LAMBDA w : Signaled(h, w))
+             good == [i \in DOMAIN done |-> Cqe(done[i], 0, "SUCCESS", 0)]
+             left == IF r > una[h][p] THEN MaxRetries ELSE retry[h][p]
+         IN  /\ IF r > una[h][p] THEN rnrLeft' = [rnrLeft EXCEPT ![h][p] = RnrRetry]
+                ELSE UNCHANGED rnrLeft
+             /\ IF left > 0
+                THEN /\ IF good = << >> THEN UNCHANGED << cq, unwritten >>
+                        ELSE Complete(h, p, good)
+                     /\ una' = [una EXCEPT ![h][p] = r]
+                     /\ nxt' = [nxt EXCEPT ![h][p] = r]
+                     /\ retry' = [retry EXCEPT ![h][p] = left - 1]
+                     /\ UNCHANGED << qp, rq >>
+                ELSE /\ Complete(h, p, good \o << Cqe(sq[h][p][r], 0, "RETRY_EXC_ERR", 0) >>
+                                         \o Flushed(SubSeq(sq[h][p], r + 1, Len(sq[h][p])))
+                                         \o FlushedRecvs(rq[h][p]))
+                     /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
+                     /\ rq' = [rq EXCEPT ![h][p] = << >>]
+                     /\ UNCHANGED << una, nxt, retry >>
+    ELSE IF qp[h][p] = "RTS" /\ m.psn >= una[h][p]
     THEN LET last == IF m.kind = "ack" THEN m.psn ELSE m.psn - 1
              done == SelectSeq(SubSeq(sq[h][p], una[h][p], last), LAMBDA w : Signaled(h, w))
              val(w) == IF m.kind = "ack" /\ w = sq[h][p][m.psn] THEN m.val ELSE 0

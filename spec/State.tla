@@ -33,9 +33,12 @@ CONSTANTS
     RnrRetry,     \* the requester's RNR retry count, 0..7: RNR NAKs it answers by
                   \* retransmitting before RNR_RETRY_EXC_ERR; 7 is for ever (IBTA's
                   \* encoding; NCCL and perftest set it)
-    DeviceFatal   \* whether a dead NIC completes nothing and reports the asynchronous
+    DeviceFatal,  \* whether a dead NIC completes nothing and reports the asynchronous
                   \* event IBV_EVENT_DEVICE_FATAL instead (user-space verbs on mlx5
                   \* do) rather than flushing its QPs' WRs
+    ImplicitNak   \* whether an ACK past a READ or atomic whose response was lost is an
+                  \* implicit NAK - the requester goes back to it and spends a retry, as
+                  \* soft-RoCE does - rather than completing it with the value 0
 
 Hosts == {"A", "B"}
 Paths == {1, 2}

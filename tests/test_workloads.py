@@ -28,7 +28,7 @@ SEVENTH = '      [] k = 9 -> << WR("WRITE", 1, 1, FALSE, 0), WR("SEND", 0, 0, TR
 SEVEN = ('[bounds.seven]\nsummary = "as default, workload 9 only"\n'
         'constants = { Workloads = "{9}", MaxRetries = 1, MaxDrops = 1, MaxFaults = 1, '
         'FaultPaths = "{1}", Recover = "TRUE", CtlLoss = "TRUE", AckBeforeCqe = "FALSE", '
-        'RnrNak = "FALSE", RnrRetry = 7 }\n\n')
+        'RnrNak = "FALSE", RnrRetry = 7, DeviceFatal = "FALSE", ImplicitNak = "FALSE" }\n\n')
 
 
 def with_seventh(tmp_path: Path, arm: str = SEVENTH) -> Path:

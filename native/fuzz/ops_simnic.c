@@ -15,7 +15,7 @@ void op_fabric_create(void)
     fz_fab *f = &W->fab[fz_pick(W->in, NFAB)];
     struct sn_fabric_attr a = {fz_u8(W->in) < 200 ? 4096u << fz_pick(W->in, 5) : fz_u64(W->in),
                                fz_small(W->in, 8), fz_small(W->in, 8), (int)fz_small(W->in, 2),
-                               (int)fz_small(W->in, 2)};
+                               (int)fz_small(W->in, 2), 0};
     int use_attr = fz_u8(W->in) & 1;
     if (f->live) {
         FZ_CHECK(sn_fabric_create(use_attr ? &a : NULL, NULL) == EINVAL, 0, 0);

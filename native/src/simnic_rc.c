@@ -313,7 +313,14 @@ static void requester_ack(sn_fab *f, sn_qp_s *qp, sn_pkt *p)
         return;
     uint64_t k = complete_upto(qp, i);
     if (k < i) {
-        qp->nxt = k; /* a READ/atomic response is missing: go back to it */
+        /* a READ/atomic response is missing: an implicit NAK, which goes back to it and
+         * costs a retry (rxe_comp.c: check_psn, COMPST_ERROR_RETRY; spec: ImplicitNak) */
+        if (qp->retries_left == 0) {
+            qp_fail(qp, k, SHIFT_WC_RETRY_EXC_ERR);
+            return;
+        }
+        qp->retries_left--;
+        qp->nxt = k;
         qp_kick(qp);
         return;
     }

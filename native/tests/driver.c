@@ -219,6 +219,44 @@ static void test_raw_ack_before_cqe(void)
     CHECK(sn_fabric_create(&bad, &f) == EINVAL);
 }
 
+/* A's FADD and WRITE executed at B, the FADD's response lost, the WRITE's ACK taken:
+ * an implicit NAK of the FADD (spec: ImplicitNak) */
+static void implicit_nak(raw_t *r, int retries)
+{
+    raw_open(r, retries);
+    struct shift_send_wr fadd = mkwr(1, SHIFT_WR_ATOMIC_FETCH_AND_ADD, r, 0, 8, 64);
+    fadd.compare_add = 5;
+    struct shift_send_wr w = mkwr(2, SHIFT_WR_RDMA_WRITE, r, 128, 8, 256);
+    fadd.next = &w;
+    CHECK(sn_post_send(r->qp[0], &fadd, NULL) == 0);
+    CHECK(sn_transmit(r->f, 0, 1) == 1 && sn_transmit(r->f, 0, 1) == 1);
+    CHECK(sn_deliver(r->f, 1, SN_AtoB) == 1 && sn_deliver(r->f, 1, SN_AtoB) == 1);
+    CHECK(sn_drop(r->f, 1, SN_BtoA) == 1);
+    CHECK(sn_deliver(r->f, 1, SN_BtoA) == 1);
+}
+
+/* the implicit NAK goes back to the atomic at the cost of a retry (rxe's check_psn) */
+static void test_raw_implicit_nak(void)
+{
+    raw_t r;
+    struct shift_wc wc;
+    implicit_nak(&r, 1);
+    CHECK(poll1(r.cq[0], &wc) == 0); /* gone back: nothing completes yet */
+    sn_pump(r.f, 1000); /* the duplicate FADD is answered from the saved result */
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 2 && wc.status == SHIFT_WC_SUCCESS);
+    uint64_t old;
+    memcpy(&old, r.mem[0], 8);
+    CHECK(old == 0); /* the value before the one execution */
+    memcpy(&old, r.mem[1] + 64, 8);
+    CHECK(old == 5); /* executed once */
+    sn_fabric_destroy(r.f);
+    implicit_nak(&r, 0); /* no retry left: the atomic fails on a healthy path */
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_RETRY_EXC_ERR);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 2 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    sn_fabric_destroy(r.f);
+}
+
 /* device_fatal (spec: DeviceFatal): a NIC that dies completes nothing, not even the
  * flush of a later post, until a reset; it raises one event per death, read once */
 static void test_raw_device_fatal(void)
@@ -2609,6 +2647,7 @@ int main(void)
     test_raw_basic();
     test_raw_ack_before_cqe();
     test_raw_device_fatal();
+    test_raw_implicit_nak();
     test_raw_errors();
     test_wire();
     test_raw_bad_handles();

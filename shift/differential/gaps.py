@@ -37,15 +37,14 @@ def normalise(obs: dict[str, Any]) -> dict[str, Any]:
     return dict(obs)
 
 
-def gap(s: State, ev: Event) -> str | None:
+def gap(s: State, ev: Event, implicit_nak: bool = False) -> str | None:
     """Why event ev from model state s leaves the fragment where the two sides can be
     compared step by step, or None. A WR held behind a fence that failed (below), a
-    skipped notification's success ahead of a replayed signaled WR (F5, below), or a
-    cumulative ACK that covers a READ or an atomic whose own response was lost. The spec
-    completes
-    it (with the value 0); an RC NIC, simnic included, takes the ACK as an implicit NAK
-    and retransmits the READ or atomic to get its response, which takes a Timeout the
-    spec does not enable then."""
+    skipped notification's success ahead of a replayed signaled WR (F5, below), or -
+    unless the bound has ImplicitNak - a cumulative ACK that covers a READ or an atomic
+    whose own response was lost: without it the spec completes it (with the value 0);
+    an RC NIC, simnic included, takes the ACK as an implicit NAK, goes back to the READ
+    or atomic and spends a retry."""
     if ev.name == "Transmit" and ev.args[1] == 1:
         h = HOST[ev.args[0]]
         nxt, sq = s.nxt[h][0], s.sq[h][0]  # h's requester on the default path
@@ -66,7 +65,7 @@ def gap(s: State, ev: Event) -> str | None:
             # the C core holds it until then (native/README.md).
             return ("a skipped notification's success ahead of a replayed signaled WR "
                     "(F5): the spec completes it, the core holds it")
-    if ev.name != "Deliver":
+    if ev.name != "Deliver" or implicit_nak:
         return None
     i, d = ev.args[0] - 1, DIR[ev.args[1]]
     r = 1 - d  # the requester an ACK on this channel goes to (AtoB: B's, BtoA: A's)

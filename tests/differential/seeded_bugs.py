@@ -250,6 +250,14 @@ MUTANTS = (
            "a NIC that dies in fatal error flushes its QPs as on a live device: the "
            "layer's own flushes come twice",
            bounds=("fatal",)),
+    # RC's implicit NAK (issue 17, item 4: ImplicitNak)
+    Mutant("implicit-nak-free", "simnic_rc.c",
+           "        if (qp->retries_left == 0) {\n"
+           "            qp_fail(qp, k, SHIFT_WC_RETRY_EXC_ERR);",
+           "        if (0) {\n            qp_fail(qp, k, SHIFT_WC_RETRY_EXC_ERR);",
+           "the requester goes back to a READ or atomic whose response was lost without "
+           "spending a retry: at retry_cnt 0 the atomic completes instead of failing",
+           bounds=("implicit",), caught_by="corpus"),
     # RNR retried for ever (issue 17, item 3): F8's fix, the layer's completion timer
     Mutant("completion-timer-ignored", "failover.c",
            "    trigger(e, SHIFT_WC_RETRY_EXC_ERR);\n    return 1;",

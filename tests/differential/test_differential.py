@@ -27,6 +27,7 @@ EXAMPLES_APPERR = 150  # per design at apperr, where half the workloads end in a
 EXAMPLES_ACKFIRST = 400  # per design at ackfirst
 EXAMPLES_RNR = 200  # per design at rnr
 EXAMPLES_FATAL = 200  # per design and posting mode at fatal
+EXAMPLES_IMPLICIT = 200  # per design at implicit
 
 # One number per event (plus one for the workload); see trace_from_choices.
 choices = st.lists(st.integers(0, (1 << 16) - 1), min_size=12, max_size=MAX_EVENTS + 1)
@@ -156,6 +157,26 @@ def test_generated_traces_read_a_silent_nics_death() -> None:
                     for e, s, t in zip(run.events[1:], run.states, run.states[1:],
                                        strict=False))
     assert read >= 5, read
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_model_and_implementation_agree_with_implicit_naks(design: str) -> None:
+    """At bound implicit an ACK past a READ or atomic whose response was lost sends the
+    requester back to it at the cost of a retry (ImplicitNak), as simnic does: the runs
+    are compared through such an ACK, where the other bounds stop (`gap`)."""
+    model = Model.load(design, "implicit")
+
+    @settings(max_examples=EXAMPLES_IMPLICIT, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(choices)
+    def agree(picks: list[int]) -> None:
+        events = trace_from_choices(model, picks)
+        run = run_trace(model, events)
+        if run.divergence is not None:
+            raise AssertionError(explain(model, run, keep(model, run.events)))
+        assert run.gap is None or "implicit NAK" not in run.gap, run.gap
+
+    agree()
 
 
 def seeded_runs(model: Model, n: int) -> Iterator[Run]:

@@ -179,6 +179,18 @@ def test_tlc_and_the_explorer_build_the_same_graph_when_a_dead_nic_is_silent(
                for s in ex.graph.states)
 
 
+# At implicit (ImplicitNak: an ACK past a READ or atomic whose response was lost sends
+# the requester back to it, at the cost of a retry), Shift with the workloads that have
+# an atomic in front of a notification (3: FADD; 6: CAS).
+@pytest.mark.xdist_group("conformance-Shift")
+def test_tlc_and_the_explorer_build_the_same_graph_with_implicit_naks(
+        tlc_graph: Graphs) -> None:
+    ex = same_graph("Shift", "implicit", tlc_graph, "{3, 6}")
+    # An atomic fails on a healthy path (no retry left at MaxRetries = 0) somewhere.
+    assert any(c.wr == 1 and c.status == "RETRY_EXC_ERR" and s.nic[0][0] and s.link[0]
+               for s in ex.graph.states for c in s.cq[0][0])
+
+
 @pytest.mark.xdist_group("conformance-Shift")
 def test_a_layer_that_fails_over_on_the_flush_it_polls_is_caught(
         tlc_graph: Graphs, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,7 +51,7 @@ def vocabulary_events(n_wrs: int, n_notes: int) -> tuple[Event, ...]:
     evs += [make(name, h) for name in ("PollCq", "Progress", "HandshakeTimeout",
                                        "CompletionTimeout") for h in HOSTS]
     evs += [make(name, h, p)
-            for name in ("Transmit", "Timeout", "WriteCqe", "NicFail", "NicRecover")
+            for name in ("Transmit", "Timeout", "WriteCqe", "FatalEvent", "NicFail", "NicRecover")
             for h in HOSTS for p in PATHS]
     evs += [make(name, p, d) for name in ("Deliver", "Drop") for p in PATHS for d in DIRECTIONS]
     evs += [make(name, p) for name in ("LinkDown", "LinkUp") for p in PATHS]
@@ -156,7 +156,7 @@ def test_why_not_is_none_exactly_when_the_event_is_enabled_in_every_state_at_sma
     assert_agrees(checked_graph(design))
 
 
-@pytest.mark.parametrize("bound", ["default", "large", "ackfirst", "rnr"])
+@pytest.mark.parametrize("bound", ["default", "large", "ackfirst", "rnr", "fatal"])
 def test_why_not_is_none_exactly_when_the_event_is_enabled_along_random_runs(
         bound: str) -> None:
     for design in RUN_DESIGNS:

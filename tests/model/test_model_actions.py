@@ -208,6 +208,39 @@ def test_a_failover_drains_a_silent_qp_in_place_of_its_event() -> None:
     assert FATAL.step(u, make("FatalEvent", "A", 1)) is None
 
 
+# ImplicitNak (bound implicit): workload 3 (FADD, WRITE_IMM), FADD #1's ACK lost.
+IMPLICIT = model("Shift", "implicit")
+
+
+def fadd_response_lost(m: Model) -> State:
+    """Both WRs executed at B; the ACK of FADD #1 (its response) dropped; the ACK of
+    WRITE_IMM #2 on its way to A."""
+    return reach(m, 3, ("PostRecv", "B", 1), ("PostSend", "A", 1), ("PostSend", "A", 2),
+                 ("Transmit", "A", 1), ("Transmit", "A", 1), ("Deliver", 1, "AtoB"),
+                 ("Deliver", 1, "AtoB"), ("Drop", 1, "BtoA"))
+
+
+def test_an_ack_past_a_lost_atomic_response_is_an_implicit_nak() -> None:
+    once = Model(IMPLICIT.design, dataclasses.replace(IMPLICIT.bound, max_retries=1))
+    s = fadd_response_lost(once)
+    t = step(once, s, "Deliver", 1, "BtoA")
+    assert t.una[A] == (1, 1) and t.nxt[A] == (1, 1) and t.retry[A] == (0, 1)
+    assert t.cq[A] == EMPTY and t.qp[A] == ("RTS", "RTS")  # it goes back, a retry spent
+    # The retransmitted FADD is a duplicate: answered from the saved result, not re-executed.
+    u = step(once, step(once, t, "Transmit", "A", 1), "Deliver", 1, "AtoB")
+    assert u.execs[A] == s.execs[A] and u.wire[0][1] == (Ack(1, 0),)
+
+
+def test_an_implicit_nak_with_no_retry_left_fails_the_atomic() -> None:
+    s = fadd_response_lost(IMPLICIT)
+    t = step(IMPLICIT, s, "Deliver", 1, "BtoA")
+    assert t.qp[A] == ("ERR", "RTS")
+    assert t.cq[A][0] == (Cqe(1, 0, "RETRY_EXC_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
+    # Without ImplicitNak the ACK completes both, the FADD with the value 0.
+    plain = step(SHIFT, fadd_response_lost(SHIFT), "Deliver", 1, "BtoA")
+    assert plain.cq[A][0] == (Cqe(1, 0, "SUCCESS", 0), Cqe(2, 0, "SUCCESS", 0))
+
+
 def test_responder_on_a_dead_nic_discards() -> None:
     s = reach(SHIFT, 1, *POSTED1, ("Transmit", "A", 1))._replace(
         nic=((True, True), (False, True)))
