@@ -388,14 +388,16 @@ def _take_counter(s: State, h: int, m: Ctl) -> State:
 def _take_failback(s: State, h: int) -> State:
     """The fail-back notice arrives at h's receive side: it holds the backup CQ's good
     receive completions, drops its other receive CQEs, and reposts on the default QP every
-    receive WR its application is still owed."""
-    good = good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
+    receive WR its application is still owed. It drains the backup QP's receive side (as
+    ib_drain_rq): a live NIC writes what it made first (AckBeforeCqe; F11)."""
+    good = good_prefix(tuple(c for c in s.cq[h][1] + s.unwritten[h][1] if c.recv > 0))
     recvs = {c.recv for c in good}
     on1 = s.rq[h][0]
     owed = tuple(r for r in s.rpend[h] if r not in recvs and r not in on1)
     return s._replace(
         rq=set_at(s.rq, h, (on1 + owed, ())),
         cq=set_in(s.cq, h, 1, tuple(c for c in s.cq[h][1] if c.recv == 0)),
+        unwritten=set_in(s.unwritten, h, 1, ()),
         buffered=set_at(s.buffered, h, s.buffered[h] + good),
         recvDone=set_at(s.recvDone, h, s.recvDone[h] + len(good)),
         rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),

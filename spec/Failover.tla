@@ -605,7 +605,9 @@ DeliverControl(p, d) ==
            h      == To(d)
            alive  == nic[h][p] /\ qp[h][p] = "RTS"
            takes  == alive /\ ~AppOwned(h)
-           good   == GoodPrefix(SelectSeq(cq[h][2], IsRecv))
+           \* the backup QP's receive side drained (ib_drain_rq): a live NIC writes
+           \* what it made first (AckBeforeCqe; F11)
+           good   == GoodPrefix(SelectSeq(cq[h][2] \o unwritten[h][2], IsRecv))
            rest   == [wire EXCEPT ![p][d] = Tail(@)]
        IN  IF takes /\ m.what = "apperr"
            THEN /\ PeerAppError(h)
@@ -622,15 +624,17 @@ DeliverControl(p, d) ==
                         /\ wire' = rest
                         \* notifications the counter covers need no replay (D.keepNotes)
                         /\ acked' = [acked EXCEPT ![h] = Uncounted(h, m.count)]
-                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, resent >>
+                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone,
+                                        resent >>
                    ELSE IF takes /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
                    THEN /\ wire' = Resend(rest, h, asked[h])
-                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
+                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone, sentCtr,
                                         peerCtr, fresh, asked, peerSeq, noteVars >>
                    ELSE IF takes /\ m.what = "failback" /\ recvMode[h] = "Fallback"
                    THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
                                             ![h][2] = << >>]
                         /\ cq' = [cq EXCEPT ![h][2] = SelectSeq(@, LAMBDA e : ~IsRecv(e))]
+                        /\ unwritten' = [unwritten EXCEPT ![h][2] = << >>]
                         /\ buffered' = [buffered EXCEPT ![h] = @ \o good]
                         /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
                         /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(good))]
@@ -639,9 +643,9 @@ DeliverControl(p, d) ==
                         /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq, noteVars >>
                    ELSE /\ wire' = IF alive /\ OwnAppError(h) /\ m.what = "counter"
                                     THEN TellAppError(rest, h) ELSE rest
-                        /\ UNCHANGED << rq, cq, recvMode, buffered, rpend, recvDone, sentCtr,
+                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone, sentCtr,
                                         peerCtr, fresh, asked, peerSeq, noteVars >>
-                /\ UNCHANGED << qp, unwritten, fatal, sendMode, pending, fence, peerFailed >>
+                /\ UNCHANGED << qp, fatal, sendMode, pending, fence, peerFailed >>
     /\ event' = << "Deliver", p, d >>
     /\ UNCHANGED << appVars, requesterVars, epsn, saved, faultVars, historyVars, replayed,
                     refused, ctrSeq, ctrVal >>
