@@ -1,6 +1,7 @@
 /*
  * ops.c - the table of the fuzz target's steps (its order is the corpus's encoding:
- * append, never reorder) and the step runner; the steps live in ops_*.c.
+ * append, never reorder; an appended step changes fz_pick's modulus, and so what most
+ * committed inputs mean) and the step runner; the steps live in ops_*.c.
  */
 #include "ops.h"
 
@@ -102,7 +103,7 @@ int fz_trace; /* FZ_TRACE=1: print each step (for reading a crashing input) */
 void run_op(void)
 {
     unsigned k = fz_pick(W->in, sizeof ops / sizeof *ops);
-    if (fz_trace)
-        fprintf(stderr, "%*s%s\n", 2 * W->depth, "", ops[k].name);
+    if (fz_trace) /* (and the input left after its choice: where the step's bytes are) */
+        fprintf(stderr, "%*s%s %zu\n", 2 * W->depth, "", ops[k].name, W->in->n);
     ops[k].fn();
 }

@@ -30,6 +30,8 @@ void op_ctl_send_raw(void);
 void op_set_handler(void);
 void op_wire(void);
 void op_fault(void);
+void nic_set(fz_fab *f, int host, int nic, int up);
+void read_events(fz_fab *f, int host, int nic, int r, int ev);
 
 /* ops_layer.c: connections and endpoints */
 void op_sim_connect(void);
@@ -46,6 +48,7 @@ void op_ep_step(void);
 void op_ctl_input(void);
 void op_ep_keys(void);
 void op_ep_query(void);
+void ep_async(shift_ep h, int path);
 
 /* ops_app.c: what an application does, in few bytes */
 void op_traffic_on(fz_conn *c);

@@ -155,7 +155,7 @@ static void set_path1(fz_fab *f, int link, int host, int up)
     if (r == 1 && link)
         f->link[1] = up;
     else if (r == 1)
-        f->alive[host][1] = up;
+        nic_set(f, host, 1, up);
 }
 
 /* A whole failover and fail-back on a live connection, as a NIC or link dies and
@@ -197,13 +197,16 @@ void op_qp_walk(void)
 }
 
 /* Let a connection run as an application's loop does: the wire moves, both sides
- * poll and make progress; now and then a timer fires. */
+ * poll and make progress; now and then (timers) they read their NICs' events and a
+ * timer fires. */
 void settle_conn(fz_conn *c, int rounds, int timers)
 {
     for (int i = 0; i < rounds && c->live; i++) {
         sn_pump(W->fab[c->fab].h, 256);
         for (int h = 0; h < 2; h++) {
             struct shift_wc wc[16];
+            for (int p = 1; timers && p <= 2; p++)
+                ep_async(c->ep[h].h, p); /* with the timers: the NICs' events */
             int r = shift_poll_cq(c->ep[h].h, 16, wc);
             FZ_CHECK(r >= -4095 && r <= 16, r, h); /* (-errno: an injected backend error) */
             if (r > 0)

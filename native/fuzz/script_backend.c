@@ -2,10 +2,10 @@
  * script_backend.c - a hostile backend for the fuzz harness: every answer of every
  * operation is drawn from the fuzz input. It fails any call with any errno, returns
  * completions with forged wr_ids, statuses and opcodes, more completions than asked,
- * QP states and PSNs out of thin air, and (when it offers sq_pending) forged WRs. It
- * keeps only the promises of the backend contract that no check could verify: a
- * pointer it returns points at memory it owns, and a failed post names a WR of the
- * chain (or none).
+ * QP states and PSNs out of thin air, (when it offers sq_pending) forged WRs, and (when
+ * it offers async_event) any events. It keeps only the promises of the backend contract
+ * that no check could verify: a pointer it returns points at memory it owns, and a
+ * failed post names a WR of the chain (or none).
  */
 #include "script_backend.h"
 
@@ -192,6 +192,21 @@ static int s_query_pair(void *c, void *qp, unsigned *flags)
     return err;
 }
 
+/* the NIC's asynchronous events: none (past the input's end too, which ends the
+ * layer's reading loop), any errno, or one event of any kind, mostly its death */
+static int s_async_event(void *c, void *qp, int *event)
+{
+    fz_script *s = c;
+    (void)qp;
+    uint8_t b = fz_u8(s->in);
+    if (b < 128)
+        return 0;
+    if (b < 144)
+        return -any_errno(s->in);
+    *event = b < 240 ? SHIFT_ASYNC_DEVICE_FATAL : (int)fz_u32(s->in);
+    return 1;
+}
+
 #define SCRIPT_OPS                                                                           \
     .create_qp = s_create_qp, .destroy_qp = s_destroy_qp, .modify_qp = s_modify_qp,          \
     .query_qp = s_query_qp, .reset_qp = s_reset_qp, .post_send = s_post_send,                \
@@ -202,3 +217,8 @@ const struct shift_backend_ops fz_script_ops = {SCRIPT_OPS};
 /* the one with sq_pending also has query_pair: both tables' reconnects are reached */
 const struct shift_backend_ops fz_script_ops_sq = {SCRIPT_OPS, .sq_pending = s_sq_pending,
                                                    .query_pair = s_query_pair};
+/* both again with async_event: a NIC that dies in fatal error, or events out of thin air */
+const struct shift_backend_ops fz_script_ops_ev = {SCRIPT_OPS, .async_event = s_async_event};
+const struct shift_backend_ops fz_script_ops_sq_ev = {SCRIPT_OPS, .sq_pending = s_sq_pending,
+                                                      .query_pair = s_query_pair,
+                                                      .async_event = s_async_event};

@@ -30,6 +30,9 @@ typedef struct {
     size_t size;
     int link[3];               /* the faults the harness injected, path by path */
     int alive[2][3];
+    int fatal;                 /* device_fatal: a NIC that dies raises an event */
+    uint32_t events[2][3];     /* its NICs' deaths not yet read: at most (a reconnect
+                                * reads them unseen) */
     struct sn_counters last;
 } fz_fab;
 

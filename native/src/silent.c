@@ -36,12 +36,14 @@ void silent_push(ep_s *e, int path, const struct shift_wc *wc)
  * raised before are stale now: they are read and dropped. */
 void silent_reset(ep_s *e, int path)
 {
-    int ev, r;
+    int ev, r = 0;
     e->silent[path] = SILENT_NO;
     fq_clear(e, path);
-    e->late_direct = 0;
+    if (path == 1)
+        e->late_direct = 0; /* (direct mode is the default QP's alone) */
     while (e->ops->async_event && (r = e->ops->async_event(e->ctx, e->qp[path], &ev)) == 1)
         ;
+    backend_error(e, r < 0);
 }
 
 static void flush_wc(struct shift_wc *wc, uint64_t wr_id, int opcode, uint32_t byte_len)
@@ -129,14 +131,19 @@ static uint64_t uncovered(ep_s *e, int path, uint64_t base, int write)
     return n;
 }
 
-/* The records posted while the CQ drained are like any now: their flushes are in fq. */
-static void clear_late(ep_s *e)
+/* path's records posted while its CQ drained are like any now: their flushes are in fq.
+ * (The other path's, if it drains too, keep their mark.) */
+static void clear_late(ep_s *e, int path)
 {
+    int where = path == 1 ? W_DEFAULT : W_BACKUP;
     for (uint64_t s = e->phead; s < e->ptail; s++)
-        e->pq[s & e->pmask].flags &= (uint8_t)~PF_LATE;
+        if (e->pq[s & e->pmask].where == where)
+            e->pq[s & e->pmask].flags &= (uint8_t)~PF_LATE;
     for (uint64_t s = e->rhead; s < e->rtail; s++)
-        e->rpend[s & e->rmask].flags &= (uint8_t)~PF_LATE;
-    e->late_direct = 0;
+        if (e->rpend[s & e->rmask].where == where)
+            e->rpend[s & e->rmask].flags &= (uint8_t)~PF_LATE;
+    if (path == 1)
+        e->late_direct = 0;
 }
 
 /* The CQ's own entries are all polled: the flushes of the WRs no completion covers go
@@ -150,7 +157,7 @@ static void silent_take_over(ep_s *e, int path)
     }
     e->fqhead[path] -= n;
     uncovered(e, path, e->fqhead[path], 1);
-    clear_late(e);
+    clear_late(e, path);
     e->silent[path] = SILENT_ACTIVE;
 }
 
@@ -200,7 +207,8 @@ int shift_async_event(shift_ep h, int path)
     if (!fatal || e->silent[path])
         return fatal;
     fq_clear(e, path);
-    e->late_direct = 0;
+    if (path == 1)
+        e->late_direct = 0;
     e->silent[path] = SILENT_DRAIN;
     return 1;
 }
