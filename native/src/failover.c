@@ -633,10 +633,12 @@ static void split_backup_cq(ep_s *e)
  * which takes them off first. */
 static void take_failback(ep_s *e)
 {
-    split_backup_cq(e);
+    /* the backup QP's receive side is drained first (ib_drain_rq: its move to ERR makes a
+     * live NIC write what it made, F11), then its good receive completions are taken */
     int later = sends_on(e, W_BACKUP);
     if (!later && clear_rq2(e))
         return; /* the receives cannot be taken off the backup QP: they stay there */
+    split_backup_cq(e);
     for (uint64_t s = e->rhead; s < e->rtail; s++) {
         rpend_t *r = &e->rpend[s & e->rmask];
         if (r->flags & PF_DONE)

@@ -123,8 +123,9 @@ def test_a_refused_send_side_still_answers_with_its_hosts_counter() -> None:
 
 
 def test_the_implicit_nak_is_real() -> None:
-    """After a cumulative ACK covering an atomic whose response was lost, the model has
-    completed the atomic, the implementation has not (it will retransmit it)."""
+    """After a cumulative ACK covering an atomic whose response was lost, the model
+    without ImplicitNak has completed the atomic; the implementation took the ACK as an
+    implicit NAK, which at small's retry count of 0 fails the atomic (RETRY_EXC_ERR)."""
     model = Model.load("NoFailover", "small")
     events = load_trace(CORPUS / "NoFailover/small/implicit-nak-atomic.jsonl")
     run = D.run_trace(model, events)
@@ -135,8 +136,9 @@ def test_the_implicit_nak_is_real() -> None:
     try:
         for ev in events[1:]:
             bridge.apply(ev)
-        assert bridge.apply(make("PollCq", "A")) is None
-        assert bridge.observation()["sndSeen"]["A"] == []
+        c = bridge.apply(make("PollCq", "A"))
+        assert c is not None and c.wr_id == 1 and c.status.name == "RETRY_EXC_ERR"
+        assert [e["status"] for e in bridge.observation()["sndSeen"]["A"]] == ["RETRY_EXC_ERR"]
     finally:
         bridge.close()
     # the generator never picks such an event
