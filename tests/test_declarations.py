@@ -149,7 +149,7 @@ def test_a_declaration_for_an_unknown_bound_is_an_error(tmp_path: Path) -> None:
     proc = check(spec, "--design", "Shift")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert ("designs.Shift.violates_at.huge: unknown bound (bounds: small, default, large, "
-            "twoway, apperr, ackfirst, rnr, fatal, implicit)") in proc.stderr, proc.stderr
+            "twoway, apperr, ackfirst, rnr, fatal, implicit, faithful)") in proc.stderr, proc.stderr
 
 
 def test_the_packaged_large_declarations_name_their_findings() -> None:

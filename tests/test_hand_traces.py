@@ -84,7 +84,7 @@ def broken(states: list) -> list[frozenset[str]]:
 
 def test_every_trace_has_a_verdict() -> None:
     assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted(
-        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS, F9: ()})
+        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS, F9: (), F11: ()})
 
 
 @pytest.mark.parametrize("name", sorted(STALLS))
@@ -344,3 +344,25 @@ def test_f9_a_success_from_the_backup_path_is_not_kept() -> None:
     last = states[-1]
     assert [(e.wr, e.recv, e.data) for e in last.rcvSeen[1]] == [(1, 1, 1), (2, 2, 2)]
     assert last.execs[0] == (1, 1)
+
+
+F11 = "f11_failback_reposts_an_unwritten_receive"
+
+
+def test_f11_the_failback_takes_the_completion_the_backup_nic_had_not_written() -> None:
+    """At faithful B's backup NIC ACKs SEND #1 (the fail-back's fence) before writing its
+    receive completion; the fail-back notice drains B's backup receive side first, so
+    receive WR 1 is taken, not reposted: SEND #2 lands in receive WR 2 (before F11's fix,
+    in the reposted receive WR 1: NotificationIntegrity). ShiftCounted in the model;
+    ShiftPrefix, the nearest design in the C core, on both sides, agreeing at every step."""
+    events = load_trace(TRACES / f"{F11}.jsonl")
+    states = Model.load("ShiftCounted", "faithful").run(events)
+    assert not any(broken(states))
+    notice = next(k for k, s in enumerate(states) if k and s.recvMode[1] == "Default"
+                  and states[k - 1].recvMode[1] == "Fallback")
+    assert states[notice - 1].unwritten[1][1] and not states[notice].unwritten[1][1]
+    assert states[notice].recvDone[1] == 1 and states[notice].rq[1][0] == (2,)
+    model = Model.load("ShiftPrefix", "faithful")
+    run = run_trace(model, events)
+    assert run.divergence is None and run.gap is None, report(model, run)
+    assert [(e.wr, e.recv) for e in run.states[-1].rcvSeen[1]] == [(1, 1)]
