@@ -230,7 +230,7 @@ def handshake(s: State, h: int) -> State | None:
         return None
     rq, cq, recv_mode = s.rq, s.cq, s.recvMode
     if s.recvMode[h] == MOVING:
-        if s.qp[h][1] == RTS:
+        if not flushes_at_once(s, h, 1):  # ready to send, or silent (DeviceFatal)
             rq = set_in(rq, h, 1, rq[h][1] + s.rpend[h])
         else:
             cq = set_in(cq, h, 1, cq[h][1] + _flushed_recvs(s.rpend[h]))
@@ -324,9 +324,9 @@ def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
             return None
         if s.unwritten[0][0] or s.unwritten[1][0]:  # the NICs write them before a reset
             return None
-        if 1 in s.fatal[0] or 1 in s.fatal[1]:  # nor while a NIC's death goes unread
-            return None
         s = _reset_path1(s, b)
+        # a NIC's unread death is stale once its QP is reset (C: silent_reset drops it)
+        s = s._replace(fatal=(s.fatal[0] - {1}, s.fatal[1] - {1}))
     return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
 
 

@@ -396,7 +396,7 @@ Resend(w, h, ask) ==
 \* Model: layer.handshake. C: handshake (and its send_counter).
 Handshake(h) ==
     /\ ~sentCtr[h] /\ ~OnPath1(h)
-    /\ IF recvMode[h] = "Moving" /\ qp[h][2] = "RTS"
+    /\ IF recvMode[h] = "Moving" /\ ~FlushesAtOnce(h, 2)  \* ready, or silent
        THEN rq' = [rq EXCEPT ![h][2] = @ \o rpend[h]] /\ UNCHANGED cq
        ELSE IF recvMode[h] = "Moving"
        THEN /\ cq' = [cq EXCEPT ![h][2] = @ \o FlushedRecvs(rpend[h])]
@@ -489,12 +489,14 @@ Reconnect(h, D) ==
        THEN UNCHANGED << sq, rq, qpVars, wire, PsnState >>
        ELSE /\ ~Holds1(Peer(h)) /\ recvMode[h] # "Default"
             /\ \A x \in Hosts : unwritten[x][1] = << >>
-            /\ \A x \in Hosts : 1 \notin fatal[x]
             /\ qp' = [x \in Hosts |-> [qp[x] EXCEPT ![1] = "RTS"]]
             /\ sq' = [x \in Hosts |-> [sq[x] EXCEPT ![1] = << >>]]
             /\ rq' = [x \in Hosts |-> [rq[x] EXCEPT ![1] = << >>]]
             /\ cq' = [x \in Hosts |-> [cq[x] EXCEPT ![1] = << >>]]
-            /\ UNCHANGED << unwritten, fatal >>
+            \* a NIC's unread death is stale once its QP is reset: nothing of the layer's
+            \* is on it (C: silent_reset reads and drops the event)
+            /\ fatal' = [x \in Hosts |-> fatal[x] \ {1}]
+            /\ UNCHANGED unwritten
             /\ wire' = [wire EXCEPT ![1] = NoWire]
             /\ una' = [x \in Hosts |-> [una[x] EXCEPT ![1] = 1]]
             /\ nxt' = [x \in Hosts |-> [nxt[x] EXCEPT ![1] = 1]]

@@ -179,6 +179,25 @@ def test_model_and_implementation_agree_with_implicit_naks(design: str) -> None:
     agree()
 
 
+@pytest.mark.parametrize("design", DESIGNS)
+def test_model_and_implementation_agree_with_all_of_hardwares_behaviours(design: str) -> None:
+    """At bound faithful (AckBeforeCqe, RnrNak for ever, DeviceFatal, ImplicitNak at once,
+    with recovery): the invariants a design keeps there are checked on the implementation
+    too (Shift and ShiftPrefix keep no NotificationIntegrity there: F7)."""
+    model = Model.load(design, "faithful")
+
+    @settings(max_examples=EXAMPLES_FATAL, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(choices)
+    def agree(picks: list[int]) -> None:
+        events = trace_from_choices(model, picks)
+        run = run_trace(model, events)
+        if run.divergence is not None:
+            raise AssertionError(explain(model, run, keep(model, run.events)))
+
+    agree()
+
+
 def seeded_runs(model: Model, n: int) -> Iterator[Run]:
     """n generated traces run on both sides, each agreeing. Seeded numbers, as `shift fuzz`
     draws them, so that what a test counts over them is reproducible."""

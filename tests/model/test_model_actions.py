@@ -201,6 +201,14 @@ def test_a_receive_completion_lost_with_the_nic_leaves_its_receive_wr_to_flush()
     assert t.rq[B] == ((1, 2), ()) and t.unwritten[B] == EMPTY
 
 
+def test_a_handshake_reposts_onto_a_silent_backup_qp_without_a_flush() -> None:
+    s = reach(FATAL, 2, ("PostRecv", "B", 1), ("NicFail", "B", 1), ("FatalEvent", "B", 1),
+              ("PollCq", "B"))
+    s = s._replace(qp=set_at(s.qp, B, ("ERR", "ERR")), fatal=set_at(s.fatal, B, frozenset({2})))
+    t = step(FATAL, s, "Progress", "B")
+    assert t.rq[B][1] == (1,) and t.cq[B][1] == ()  # it waits for the event's flushes
+
+
 def test_a_failover_drains_a_silent_qp_in_place_of_its_event() -> None:
     t = step(FATAL, acked_write(FATAL), "NicFail", "A", 1)
     u = trigger(t, A, FATAL.design, "RETRY_EXC_ERR")
