@@ -10,7 +10,7 @@ test_corpus.py for ever)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from diff_helpers import explain, keep
@@ -105,24 +105,31 @@ def test_model_and_implementation_agree_when_the_ack_comes_first(design: str) ->
     assert waited > EXAMPLES_ACKFIRST // 4, waited  # completions waited to be written
 
 
+def agree_on_generated_traces(model: Model, examples: int, copy_posts: bool = False,
+                              also: Callable[[Run], None] | None = None) -> None:
+    """Hypothesis traces of the model run on both sides; a divergence fails, shrunk and
+    explained; `also` checks each agreeing run further."""
+
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(choices)
+    def agree(picks: list[int]) -> None:
+        run = run_trace(model, trace_from_choices(model, picks), copy_posts=copy_posts)
+        if run.divergence is not None:
+            raise AssertionError(explain(model, run, keep(model, run.events)))
+        if also is not None:
+            also(run)
+
+    agree()
+
+
 @pytest.mark.parametrize("design", DESIGNS)
 def test_model_and_implementation_agree_when_the_receiver_is_not_ready(design: str) -> None:
     """At bound rnr a notification that finds no receive WR is RNR-NAKed and retransmitted
     for ever (RnrNak, RnrRetry = 7): simnic with rnr_nak and rnr_retry = 7 must answer,
     go back and retry as the model does, and the layer's completion timer act the same
     (F8)."""
-    model = Model.load(design, "rnr")
-
-    @settings(max_examples=EXAMPLES_RNR, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(choices)
-    def agree(picks: list[int]) -> None:
-        events = trace_from_choices(model, picks)
-        run = run_trace(model, events)
-        if run.divergence is not None:
-            raise AssertionError(explain(model, run, keep(model, run.events)))
-
-    agree()
+    agree_on_generated_traces(Model.load(design, "rnr"), EXAMPLES_RNR)
 
 
 @pytest.mark.parametrize("posts", ["direct", "copy"])
@@ -133,18 +140,7 @@ def test_model_and_implementation_agree_when_a_dead_nic_is_silent(design: str,
     layer reads the event (FatalEvent): simnic's silent QPs, and the layer's flushes of
     every WR no completion covers - read back from the send queue in direct mode, from
     its own records with copies - must equal the model's."""
-    model = Model.load(design, "fatal")
-
-    @settings(max_examples=EXAMPLES_FATAL, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(choices)
-    def agree(picks: list[int]) -> None:
-        events = trace_from_choices(model, picks)
-        run = run_trace(model, events, copy_posts=posts == "copy")
-        if run.divergence is not None:
-            raise AssertionError(explain(model, run, keep(model, run.events)))
-
-    agree()
+    agree_on_generated_traces(Model.load(design, "fatal"), EXAMPLES_FATAL, posts == "copy")
 
 
 def test_generated_traces_read_a_silent_nics_death() -> None:
@@ -164,19 +160,10 @@ def test_model_and_implementation_agree_with_implicit_naks(design: str) -> None:
     """At bound implicit an ACK past a READ or atomic whose response was lost sends the
     requester back to it at the cost of a retry (ImplicitNak), as simnic does: the runs
     are compared through such an ACK, where the other bounds stop (`gap`)."""
-    model = Model.load(design, "implicit")
-
-    @settings(max_examples=EXAMPLES_IMPLICIT, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(choices)
-    def agree(picks: list[int]) -> None:
-        events = trace_from_choices(model, picks)
-        run = run_trace(model, events)
-        if run.divergence is not None:
-            raise AssertionError(explain(model, run, keep(model, run.events)))
+    def through(run: Run) -> None:
         assert run.gap is None or "implicit NAK" not in run.gap, run.gap
 
-    agree()
+    agree_on_generated_traces(Model.load(design, "implicit"), EXAMPLES_IMPLICIT, also=through)
 
 
 @pytest.mark.parametrize("design", DESIGNS)
@@ -184,18 +171,7 @@ def test_model_and_implementation_agree_with_all_of_hardwares_behaviours(design:
     """At bound faithful (AckBeforeCqe, RnrNak for ever, DeviceFatal, ImplicitNak at once,
     with recovery): the invariants a design keeps there are checked on the implementation
     too (Shift and ShiftPrefix keep no NotificationIntegrity there: F7)."""
-    model = Model.load(design, "faithful")
-
-    @settings(max_examples=EXAMPLES_FATAL, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(choices)
-    def agree(picks: list[int]) -> None:
-        events = trace_from_choices(model, picks)
-        run = run_trace(model, events)
-        if run.divergence is not None:
-            raise AssertionError(explain(model, run, keep(model, run.events)))
-
-    agree()
+    agree_on_generated_traces(Model.load(design, "faithful"), EXAMPLES_FATAL)
 
 
 def seeded_runs(model: Model, n: int) -> Iterator[Run]:
