@@ -77,16 +77,15 @@ COLD_PATH static int post_fast(ep_s *e, struct shift_send_wr *wr, struct shift_s
         ring[(seq - 1) & e->pmask].wr.next = NULL;
     uint64_t n = seq - start, ok = n;
     int berr = 0;
-    if (n && e->silent[1] && silent_now(e, 1)) {
-        /* the default NIC died in fatal error: the layer flushes them (silent.c) */
-        for (uint64_t s2 = start; s2 < seq; s2++)
-            silent_send(e, 1, &e->pq[s2 & e->pmask], NULL);
-        e->st.sends_posted += e->pq[(seq - 1) & e->pmask].cum - e->notes_posted;
-        e->notes_posted = e->pq[(seq - 1) & e->pmask].cum;
-        e->ptail = seq;
-    } else if (n) {
+    if (n) {
         struct shift_send_wr *bw = NULL;
-        berr = e->ops->post_send(e->ctx, e->qp[1], &first->wr, &bw);
+        if (e->silent[1] && silent_now(e, 1)) {
+            /* the default NIC died in fatal error: the layer flushes them (silent.c) */
+            for (uint64_t s2 = start; s2 < seq; s2++)
+                silent_send(e, 1, &e->pq[s2 & e->pmask], NULL);
+        } else {
+            berr = e->ops->post_send(e->ctx, e->qp[1], &first->wr, &bw);
+        }
         if (berr) {
             /* which pending entry the backend stopped at */
             ok = 0;
@@ -281,7 +280,7 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
             p->where = W_FLUSHED;
             if (!e->dead) {
                 struct shift_wc wc;
-                send_wc(p, seq, SHIFT_WC_WR_FLUSH_ERR, &wc);
+                send_wc(&p->wr, seq, SHIFT_WC_WR_FLUSH_ERR, &wc);
                 q2_absorb(e);
                 q2_push(e, &wc);
             }

@@ -291,8 +291,9 @@ INTERNAL void buf_send(ep_s *e, const pend_t *p, int status);
 INTERNAL void buf_recv(ep_s *e, uint64_t app_id, int status);
 INTERNAL void q2_push(ep_s *e, const struct shift_wc *wc);
 INTERNAL void q2_absorb(ep_s *e);
-INTERNAL void send_wc(const pend_t *p, uint64_t wr_id, int status, struct shift_wc *wc);
-INTERNAL int wc_op(int op);
+INTERNAL void send_wc(const struct shift_send_wr *w, uint64_t wr_id, int status,
+                      struct shift_wc *wc);
+INTERNAL void recv_wc(uint64_t wr_id, int status, struct shift_wc *wc);
 INTERNAL void pend_done(ep_s *e, pend_t *p);
 INTERNAL void release_skipped(ep_s *e);
 INTERNAL void complete_upto(ep_s *e, uint64_t seq);

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-int wc_op(int op)
+static int wc_op(int op)
 {
     switch (op) {
     case SHIFT_WR_RDMA_WRITE:
@@ -37,21 +37,30 @@ void buf_push(ep_s *e, const struct shift_wc *wc)
     e->btail++;
 }
 
-/* The completion of send WR p with status, naming it wr_id (the application's id, or
+/* The completion of send WR w with status, naming it wr_id (the application's id, or
  * the layer's sequence for a completion that take_send is to settle). */
-void send_wc(const pend_t *p, uint64_t wr_id, int status, struct shift_wc *wc)
+void send_wc(const struct shift_send_wr *w, uint64_t wr_id, int status, struct shift_wc *wc)
 {
     memset(wc, 0, sizeof *wc);
     wc->wr_id = wr_id;
     wc->status = status;
-    wc->opcode = wc_op(p->wr.opcode);
-    wc->byte_len = p->wr.num_sge ? p->wr.sg.length : 0;
+    wc->opcode = wc_op(w->opcode);
+    wc->byte_len = w->num_sge ? w->sg.length : 0;
+}
+
+/* The completion of a receive WR with status, naming it wr_id. */
+void recv_wc(uint64_t wr_id, int status, struct shift_wc *wc)
+{
+    memset(wc, 0, sizeof *wc);
+    wc->wr_id = wr_id;
+    wc->status = status;
+    wc->opcode = SHIFT_WC_RECV;
 }
 
 void buf_send(ep_s *e, const pend_t *p, int status)
 {
     struct shift_wc wc;
-    send_wc(p, p->app_id, status, &wc);
+    send_wc(&p->wr, p->app_id, status, &wc);
     buf_push(e, &wc);
 }
 
@@ -78,10 +87,8 @@ void q2_absorb(ep_s *e)
 
 void buf_recv(ep_s *e, uint64_t app_id, int status)
 {
-    struct shift_wc wc = {0};
-    wc.wr_id = app_id;
-    wc.status = status;
-    wc.opcode = SHIFT_WC_RECV;
+    struct shift_wc wc;
+    recv_wc(app_id, status, &wc);
     buf_push(e, &wc);
 }
 

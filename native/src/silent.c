@@ -13,10 +13,13 @@
 #include <errno.h>
 #include <string.h>
 
-/* Empty fq; 2^32 as the base lets silent_take_over put flushes before its head. */
+/* Empty fq, and forget the posts it owed flushes to; 2^32 as the base lets
+ * silent_take_over put flushes before its head. */
 static void fq_clear(ep_s *e, int path)
 {
     e->fqhead[path] = e->fqtail[path] = (uint64_t)1 << 32;
+    if (path == 1)
+        e->late_direct = 0; /* (direct mode is the default QP's alone) */
 }
 
 /* Append wc to path's fq (the flush of a post made after the death was read). Its
@@ -39,20 +42,9 @@ void silent_reset(ep_s *e, int path)
     int ev, r = 0;
     e->silent[path] = SILENT_NO;
     fq_clear(e, path);
-    if (path == 1)
-        e->late_direct = 0; /* (direct mode is the default QP's alone) */
     while (e->ops->async_event && (r = e->ops->async_event(e->ctx, e->qp[path], &ev)) == 1)
         ;
     backend_error(e, r < 0);
-}
-
-static void flush_wc(struct shift_wc *wc, uint64_t wr_id, int opcode, uint32_t byte_len)
-{
-    memset(wc, 0, sizeof *wc);
-    wc->wr_id = wr_id;
-    wc->status = SHIFT_WC_WR_FLUSH_ERR;
-    wc->opcode = opcode;
-    wc->byte_len = byte_len;
 }
 
 /* The flush of a post to a silent path, at once (spec: FlushesAtOnce): a send WR - the
@@ -63,10 +55,10 @@ void silent_send(ep_s *e, int path, pend_t *p, const struct shift_send_wr *w)
     struct shift_wc wc;
     int draining = e->silent[path] == SILENT_DRAIN;
     if (p) {
-        send_wc(p, p->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
+        send_wc(&p->wr, p->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
         p->flags |= draining ? PF_LATE : 0;
     } else {
-        flush_wc(&wc, w->wr_id, wc_op(w->opcode), w->num_sge ? w->sg.length : 0);
+        send_wc(w, w->wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
         e->late_direct += (uint64_t)draining;
     }
     silent_push(e, path, &wc);
@@ -75,7 +67,7 @@ void silent_send(ep_s *e, int path, pend_t *p, const struct shift_send_wr *w)
 void silent_recv(ep_s *e, int path, rpend_t *r)
 {
     struct shift_wc wc;
-    flush_wc(&wc, r->wr.wr_id, SHIFT_WC_RECV, 0);
+    recv_wc(r->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
     r->flags |= e->silent[path] == SILENT_DRAIN ? PF_LATE : 0;
     silent_push(e, path, &wc);
 }
@@ -109,7 +101,7 @@ static uint64_t uncovered(ep_s *e, int path, uint64_t base, int write)
         for (uint32_t i = 0; i + e->late_direct < total; i++) {
             if (e->ops->sq_pending(e->ctx, e->qp[1], i, &w) != 0)
                 continue; /* (1: a polled error completion covers it) */
-            flush_wc(&wc, w.wr_id, wc_op(w.opcode), w.num_sge ? w.sg.length : 0);
+            send_wc(&w, w.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
             emit(e, path, base, write, &n, &wc);
         }
     } else {
@@ -117,7 +109,7 @@ static uint64_t uncovered(ep_s *e, int path, uint64_t base, int write)
             pend_t *p = &e->pq[s & e->pmask];
             if (p->where != where || (p->flags & (PF_DONE | PF_LATE)))
                 continue;
-            send_wc(p, p->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
+            send_wc(&p->wr, p->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
             emit(e, path, base, write, &n, &wc);
         }
     }
@@ -125,7 +117,7 @@ static uint64_t uncovered(ep_s *e, int path, uint64_t base, int write)
         rpend_t *r = &e->rpend[s & e->rmask];
         if (r->where != where || (r->flags & (PF_DONE | PF_LATE)))
             continue;
-        flush_wc(&wc, r->wr.wr_id, SHIFT_WC_RECV, 0);
+        recv_wc(r->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
         emit(e, path, base, write, &n, &wc);
     }
     return n;
@@ -207,8 +199,6 @@ int shift_async_event(shift_ep h, int path)
     if (!fatal || e->silent[path])
         return fatal;
     fq_clear(e, path);
-    if (path == 1)
-        e->late_direct = 0;
     e->silent[path] = SILENT_DRAIN;
     return 1;
 }

@@ -239,7 +239,7 @@ MUTANTS = (
            "polled error completions alone: the dead QP's WRs never complete",
            bounds=("fatal",)),
     Mutant("fatal-flushes-skip-receives", "silent.c",
-           "        flush_wc(&wc, r->wr.wr_id, SHIFT_WC_RECV, 0);\n        emit(",
+           "        recv_wc(r->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);\n        emit(",
            "        continue; /* seeded */\n        emit(",
            "the layer flushes a silent QP's send WRs but not its receive WRs: a "
            "receiver's owed receive WRs never complete",
