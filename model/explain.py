@@ -427,7 +427,8 @@ def fatal_event(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> s
     if s.nic[h][i] and s.qp[h][i] == RTS:
         return f"{host}'s NIC {p} is alive: no IBV_EVENT_DEVICE_FATAL is waiting"
     return (f"no event of {host}'s NIC {p} is left for the layer to act on: it read it, or "
-            f"the QP had already failed (its WRs flushed) or been drained by a failover")
+            f"the QP had already failed (its WRs flushed), or been drained by a failover or reset "
+            f"by a reconnect")
 
 
 WHY_NOT: dict[str, Reason] = {

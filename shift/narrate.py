@@ -272,7 +272,8 @@ def _unwritten_lines(before: State, after: State, h: str) -> list[str]:
 
 def _fatal_lines(before: State, after: State, h: str) -> list[str]:
     """A NIC of host h falls silent at its death (DeviceFatal: no completion, not even a
-    flush, until the layer reads the event); a failover's drain takes its place."""
+    flush, until the layer reads the event); a failover's drain, or a reconnect's reset,
+    takes the event's place."""
     old, new = of(before, "fatal", h), of(after, "fatal", h)
     if not hasattr(old, "members") or not hasattr(new, "members"):
         return []
@@ -280,8 +281,8 @@ def _fatal_lines(before: State, after: State, h: str) -> list[str]:
     out = [f"{h}'s NIC {p} completes nothing more, not even a flush: its WRs wait until "
            f"{h}'s layer reads the asynchronous event" for p in sorted(now - was)]
     if _event(after)[0] != "FatalEvent":
-        out += [f"{h}'s drain takes the place of its dead NIC {p}'s flushes (the event, "
-                f"read later, finds nothing left)" for p in sorted(was - now)]
+        out += [f"{h}'s QP {p} was drained or reset: its dead NIC's event, read later, "
+                f"finds nothing left to flush" for p in sorted(was - now)]
     return out
 
 
