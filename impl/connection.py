@@ -372,7 +372,8 @@ class Connection:
         terminal), and the application polls them as the next send errors of that host,
         in post order: the first `refused_wrs` send errors a host polls are its refused
         WRs. Queried only at an error, so the failure-free path pays nothing."""
-        if self.design not in (DesignCode.SHIFT, DesignCode.SHIFT_PREFIX):
+        if self.design not in (DesignCode.SHIFT, DesignCode.SHIFT_PREFIX,
+                               DesignCode.SHIFT_COUNTED):
             return False
         if self._query(h).refused_wrs <= self._refused_flagged[h]:
             return False

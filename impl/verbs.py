@@ -101,6 +101,7 @@ class DesignCode(StrEnum):
     NAIVE_REPLAY = "NaiveReplay"
     NO_FAILOVER = "NoFailover"
     SHIFT_PREFIX = "ShiftPrefix"
+    SHIFT_COUNTED = "ShiftCounted"
 
 
 DESIGN_CODES = {DesignCode(d): v for d, v in

@@ -84,7 +84,7 @@ def broken(states: list) -> list[frozenset[str]]:
 
 def test_every_trace_has_a_verdict() -> None:
     assert sorted(p.stem for p in TRACES.glob("*.jsonl")) == sorted(
-        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS, F9: (), F11: ()})
+        {**VERDICTS, **SURVIVES, **STALLS, **RECOVERS, F7C: (), F9: (), F11: ()})
 
 
 @pytest.mark.parametrize("name", sorted(STALLS))
@@ -321,6 +321,28 @@ def test_f8_the_c_core_fails_over_on_its_completion_timer() -> None:
     assert run.events == events
 
 
+F7C = "f7_counted_replays_the_acked_notification"
+
+
+def test_f7_counted_the_acked_notification_is_replayed_in_model_and_core() -> None:
+    """F7's run under ShiftCounted, its fix: A's layer kept SEND #1 after its success, and
+    replays it first when B's counter (0) does not cover it. B takes #1 in receive WR 1
+    and #2 in receive WR 2; A's application sees each success once (the layer dropped the
+    replayed #1's). Only ExactlyOnceExecution breaks, as declared (#1 executed twice at
+    B's NICs). The C core (SHIFT_DESIGN_SHIFT_COUNTED) agrees at every step."""
+    events = load_trace(TRACES / f"{F7C}.jsonl")
+    model = Model.load("ShiftCounted", "ackfirst")
+    states = model.run(events)
+    assert set().union(*broken(states)) == {"ExactlyOnceExecution"}
+    last = states[-1]
+    assert done(last)
+    assert [(e.wr, e.recv) for e in last.rcvSeen[1]] == [(1, 1), (2, 2)]
+    assert [(e.wr, e.status) for e in last.sndSeen[0]] == [(1, "SUCCESS"), (2, "SUCCESS")]
+    run = run_trace(model, events)
+    assert run.divergence is None and run.gap is None, report(model, run)
+    assert run.events == events
+
+
 F9 = "f9_counted_success_from_the_backup_path"
 
 
@@ -344,6 +366,8 @@ def test_f9_a_success_from_the_backup_path_is_not_kept() -> None:
     last = states[-1]
     assert [(e.wr, e.recv, e.data) for e in last.rcvSeen[1]] == [(1, 1, 1), (2, 2, 2)]
     assert last.execs[0] == (1, 1)
+    run = run_trace(model, events)  # the C core's ShiftCounted, step by step
+    assert run.divergence is None and run.gap is None, report(model, run)
 
 
 F11 = "f11_failback_reposts_an_unwritten_receive"
@@ -353,8 +377,8 @@ def test_f11_the_failback_takes_the_completion_the_backup_nic_had_not_written() 
     """At faithful B's backup NIC ACKs SEND #1 (the fail-back's fence) before writing its
     receive completion; the fail-back notice drains B's backup receive side first, so
     receive WR 1 is taken, not reposted: SEND #2 lands in receive WR 2 (before F11's fix,
-    in the reposted receive WR 1: NotificationIntegrity). ShiftCounted in the model;
-    ShiftPrefix, the nearest design in the C core, on both sides, agreeing at every step."""
+    in the reposted receive WR 1: NotificationIntegrity). ShiftCounted in the model and
+    the C core, and ShiftPrefix too: the two sides agree at every step."""
     events = load_trace(TRACES / f"{F11}.jsonl")
     states = Model.load("ShiftCounted", "faithful").run(events)
     assert not any(broken(states))
@@ -362,7 +386,8 @@ def test_f11_the_failback_takes_the_completion_the_backup_nic_had_not_written() 
                   and states[k - 1].recvMode[1] == "Fallback")
     assert states[notice - 1].unwritten[1][1] and not states[notice].unwritten[1][1]
     assert states[notice].recvDone[1] == 1 and states[notice].rq[1][0] == (2,)
-    model = Model.load("ShiftPrefix", "faithful")
-    run = run_trace(model, events)
-    assert run.divergence is None and run.gap is None, report(model, run)
-    assert [(e.wr, e.recv) for e in run.states[-1].rcvSeen[1]] == [(1, 1)]
+    for design in ("ShiftCounted", "ShiftPrefix"):
+        model = Model.load(design, "faithful")
+        run = run_trace(model, events)
+        assert run.divergence is None and run.gap is None, report(model, run)
+        assert [(e.wr, e.recv) for e in run.states[-1].rcvSeen[1]] == [(1, 1)]

@@ -23,7 +23,7 @@ static void op_names(void)
     FZ_CHECK((shift_qp_state_name(v) != NULL) == (v >= 0 && v <= SHIFT_QPS_ERR), v, 0);
     FZ_CHECK((shift_state_name(v) != NULL) == (v >= 0 && v <= SHIFT_STATE_ERROR), v, 0);
     FZ_CHECK((shift_recv_state_name(v) != NULL) == (v >= 0 && v <= SHIFT_RECV_FALLBACK), v, 0);
-    FZ_CHECK((shift_design_name(v) != NULL) == (v >= 0 && v <= SHIFT_DESIGN_SHIFT_PREFIX), v, 0);
+    FZ_CHECK((shift_design_name(v) != NULL) == (v >= 0 && v <= SHIFT_DESIGN_SHIFT_COUNTED), v, 0);
     FZ_CHECK(shift_backup_state_bytes(fz_small(W->in, 64), fz_small(W->in, 64)) > 0, 0, 0);
     int cyc;
     make_send_chain(OWNER_RAW, &cyc);

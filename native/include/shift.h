@@ -55,9 +55,16 @@ enum shift_design {
     SHIFT_DESIGN_SHIFT = 0,        /* counter handshake, filtered replay, refusal, fail-back */
     SHIFT_DESIGN_NAIVE_REPLAY = 1, /* replay every outstanding WR; no filter, no refusal */
     SHIFT_DESIGN_NO_FAILOVER = 2,  /* plain RC: errors go to the application */
-    SHIFT_DESIGN_SHIFT_PREFIX = 3  /* SHIFT whose replay also skips every WR before the
+    SHIFT_DESIGN_SHIFT_PREFIX = 3, /* SHIFT whose replay also skips every WR before the
                                     * last notification the peer received (RC order:
                                     * they executed; docs/findings.md, F3) */
+    SHIFT_DESIGN_SHIFT_COUNTED = 4 /* ShiftPrefix that keeps each notification completed
+                                    * on the default path until a counter of the peer
+                                    * covers it, and replays it first (docs/findings.md,
+                                    * F7): every WR is copied (no direct mode), and a
+                                    * kept SEND's payload is read again at a failover -
+                                    * from the layer's copy if inline, else from the
+                                    * application's buffer */
 };
 
 /* Which host an endpoint is (A or B); both post sends and receives. The role decides
@@ -241,6 +248,10 @@ struct shift_ep_info {
     uint32_t qp_num;        /* the application's QP number (the default QP's), in every
                              * completion it polls; 0 if the backend cannot tell */
     uint64_t events_dropped; /* events the queue lost, oldest first (shift_poll_event) */
+    uint64_t kept_notes;    /* ShiftCounted: notifications completed that no counter of
+                             * the peer covers yet, kept for a replay (at most max_send_wr) */
+    uint64_t notes_forgotten; /* ShiftCounted: kept notifications dropped, the oldest, to
+                             * keep the last max_send_wr: a failover cannot replay them */
 };
 
 /* What the layer tells the application about its paths (shift_poll_event), in the

@@ -412,6 +412,8 @@ static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
         return settle_report(e, p, wc, (p->wr.send_flags & SHIFT_SEND_SIGNALED) != 0, out);
     }
     wc->wr_id = p->app_id;
+    if (!failed && path == 1 && keeps_notes(e))
+        keep_upto(e, p->wr.wr_id); /* (not on the backup path: F9) */
     if (!failed && e->send_mode == SHIFT_STATE_DEFAULT && !e->ndeferred) {
         /* failure-free: every WR up to this one completed, in order */
         e->st.sends_completed += p->cum - e->cum_done;

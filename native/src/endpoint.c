@@ -68,6 +68,15 @@ uint64_t shift_backup_state_bytes(uint32_t max_send_wr, uint32_t max_recv_wr)
            (2 * pow2(bcap) + pow2(q2cap)) * sizeof(struct shift_wc);
 }
 
+/* What ShiftCounted keeps on top (kept.c): a ring of the last max_send_wr notifications,
+ * and the backup QP's head (q2) and silent ring (fq) grown by their copies. */
+static uint64_t kept_bytes(const ep_s *e)
+{
+    if (!keeps_notes(e))
+        return 0;
+    return (e->pmask + 1) * sizeof(kept_t) + 3 * pow2(e->pcap) * sizeof(struct shift_wc);
+}
+
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
                     const struct shift_ep_attr *attr, shift_ep *out)
 {
@@ -79,7 +88,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send)
         return EINVAL;
     if ((attr->role != SHIFT_ROLE_REQUESTER && attr->role != SHIFT_ROLE_RESPONDER) ||
-        attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_SHIFT_PREFIX ||
+        attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_SHIFT_COUNTED ||
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
         (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
@@ -91,8 +100,11 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->ops = ops;
     e->ctx = ctx;
     e->attr = *attr;
-    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS);
+    /* ShiftCounted copies every WR: a kept notification outlives its send queue entry */
+    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS) && !keeps_notes(e);
     e->pcap = attr->max_send_wr;
+    /* ShiftCounted's kept copies go to the backup QP before the outstanding WRs */
+    uint64_t kcap = keeps_notes(e) ? e->pcap : 0;
     e->rcap = attr->max_recv_wr;
     /* held completions: both sides' (a drain buffers good sends and receives) */
     e->bcap = e->pcap + e->rcap + 1;
@@ -101,16 +113,17 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->bmask = pow2(e->bcap) - 1;
     /* the backup CQ's head: what the backup CQ can hold (its send queue's and receive
      * queue's completions) and the flushes of posts in Error */
-    e->q2mask = pow2(2 * (uint64_t)e->pcap + e->rcap + 2) - 1;
+    e->q2mask = pow2(2 * (uint64_t)e->pcap + e->rcap + 2 + kcap) - 1;
     e->pq = calloc(e->pmask + 1, sizeof *e->pq);
     e->rpend = calloc(e->rmask + 1, sizeof *e->rpend);
     e->buf = calloc(e->bmask + 1, sizeof *e->buf);
     e->q2 = calloc(e->q2mask + 1, sizeof *e->q2);
     e->q1 = calloc(e->bmask + 1, sizeof *e->q1);
     /* a silent QP's completions (silent.c): its WRs and receive WRs, and later posts */
-    e->fqmask = pow2(2 * ((uint64_t)e->pcap + e->rcap) + 2) - 1;
+    e->fqmask = pow2(2 * ((uint64_t)e->pcap + e->rcap + kcap) + 2) - 1;
     e->fq[1] = calloc(e->fqmask + 1, sizeof *e->fq[1]);
     e->fq[2] = calloc(e->fqmask + 1, sizeof *e->fq[2]);
+    e->kq = kcap ? calloc(e->pmask + 1, sizeof *e->kq) : NULL;
     for (int p = 1; p <= 2; p++)
         e->fqhead[p] = e->fqtail[p] = (uint64_t)1 << 32;
     e->send_mode = SHIFT_STATE_DEFAULT;
@@ -118,7 +131,8 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->peer_ctr = -1;
     e->probe_status = -1;
     int err = ENOMEM;
-    if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1 || !e->fq[1] || !e->fq[2])
+    if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1 || !e->fq[1] || !e->fq[2] ||
+        (kcap && !e->kq))
         goto fail;
     /* the default QP has the layer's capacity (in direct mode its send queue is the
      * layer's); the backup QP keeps a spare slot */
@@ -126,7 +140,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     err = ops->create_qp(ctx, 1, &cap, &e->qp[1]);
     if (err)
         goto fail;
-    cap.max_send_wr++;
+    cap.max_send_wr += 1 + (uint32_t)kcap;
     err = ops->create_qp(ctx, 2, &cap, &e->qp[2]);
     if (err) {
         ops->destroy_qp(ctx, e->qp[1]);
@@ -155,6 +169,7 @@ fail:
     free(e->q1);
     free(e->fq[1]);
     free(e->fq[2]);
+    free(e->kq);
     free(e);
     return err;
 }
@@ -195,6 +210,7 @@ int shift_ep_destroy(shift_ep h)
     free(e->q1);
     free(e->fq[1]);
     free(e->fq[2]);
+    free(e->kq);
     free(e);
     return 0;
 }
@@ -367,7 +383,8 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->recvs_completed = e->recv_done;
     info->backup_state_bytes = shift_backup_state_bytes(e->pcap, e->rcap) +
                                (uint64_t)e->caprk * sizeof(keypair) +
-                               (uint64_t)e->capreg * sizeof(region_t);
+                               (uint64_t)e->capreg * sizeof(region_t) + kept_bytes(e);
+    info->kept_notes = e->ktail - e->khead;
     info->qp_num = e->qpn;
     return 0;
 }
@@ -391,8 +408,9 @@ const char *shift_recv_state_name(int s)
 
 const char *shift_design_name(int d)
 {
-    static const char *const n[] = {"Shift", "NaiveReplay", "NoFailover", "ShiftPrefix"};
-    if (d < 0 || d > SHIFT_DESIGN_SHIFT_PREFIX)
+    static const char *const n[] = {"Shift", "NaiveReplay", "NoFailover", "ShiftPrefix",
+                                    "ShiftCounted"};
+    if (d < 0 || d > SHIFT_DESIGN_SHIFT_COUNTED)
         return NULL;
     return n[d];
 }

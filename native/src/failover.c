@@ -83,6 +83,8 @@ static void drain(ep_s *e, int path, int errors)
             if (!p || (p->flags & PF_DONE))
                 continue;
             wc.wr_id = p->app_id;
+            if (ok && path == 1)
+                keep_upto(e, p->wr.wr_id); /* (spec: Trigger's Acked(h, D, done)) */
             if (ok)
                 complete_upto(e, p->wr.wr_id); /* (what it releases comes before this one) */
             else
@@ -377,7 +379,7 @@ static void replay(ep_s *e)
     if (executed > e->known_exec)
         e->known_exec = executed;
     int blocked = 0;
-    uint64_t replayed = 0;
+    uint64_t replayed = keeps_notes(e) ? kept_replay(e) : 0;
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         pend_t *p = &e->pq[s & e->pmask];
         if (p->flags & PF_DONE)
@@ -541,6 +543,8 @@ static void backup_qp_back(ep_s *e, uint32_t rq_psn, uint32_t sq_psn)
  * on the default QP is what the completion timer waits for. */
 static int sends_on(const ep_s *e, int where)
 {
+    if (where == W_BACKUP && e->resent_inflight)
+        return 1; /* (ShiftCounted's kept copies: kept.c) */
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         const pend_t *p = &e->pq[s & e->pmask];
         if (!(p->flags & PF_DONE) && p->where == where)
@@ -672,6 +676,7 @@ static void take_counter(ep_s *e, const ctl_msg *m)
     }
     e->peer_seq = m->seq;
     e->peer_ctr = m->count;
+    kept_trim(e, m->count); /* (ShiftCounted: the notifications it covers are counted) */
     e->fresh = !e->asked || (e->send_mode == SHIFT_STATE_FALLBACK && !e->replayed);
     if (!e->asked)
         e->sent_ctr = 0;

@@ -36,6 +36,13 @@ typedef struct {
 
 #define NOTE(p) (two_sided((p)->wr.opcode) ? (p)->cum : 0)
 
+/* a notification ShiftCounted keeps after its success on the default path (kept.c):
+ * its record, and how many copies of it a replay put in flight on the backup QP */
+typedef struct {
+    pend_t rec;
+    uint32_t inflight;
+} kept_t;
+
 typedef struct {
     struct shift_recv_wr wr;   /* wr_id = layer sequence */
     uint64_t app_id;
@@ -125,6 +132,12 @@ typedef struct ep_s {
     struct shift_wc *fq[3];
     uint64_t fqmask, fqhead[3], fqtail[3];
     uint64_t late_direct;
+    /* ShiftCounted (spec: acked): the notifications completed on the default path that no
+     * counter of the peer covers, in post order (a ring of pcap: kept.c); the copies a
+     * replay put in flight on the backup QP (spec: resent) have no completion yet */
+    kept_t *kq;
+    uint64_t khead, ktail;
+    uint64_t resent_inflight;
     /* completions held for the application */
     struct shift_wc *buf;
     uint32_t bcap;
@@ -158,15 +171,24 @@ static inline ep_s *ep_get(shift_ep h) { return h_get(h, H_EP); }
  * It decides only what shift_ep_query reports as `state` and `outstanding`. */
 static inline int is_req(const ep_s *e) { return e->attr.role == SHIFT_ROLE_REQUESTER; }
 static inline int failover(const ep_s *e) { return e->attr.design != SHIFT_DESIGN_NO_FAILOVER; }
-/* SHIFT's machinery (counter filter, refusal, fail-back): Shift and ShiftPrefix */
+/* SHIFT's machinery (counter filter, refusal, fail-back): Shift, ShiftPrefix and
+ * ShiftCounted */
 static inline int is_shift(const ep_s *e)
 {
-    return e->attr.design == SHIFT_DESIGN_SHIFT || e->attr.design == SHIFT_DESIGN_SHIFT_PREFIX;
+    return e->attr.design == SHIFT_DESIGN_SHIFT || e->attr.design == SHIFT_DESIGN_SHIFT_PREFIX ||
+           e->attr.design == SHIFT_DESIGN_SHIFT_COUNTED;
 }
 /* the replay also skips the WRs before the last notification the peer counted */
 static inline int skips_prefix(const ep_s *e)
 {
-    return e->attr.design == SHIFT_DESIGN_SHIFT_PREFIX;
+    return e->attr.design == SHIFT_DESIGN_SHIFT_PREFIX ||
+           e->attr.design == SHIFT_DESIGN_SHIFT_COUNTED;
+}
+/* notifications completed on the default path are kept until counted (spec:
+ * D.keepNotes, ShiftCounted) */
+static inline int keeps_notes(const ep_s *e)
+{
+    return e->attr.design == SHIFT_DESIGN_SHIFT_COUNTED;
 }
 
 /* the opcodes that consume a receive WR at the peer (its notifications); the
@@ -208,7 +230,8 @@ static inline int polls2(const ep_s *e)
 /* The backend's poll: up to n completions, or -errno. A count beyond n is not
  * believed (the layer reads no further than it asked). */
 INTERNAL int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc);
-static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
+INTERNAL void kept_polled(ep_s *e, const struct shift_wc *wc, int n);
+static inline int poll_path(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     if (e->silent[path] == SILENT_ACTIVE)
         return silent_poll(e, path, n, wc);
@@ -216,6 +239,13 @@ static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
     if (r == 0 && e->silent[path])
         return silent_poll(e, path, n, wc);
     return r > n ? n : r;
+}
+static inline int poll_backend(ep_s *e, int path, int n, struct shift_wc *wc)
+{
+    int r = poll_path(e, path, n, wc);
+    if (path == 2 && e->resent_inflight && r > 0)
+        kept_polled(e, wc, r); /* (a kept copy's completion: it left the backup QP) */
+    return r;
 }
 
 /* One completion of path's CQ as the spec has it: for the backup path, what the layer
@@ -305,6 +335,10 @@ INTERNAL void pend_fill(pend_t *p, const struct shift_send_wr *w, uint64_t seq);
 INTERNAL int direct_count(ep_s *e, uint64_t *outstanding, uint64_t *notes);
 INTERNAL void direct_sync(ep_s *e, uint64_t nnotes);
 INTERNAL int materialize(ep_s *e);
+/* kept.c: ShiftCounted's notifications kept after their success (spec: acked) */
+INTERNAL void keep_upto(ep_s *e, uint64_t seq);
+INTERNAL void kept_trim(ep_s *e, int64_t count);
+INTERNAL uint64_t kept_replay(ep_s *e);
 /* failover.c: the failover starts (from a failed post or an error completion) */
 INTERNAL void trigger(ep_s *e, int status);
 /* the connection dies (application error): both sides stop, as a plain RC QP in ERR */

@@ -105,6 +105,13 @@ static uint64_t uncovered(ep_s *e, int path, uint64_t base, int write)
             emit(e, path, base, write, &n, &wc);
         }
     } else {
+        /* ShiftCounted's kept copies in flight (posted first; their flushes are dropped) */
+        for (uint64_t s = e->khead; path == 2 && s < e->ktail; s++) {
+            const kept_t *k = &e->kq[s & e->pmask];
+            send_wc(&k->rec.wr, k->rec.wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
+            for (uint32_t c = 0; c < k->inflight; c++)
+                emit(e, path, base, write, &n, &wc);
+        }
         for (uint64_t s = e->phead; s < e->ptail; s++) {
             pend_t *p = &e->pq[s & e->pmask];
             if (p->where != where || (p->flags & (PF_DONE | PF_LATE)))

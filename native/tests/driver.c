@@ -569,7 +569,8 @@ static void test_raw_bad_handles(void)
     CHECK(shift_ep_create(NULL, NULL, &ea, &ep) == EINVAL);
     CHECK(shift_state_name(7) == NULL && shift_design_name(-1) == NULL);
     CHECK(strcmp(shift_design_name(SHIFT_DESIGN_SHIFT_PREFIX), "ShiftPrefix") == 0 &&
-          shift_design_name(SHIFT_DESIGN_SHIFT_PREFIX + 1) == NULL);
+          strcmp(shift_design_name(SHIFT_DESIGN_SHIFT_COUNTED), "ShiftCounted") == 0 &&
+          shift_design_name(SHIFT_DESIGN_SHIFT_COUNTED + 1) == NULL);
     CHECK(shift_wc_status_name(22) == NULL && strcmp(shift_wc_status_str(99), "unknown") == 0);
     CHECK(strcmp(shift_wc_status_name(SHIFT_WC_RETRY_EXC_ERR), "RETRY_EXC_ERR") == 0);
     CHECK(shift_qp_state_name(SHIFT_QPS_ERR) && !shift_qp_state_name(-1));
@@ -1184,7 +1185,7 @@ static void test_fake_backend_failed_post(void)
     CHECK(shift_ep_create(&broken, &x, &ea, &ep) == EINVAL);
     ea.design = 7;
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
-    ea.design = SHIFT_DESIGN_SHIFT_PREFIX + 1;
+    ea.design = SHIFT_DESIGN_SHIFT_COUNTED + 1;
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
     ea.design = SHIFT_DESIGN_SHIFT;
     ea.max_send_wr = 0;

@@ -250,6 +250,14 @@ MUTANTS = (
            "a NIC that dies in fatal error flushes its QPs as on a live device: the "
            "layer's own flushes come twice",
            bounds=("fatal",)),
+    # ShiftCounted keeps what an ACK does not promise (issue 17: F7)
+    Mutant("counted-forgets-at-ack", "kept.c",
+           "    if (!keeps_notes(e))\n        return;\n    for (uint64_t s = e->phead;",
+           "    if (1) /* seeded */\n        return;\n    for (uint64_t s = e->phead;",
+           "ShiftCounted forgets a notification at its success, as ShiftPrefix does: the "
+           "receive WR whose completion died with the peer's NIC is reposted, and the next "
+           "replayed notification lands in it (F7)",
+           bounds=("faithful",)),
     # RC's implicit NAK (issue 17, item 4: ImplicitNak)
     Mutant("implicit-nak-free", "simnic_rc.c",
            "        if (qp->retries_left == 0) {\n"
