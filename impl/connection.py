@@ -612,7 +612,7 @@ class Connection:
         i = self._query(host_arg(host))
         return Stats(i.failovers, i.replayed_wrs, i.skipped_wrs, i.refused_wrs, i.failbacks,
                      i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected,
-                     i.events_dropped)
+                     i.events_dropped, i.kept_notes, i.notes_forgotten)
 
     def qp_num(self, host: str) -> int:
         """host's application QP number (the default QP's): what `Completion.qp_num`

@@ -186,6 +186,8 @@ class Stats:
     backup_state_bytes: int
     ctl_rejected: int = 0  # control messages refused as not the peer's (shift_ctl_input)
     events_dropped: int = 0  # events the queue lost, oldest first, unpolled (`events`)
+    kept_notes: int = 0  # ShiftCounted: notifications completed that no counter covers yet
+    notes_forgotten: int = 0  # ShiftCounted: kept ones dropped past the last max_wr
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,17 @@ def test_tlc_and_the_explorer_build_the_same_graph_when_a_dead_nic_is_silent(
                for s in ex.graph.states)
 
 
+# At faithful (all four of hardware's behaviours at once), ShiftCounted with workload 1
+# (a WRITE, then a WRITE_WITH_IMM): the notification kept after its ACK, a NIC that dies
+# silently with its receive completion unwritten, and the kept notification replayed.
+@pytest.mark.xdist_group("conformance-ShiftCounted")
+def test_tlc_and_the_explorer_build_the_same_graph_with_every_hardware_behaviour(
+        tlc_graph: Graphs) -> None:
+    ex = same_graph("ShiftCounted", "faithful", tlc_graph, "{1}")
+    assert any(s.resent[0] for s in ex.graph.states), "no kept notification replayed"
+    assert any(s.fatal[1] for s in ex.graph.states), "no NIC of B died silently"
+
+
 # At implicit (ImplicitNak: an ACK past a READ or atomic whose response was lost sends
 # the requester back to it, at the cost of a retry), Shift with the workloads that have
 # an atomic in front of a notification (3: FADD; 6: CAS).
