@@ -236,10 +236,8 @@ void ep_async(shift_ep h, int path)
     } else if (e->owner >= OWNER_LONE) {
         FZ_CHECK(r >= -4095 && r <= 1, r, path);
     } else {
-        int host = (e->owner - OWNER_CONN) & 1;
-        fz_fab *f = &W->fab[W->conn[(e->owner - OWNER_CONN) / 2].fab];
-        read_events(f, host, path, r, SN_ASYNC_DEVICE_FATAL);
-        f->events[host][path] = 0; /* it read them all */
+        FZ_CHECK(r == 0 || (r == 1 && e->events[path] > 0), r, e->events[path]);
+        e->events[path] = 0; /* it read them all */
     }
 }
 

@@ -460,8 +460,12 @@ void op_fault(void)
  * device_fatal fabric raises an event */
 void nic_set(fz_fab *f, int host, int nic, int up)
 {
+    uint32_t death = (uint32_t)(!up && f->fatal);
     f->alive[host][nic] = up;
-    f->events[host][nic] += (uint32_t)(!up && f->fatal);
+    f->events[host][nic] += death;
+    for (int c = 0; c < NCONN; c++) /* each connection's endpoint on it reads it too */
+        if (W->conn[c].live && &W->fab[W->conn[c].fab] == f)
+            W->conn[c].ep[host].events[nic] += death;
 }
 
 /* sn_async_event answered r (*event ev) for a live fabric's NIC: 1 only for a death not

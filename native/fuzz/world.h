@@ -21,6 +21,9 @@ typedef struct {
     int check_ids;             /* its completions carry the harness's ids (not forged) */
     int have_last;
     struct shift_ep_info last; /* for "counters never go back" */
+    uint32_t events[3];        /* a connection's: its NICs' deaths it has not read (every
+                                * endpoint on a NIC reads each; a reconnect reads them
+                                * unseen, so it is an upper bound) */
 } fz_ep;
 
 typedef struct {
@@ -31,8 +34,7 @@ typedef struct {
     int link[3];               /* the faults the harness injected, path by path */
     int alive[2][3];
     int fatal;                 /* device_fatal: a NIC that dies raises an event */
-    uint32_t events[2][3];     /* its NICs' deaths not yet read: at most (a reconnect
-                                * reads them unseen) */
+    uint32_t events[2][3];     /* its NICs' deaths sn_async_event has not read */
     struct sn_counters last;
 } fz_fab;
 

@@ -15,6 +15,10 @@ typedef struct sim_ctx {
     shift_ep ep;
     struct sim_ctx *peer;   /* the other host's endpoint: the connection manager's view */
     struct { uint32_t after; int err; } fault[SHIFT_OP_COUNT]; /* shift_sim_fail_op */
+    /* the deaths of each NIC this endpoint read: as a device context's, every endpoint
+     * on a NIC reads each of its events (a verbs layer fans one context's event out to
+     * every endpoint on the device) */
+    uint32_t fatal_read[3];
     uint64_t calls[SHIFT_OP_COUNT]; /* the endpoint's calls of each op (tests) */
 } sim_ctx;
 
@@ -226,11 +230,19 @@ static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
     return err ? err : sn__ctl_send(qp, msg, len);
 }
 
-/* (not injected: shift_sim_fail_op's ops are the fuzzer's input alphabet) */
+/* One event of qp's NIC this endpoint has not read (not injected: shift_sim_fail_op's
+ * ops are the fuzzer's input alphabet). */
 static int b_async_event(void *c, void *qp, int *event)
 {
     sim_ctx *x = c;
-    return sn_async_event(x->fh, x->host, ((sn_qp_s *)qp)->nic, event);
+    int nic = ((sn_qp_s *)qp)->nic;
+    if (!event || nic < 1 || nic > 2)
+        return -EINVAL;
+    if (x->fatal_read[nic] == x->f->host[x->host].nic[nic].fatal_raised)
+        return 0;
+    x->fatal_read[nic]++;
+    *event = SN_ASYNC_DEVICE_FATAL;
+    return 1;
 }
 
 static const struct shift_backend_ops sim_ops = {
@@ -280,6 +292,8 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
         c->ctx[h].f = f;
         c->ctx[h].fh = fh;
         c->ctx[h].host = h;
+        for (int n = 1; n <= 2; n++) /* (a death before it opened is none of its events) */
+            c->ctx[h].fatal_read[n] = f->host[h].nic[n].fatal_raised;
         struct shift_ep_attr ea = {h == 0 ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
                                    attr->design, attr->max_send_wr, attr->max_recv_wr,
                                    attr->ctl_retries, attr->flags};

@@ -115,7 +115,9 @@ typedef struct {
     sn_qp_s **qps;
     int nqp, capqp;
     int rr;
-    uint32_t fatal_events; /* IBV_EVENT_DEVICE_FATAL raised, not yet read */
+    uint32_t fatal_events; /* IBV_EVENT_DEVICE_FATAL raised, not yet read (sn_async_event) */
+    uint32_t fatal_raised; /* ... raised since the fabric was made: each device context
+                            * (sim.c's endpoints) reads every one once */
 } sn_nic;
 
 typedef struct sn_fab {

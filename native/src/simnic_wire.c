@@ -224,6 +224,7 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
         memset(qp->saved, 0, sizeof qp->saved);
     }
     n->fatal_events += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
+    n->fatal_raised += (uint32_t)f->attr.device_fatal;
     return 1;
 }
 

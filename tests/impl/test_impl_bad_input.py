@@ -310,6 +310,29 @@ def test_a_nic_in_fatal_error_completes_nothing_until_its_event_is_read():
             (1, Status.WR_FLUSH_ERR), (2, Status.WR_FLUSH_ERR)]
 
 
+def test_every_connection_on_a_dead_nic_reads_its_death_once():
+    """A device's event reaches every endpoint on it, as a verbs layer fans one device
+    context's IBV_EVENT_DEVICE_FATAL out to its QPs: two connections on A's NIC 1 both
+    fail over from it. A connection opened after the death (the NIC back) has no event
+    of it."""
+    with Fabric(device_fatal=True) as fab:
+        first, second = fab.connect("Shift", record=True), fab.connect("Shift", record=True)
+        assert first.nic_fail("A", 1)
+        assert first.fatal_event("A", 1) is True and first.fatal_event("A", 1) is False
+        assert second.fatal_event("A", 1) is True and second.fatal_event("A", 1) is False
+        assert first.fatal_event("B", 1) is second.fatal_event("B", 1) is False
+        for conn in (first, second):  # a post to the silent QP flushes: the failover
+            conn.post_recv("B", 1)
+            conn.post_send("A", Wr(1, "SEND_IMM"))
+            drive(conn)
+            assert conn.stats("A").failovers == 1
+            assert [(c.wr_id, c.status) for c in conn.completions if c.host == "B"] == [
+                (1, Status.SUCCESS)]
+        assert fab.nic_recover("A", 1)
+        third = fab.connect("Shift", record=True)
+        assert third.fatal_event("A", 1) is False
+
+
 def test_fatal_event_arguments_are_checked():
     with Fabric(device_fatal=True) as fab:
         conn = fab.connect("Shift", regions=2)
