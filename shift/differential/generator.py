@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shift.model.next import Model
-from shift.model.state import State
+from shift.model.state import DIR, RETURNS, State
 from shift.vocabulary import Event
 
 from .gaps import gap
@@ -29,9 +29,26 @@ def in_flight(s: State) -> bool:
 # that faults land where they hurt, and rarely at rest. Out of 1000.
 FAULT_SHARE_BUSY = 150
 FAULT_SHARE_REST = 100
+LOSS_SHARE = 400  # a READ's or atomic's response lost before a later ACK (ImplicitNak)
 # Recoveries (LinkUp, NicRecover) are ordinary events: a fail-back needs one, and the
 # bound already limits them to what failed.
 FAULT_NAMES = frozenset({"Drop", "LinkDown", "NicFail"})
+
+
+def loses_a_response(s: State, ev: Event) -> bool:
+    """Does Drop event ev lose the response of a READ or atomic whose requester has sent
+    a later request already - the loss that RC's implicit NAK answers (ImplicitNak), once
+    the later request's ACK arrives?"""
+    if ev.name != "Drop":
+        return False
+    i, d = ev.args[0] - 1, DIR[ev.args[1]]
+    ch = s.wire[i][d]
+    if not ch or ch[0].kind != "ack":
+        return False
+    r = 1 - d  # the requester an ACK on this channel goes to (AtoB: B's, BtoA: A's)
+    q, psn = s.sq[r][i], ch[0].psn
+    return (0 < psn <= len(q) and s.program[r][q[psn - 1] - 1].op in RETURNS
+            and s.nxt[r][i] > psn + 1)
 
 
 def options(model: Model, s: State) -> tuple[list[Event], list[Event]]:
@@ -61,6 +78,11 @@ def pick(model: Model, s: State, c: int, slow: frozenset[str] = frozenset()) -> 
     faults, others = options(model, s)
     share = FAULT_SHARE_BUSY if in_flight(s) else FAULT_SHARE_REST
     r, k = c % 1000, c // 1000
+    # where the bound has implicit NAKs, the loss they answer is picked first, and often:
+    # as one fault among all those enabled it was reached in 2 of 1,000 traces
+    lost = [ev for ev in faults if loses_a_response(s, ev)] if model.bound.implicit_nak else []
+    if lost and r >= 1000 - LOSS_SHARE:
+        return lost[k % len(lost)]
     if faults and (not others or r >= 1000 - share):
         return faults[k % len(faults)]
     if not others:

@@ -265,7 +265,7 @@ MUTANTS = (
            "        if (0) {\n            qp_fail(qp, k, SHIFT_WC_RETRY_EXC_ERR);",
            "the requester goes back to a READ or atomic whose response was lost without "
            "spending a retry: at retry_cnt 0 the atomic completes instead of failing",
-           bounds=("implicit",), caught_by="corpus"),
+           bounds=("implicit",)),
     # RNR retried for ever (issue 17, item 3): F8's fix, the layer's completion timer
     Mutant("completion-timer-ignored", "failover.c",
            "    trigger(e, SHIFT_WC_RETRY_EXC_ERR);\n    return 1;",
