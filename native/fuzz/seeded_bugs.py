@@ -52,6 +52,12 @@ MUTANTS = [
            "        if (0)\n            break;"),
     Mutant("poll-count-believed", "a poll count beyond what was asked is believed",
            "src/layer.h", "    return r > n ? n : r;", "    return r;"),
+    Mutant("owned-cq-polled",
+           "a connection's CQ, reached through a forged handle, is polled by the caller: "
+           "the layer's completions are stolen",
+           "src/simnic_fabric.c",
+           "    if (cq->owned) /* (its completions are the layer's: a poll here would steal them) */",
+           "    if (0) /* seeded */"),
     Mutant("negative-counter", "a negative (or any) new receive counter from the peer is taken",
            "src/failover.c",
            "    return m->count >= 0 && m->count >= e->peer_ctr &&\n"

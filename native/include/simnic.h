@@ -138,8 +138,10 @@ int sn_mr_keys(sn_mr mr, uint32_t *lkey, uint32_t *rkey);
 int sn_dereg_mr(sn_mr mr);
 
 int sn_create_cq(sn_fabric f, int host, int cqe, sn_cq *out);
+/* EBUSY while a QP uses it, or a connection owns it */
 int sn_destroy_cq(sn_cq cq);
-/* Up to n completions into wc; returns how many (>= 0) or -errno. */
+/* Up to n completions into wc; returns how many (>= 0) or -errno (-EBUSY: a CQ a
+ * connection owns, whose completions are its layer's). */
 int sn_poll_cq(sn_cq cq, int n, struct shift_wc *wc);
 
 int sn_create_qp(sn_fabric f, int host, int nic, const struct sn_qp_init_attr *attr,

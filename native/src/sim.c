@@ -65,6 +65,7 @@ static int b_create_qp(void *c, int path, const struct shift_backend_qp_cap *cap
     x->cqh[path] = cq;
     *qp = sn__qp(q);
     ((sn_qp_s *)*qp)->owned = 1;
+    sn__cq(cq)->owned = 1;
     return 0;
 }
 
@@ -80,6 +81,7 @@ static int b_destroy_qp(void *c, void *qp)
     if (!p)
         return EINVAL;
     ((sn_qp_s *)qp)->owned = 0;
+    sn__cq(x->cqh[p])->owned = 0;
     sn_destroy_qp(x->qph[p]);
     sn_destroy_cq(x->cqh[p]);
     x->qph[p] = NULL;

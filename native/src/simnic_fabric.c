@@ -369,7 +369,7 @@ int sn_destroy_cq(sn_cq c)
     sn_cq_s *cq = h_get(c, H_CQ);
     if (!cq)
         return EINVAL;
-    if (cq->refs)
+    if (cq->refs || cq->owned)
         return EBUSY;
     sn_fab *f = cq->f;
     for (uint32_t i = 0; i < f->ncqs; i++)
@@ -415,5 +415,7 @@ int sn_poll_cq(sn_cq c, int n, struct shift_wc *wc)
     sn_cq_s *cq = h_get(c, H_CQ);
     if (!cq || n < 0 || (n > 0 && !wc))
         return -EINVAL;
+    if (cq->owned) /* (its completions are the layer's: a poll here would steal them) */
+        return -EBUSY;
     return sn__poll_cq(cq, n, wc);
 }

@@ -56,6 +56,8 @@ typedef struct sn_cq_s {
                             * [written, tail): made, not yet written (ack_before_cqe) */
     int overrun;
     int refs;
+    int owned;             /* a connection's backend holds it: not the caller's to poll,
+                            * to put a QP on, or to free */
 } sn_cq_s;
 
 typedef struct {
@@ -160,6 +162,7 @@ INTERNAL int sn__timeout(sn_fab *f, int host, int path);
 static inline sn_fab *sn__fab(sn_fabric f) { return h_get(f, H_FABRIC); }
 static inline sn_qp_s *sn__qp(sn_qp qp) { return h_get(qp, H_QP); }
 static inline sn_mr_s *sn__mr(sn_mr mr) { return h_get(mr, H_MR); }
+static inline sn_cq_s *sn__cq(sn_cq cq) { return h_get(cq, H_CQ); }
 
 static inline int valid_host(int h) { return h == SN_HOST_A || h == SN_HOST_B; }
 static inline int valid_path(int p) { return p == 1 || p == 2; }

@@ -181,6 +181,8 @@ int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *
     sn_cq_s *scq = h_get(attr->send_cq, H_CQ), *rcq = h_get(attr->recv_cq, H_CQ);
     if (!scq || !rcq || scq->f != f || rcq->f != f || scq->host != host || rcq->host != host)
         return EINVAL;
+    if (scq->owned || rcq->owned)
+        return EBUSY;
     if (attr->max_send_wr < 1 || attr->max_send_wr > 16384 || attr->max_recv_wr > 16384 ||
         attr->max_inline_data > SHIFT_MAX_INLINE)
         return EINVAL;
