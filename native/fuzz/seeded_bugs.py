@@ -56,7 +56,8 @@ MUTANTS = [
            "a connection's CQ, reached through a forged handle, is polled by the caller: "
            "the layer's completions are stolen",
            "src/simnic_fabric.c",
-           "    if (cq->owned) /* (its completions are the layer's: a poll here would steal them) */",
+           "    if (cq->owned) /* (its completions are the layer's: a poll here would steal "
+           "them) */",
            "    if (0) /* seeded */"),
     Mutant("negative-counter", "a negative (or any) new receive counter from the peer is taken",
            "src/failover.c",
