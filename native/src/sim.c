@@ -240,11 +240,7 @@ static int b_async_event(void *c, void *qp, int *event)
     int nic = ((sn_qp_s *)qp)->nic;
     if (!event || nic < 1 || nic > 2)
         return -EINVAL;
-    if (x->fatal_read[nic] == x->f->host[x->host].nic[nic].fatal_raised)
-        return 0;
-    x->fatal_read[nic]++;
-    *event = SN_ASYNC_DEVICE_FATAL;
-    return 1;
+    return sn__async_event(&x->f->host[x->host].nic[nic], &x->fatal_read[nic], event);
 }
 
 static const struct shift_backend_ops sim_ops = {

@@ -117,9 +117,10 @@ typedef struct {
     sn_qp_s **qps;
     int nqp, capqp;
     int rr;
-    uint32_t fatal_events; /* IBV_EVENT_DEVICE_FATAL raised, not yet read (sn_async_event) */
-    uint32_t fatal_raised; /* ... raised since the fabric was made: each device context
-                            * (sim.c's endpoints) reads every one once */
+    uint32_t fatal_raised; /* IBV_EVENT_DEVICE_FATAL raised since the fabric was made:
+                            * each reader (sn_async_event's, each of sim.c's endpoints)
+                            * reads every one once, from its own count (sn__async_event) */
+    uint32_t fatal_read;   /* ... of them sn_async_event read */
 } sn_nic;
 
 typedef struct sn_fab {
@@ -150,6 +151,9 @@ enum { SN_QPN_BASE = 0x100 };
 INTERNAL int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
 INTERNAL int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
 INTERNAL int sn__poll_cq(sn_cq_s *cq, int n, struct shift_wc *wc);
+/* The next of NIC n's events for a reader that has read *read of them: 1 and *event, or
+ * 0 if it has read them all. */
+INTERNAL int sn__async_event(const sn_nic *n, uint32_t *read, int *event);
 INTERNAL int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out);
 INTERNAL int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask);
 INTERNAL int sn__reconnect(sn_qp_s *qp);

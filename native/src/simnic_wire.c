@@ -223,8 +223,7 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
         qp->epsn = 0;
         memset(qp->saved, 0, sizeof qp->saved);
     }
-    n->fatal_events += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
-    n->fatal_raised += (uint32_t)f->attr.device_fatal;
+    n->fatal_raised += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
     return 1;
 }
 
@@ -237,9 +236,14 @@ int sn_async_event(sn_fabric fh, int host, int nic, int *event)
         return e;
     if (!event)
         return -EINVAL;
-    if (!n->fatal_events)
+    return sn__async_event(n, &n->fatal_read, event);
+}
+
+int sn__async_event(const sn_nic *n, uint32_t *read, int *event)
+{
+    if (*read == n->fatal_raised)
         return 0;
-    n->fatal_events--;
+    (*read)++;
     *event = SN_ASYNC_DEVICE_FATAL;
     return 1;
 }

@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shift.model.config import bound_from_constants
 from shift.model.next import Model
-from shift.model.state import APP_ERRORS, DIR, HOSTS, RETURNS, State
+from shift.model.state import APP_ERRORS, HOSTS, State
 from shift.spec.catalog import load_catalog
 from shift.spec.workloads import read_workloads
 from shift.vocabulary import Event
 
-from shift.differential import DESIGNS, Run, kept_invariants, run_trace, trace_from_choices
+from shift.differential import DESIGNS, Run, gap, kept_invariants, run_trace, trace_from_choices
 
 MAX_EVENTS = 60
 EXAMPLES = 500  # per design and bound
@@ -233,15 +233,10 @@ def test_generated_traces_reach_a_nic_that_dies_with_completions_unwritten() -> 
 
 def implicit_nak(s: State, ev: Event) -> bool:
     """Is ev, from s, the delivery of an ACK past a READ or atomic whose response was lost
-    (the implicit NAK: Deliver on a channel whose head ACKs a later PSN)?"""
-    if ev.name != "Deliver":
-        return False
-    i, d = ev.args[0] - 1, DIR[ev.args[1]]
-    ch, r = s.wire[i][d], 1 - d  # the requester the ACK goes to
-    if not ch or ch[0].kind != "ack" or s.qp[r][i] != "RTS":
-        return False
-    q, prog = s.sq[r][i], s.program[r]
-    return any(prog[q[k - 1] - 1].op in RETURNS for k in range(s.una[r][i], ch[0].psn))
+    (the implicit NAK)? Where the bound lacks ImplicitNak, that is the event `gap` stops
+    at; asked as if it did."""
+    why = gap(s, ev, implicit_nak=False)
+    return why is not None and "implicit NAK" in why
 
 
 def test_generated_traces_reach_implicit_naks() -> None:
