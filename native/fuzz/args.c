@@ -245,6 +245,9 @@ void *const recv_nodes[MAXCHAIN] = {&rwr[0], &rwr[1], &rwr[2], &rwr[3], &rwr[4],
 
 void took(int owner, const struct shift_wc *wc, int n, int check_ids)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        fz_note("completion owner %d wr %llu status %d opcode %d", owner,
+                (unsigned long long)wc[i].wr_id, wc[i].status, wc[i].opcode);
         check_completion(owner, &wc[i], check_ids);
+    }
 }

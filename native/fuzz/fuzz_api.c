@@ -82,7 +82,6 @@ static void teardown(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-extern int fz_trace;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -6,6 +6,7 @@
 #include "ops.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,7 +99,20 @@ static const struct {
     OP(op_fault),
 };
 
-int fz_trace; /* FZ_TRACE=1: print each step (for reading a crashing input) */
+int fz_trace;
+
+/* one line of the trace, indented as the step it belongs to */
+void fz_note(const char *fmt, ...)
+{
+    if (!fz_trace)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%*s  ", 2 * W->depth, "");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
 
 void run_op(void)
 {

@@ -152,6 +152,7 @@ static void set_path1(fz_fab *f, int link, int host, int up)
 {
     int r = link ? (up ? sn_link_up(f->h, 1) : sn_link_down(f->h, 1))
                  : (up ? sn_nic_recover(f->h, host, 1) : sn_nic_fail(f->h, host, 1));
+    fz_note("path 1 %s of host %d %s: %d", link ? "link" : "NIC", host, up ? "up" : "down", r);
     if (r == 1 && link)
         f->link[1] = up;
     else if (r == 1)
@@ -212,6 +213,8 @@ void settle_conn(fz_conn *c, int rounds, int timers)
             if (r > 0)
                 took(c->ep[h].owner, wc, r, c->ep[h].check_ids);
             r = shift_progress(c->ep[h].h);
+            if (r != SHIFT_STEP_NONE)
+                fz_note("host %d progress: step %d", h, r);
             FZ_CHECK(r >= SHIFT_STEP_NONE && r <= SHIFT_STEP_RELEASE, r, h);
             if (timers)
                 shift_sim_timeout(c->h, h, 1 + (i & 1));

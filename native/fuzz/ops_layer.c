@@ -22,6 +22,8 @@ void op_sim_connect(void)
     int r = shift_sim_connect(h, fz_u8(W->in) < 250 ? &a : NULL, c->live ? NULL : &out);
     if (r || c->live)
         return;
+    fz_note("connection %u: design %d, max_send_wr %u, max_recv_wr %u, flags %u", ci,
+            a.design, a.max_send_wr, a.max_recv_wr, a.flags);
     FZ_CHECK(fab_of(h) != NULL, r, 0);
     memset(c, 0, sizeof *c);
     c->h = out;

@@ -59,6 +59,13 @@ MUTANTS = [
            "    if (cq->owned) /* (its completions are the layer's: a poll here would steal "
            "them) */",
            "    if (0) /* seeded */"),
+    Mutant("fatal-err-qp-flushes",
+           "a QP already in ERR when its NIC dies in fatal error still flushes each later "
+           "post, which the layer, having read the event, flushes too: a duplicate",
+           "src/simnic_wire.c",
+           "        if (f->attr.device_fatal && qp->state != SHIFT_QPS_RESET) {",
+           "        if (f->attr.device_fatal && qp->state != SHIFT_QPS_RESET &&\n"
+           "            qp->state != SHIFT_QPS_ERR) {"),
     Mutant("negative-counter", "a negative (or any) new receive counter from the peer is taken",
            "src/failover.c",
            "    return m->count >= 0 && m->count >= e->peer_ctr &&\n"

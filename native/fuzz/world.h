@@ -118,6 +118,8 @@ extern void *const recv_nodes[MAXCHAIN];
 
 /* ops.c: one call of the API, chosen and argued by the input */
 void run_op(void);
+extern int fz_trace; /* FZ_TRACE=1: print each step and what it returned */
+void fz_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* checks.c */
 void check_world(void);

@@ -211,13 +211,13 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
     }
     for (int i = 0; i < n->nqp; i++) {
         sn_qp_s *qp = n->qps[i];
-        if (qp->state != SHIFT_QPS_ERR && qp->state != SHIFT_QPS_RESET) {
-            if (f->attr.device_fatal) { /* no flush: the device writes nothing more */
-                qp->state = SHIFT_QPS_ERR;
-                qp->silent = 1;
-            } else {
-                qp_to_err(qp);
-            }
+        if (f->attr.device_fatal && qp->state != SHIFT_QPS_RESET) {
+            /* no flush: the device writes nothing more - not even the flush of a post
+             * to a QP already in error (its event tells every reader the same) */
+            qp->state = SHIFT_QPS_ERR;
+            qp->silent = 1;
+        } else if (qp->state != SHIFT_QPS_ERR && qp->state != SHIFT_QPS_RESET) {
+            qp_to_err(qp);
         }
         /* the responder state lives in the NIC and dies with it */
         qp->epsn = 0;

@@ -291,6 +291,14 @@ static void test_raw_device_fatal(void)
     CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
     sn_pump(r.f, 1000);
     CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == SHIFT_WC_SUCCESS);
+    /* a QP in ERR when its NIC dies (it flushed its posts till then) falls silent too */
+    CHECK(sn_modify_qp(r.qp[0], &qa, SN_QP_STATE) == 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == SHIFT_WC_WR_FLUSH_ERR);
+    CHECK(sn_nic_fail(r.f, 0, 1) == 1);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(poll1(r.cq[0], &wc) == 0);
+    CHECK(sn_async_event(r.f, 0, 1, &ev) == 1 && ev == SN_ASYNC_DEVICE_FATAL);
     sn_fabric_destroy(r.f);
     struct sn_fabric_attr bad = {.retry_cnt = 1, .device_fatal = 2};
     sn_fabric f;
