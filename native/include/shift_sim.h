@@ -56,10 +56,11 @@ enum shift_backend_op {
     SHIFT_OP_CTL_SEND = 8,
     SHIFT_OP_SQ_PENDING = 9,
     SHIFT_OP_QUERY_PAIR = 10,
-    SHIFT_OP_COUNT = 11
+    SHIFT_OP_ASYNC_EVENT = 11,
+    SHIFT_OP_COUNT = 12
 };
 /* Fault injection at the backend: host's endpoint's call of op after `after` more
- * calls of it fails with err (a positive errno; poll_cq and sq_pending return -err)
+ * calls of it fails with err (a positive errno; poll_cq, sq_pending and async_event return -err)
  * without acting; err 0 cancels. One pending fault per host and op. (Creating and
  * destroying QPs and dereg are not injected: teardown has no error to report.) */
 int shift_sim_fail_op(shift_conn c, int host, int op, uint32_t after, int err);

@@ -363,8 +363,8 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
             return err;
         direct_sync(e, notes); /* the query brings the count up to date */
         info->sends_completed = e->st.sends_completed;
-        if (is_req(e))
-            out = sq_out;
+        if (is_req(e)) /* (a silent QP the layer took over: its flushes still owed) */
+            out = e->silent[1] == SILENT_ACTIVE ? silent_sends_owed(e, 1) : sq_out;
     }
     if (is_req(e) && !e->direct)
         for (uint64_t s = e->phead; s < e->ptail; s++) {

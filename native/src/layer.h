@@ -351,6 +351,7 @@ INTERNAL void silent_send(ep_s *e, int path, pend_t *p, const struct shift_send_
 INTERNAL void silent_recv(ep_s *e, int path, rpend_t *r);
 INTERNAL int silent_now(ep_s *e, int path);
 INTERNAL void silent_reset(ep_s *e, int path);
+INTERNAL uint64_t silent_sends_owed(const ep_s *e, int path);
 /* a fail-back's stale receives leave the backup QP once no send of this side is there */
 INTERNAL void stale_rq2_check(ep_s *e);
 /* endpoint.c: the backup NIC's key of a default NIC's key: the peer's rkey, its own

@@ -173,6 +173,17 @@ int silent_now(ep_s *e, int path)
     return e->silent[path];
 }
 
+/* The send completions path's fq still owes the application. Once the layer has taken
+ * a silent QP over, these are its outstanding sends: its send queue keeps the WRs (no
+ * completion of the device's will cover them), but each one's flush was owed once. */
+uint64_t silent_sends_owed(const ep_s *e, int path)
+{
+    uint64_t n = 0;
+    for (uint64_t s = e->fqhead[path]; s < e->fqtail[path]; s++)
+        n += !(e->fq[path][s & e->fqmask].opcode & SHIFT_WC_RECV);
+    return n;
+}
+
 /* poll_backend on a silent path whose CQ has nothing more: up to n of fq's entries
  * (or, if its QP was reset meanwhile, the CQ's). */
 int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc)

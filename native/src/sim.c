@@ -232,12 +232,14 @@ static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
     return err ? err : sn__ctl_send(qp, msg, len);
 }
 
-/* One event of qp's NIC this endpoint has not read (not injected: shift_sim_fail_op's
- * ops are the fuzzer's input alphabet). */
+/* One event of qp's NIC this endpoint has not read. An injected fault reads none: the
+ * event waits for the next call. */
 static int b_async_event(void *c, void *qp, int *event)
 {
     sim_ctx *x = c;
-    int nic = ((sn_qp_s *)qp)->nic;
+    int nic = ((sn_qp_s *)qp)->nic, err = fault(c, SHIFT_OP_ASYNC_EVENT);
+    if (err)
+        return -err;
     if (!event || nic < 1 || nic > 2)
         return -EINVAL;
     return sn__async_event(&x->f->host[x->host].nic[nic], &x->fatal_read[nic], event);

@@ -2092,6 +2092,9 @@ static void fi_settle(fi_t *F, int timers)
         }
         for (int h = 0; !moved && timers && h < 2; h++)
             for (int p = 1; p <= 2; p++) {
+                r = shift_async_event(L->ep[h], p); /* (a dead NIC's only word, if fatal) */
+                FI_CHECK(F, fi_count(r, 1));
+                moved |= r > 0;
                 r = shift_sim_timeout(L->c, h, p);
                 FI_CHECK(F, fi_count(r, 1));
                 moved |= r > 0;
@@ -2104,15 +2107,16 @@ static void fi_settle(fi_t *F, int timers)
 
 static const char *const fi_op_names[SHIFT_OP_COUNT] = {
     "modify_qp", "query_qp", "reset_qp", "post_send", "post_recv", "ring",
-    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "query_pair"};
+    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "query_pair", "async_event"};
 
-/* the scenario; a fault on (host, op) at call index k if op >= 0 */
-static void fi_run(fi_t *F, unsigned flags, int host, int op, uint32_t k, int err,
+/* the scenario; a fault on (host, op) at call index k if op >= 0; with fatal, the NIC
+ * dies as a device in fatal error (no completions, an event the layer reads) */
+static void fi_run(fi_t *F, unsigned flags, int fatal, int host, int op, uint32_t k, int err,
                    uint64_t calls[2][SHIFT_OP_COUNT])
 {
     lay_t *L = &F->L;
     memset(F, 0, sizeof *F);
-    struct sn_fabric_attr a = {.retry_cnt = 1, .rnr_retry = 7};
+    struct sn_fabric_attr a = {.retry_cnt = 1, .rnr_retry = 7, .device_fatal = fatal};
     CHECK(sn_fabric_create(&a, &L->f) == 0);
     struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 2, flags};
     CHECK(shift_sim_connect(L->f, &ca, &L->c) == 0);
@@ -2185,22 +2189,23 @@ static void fi_run(fi_t *F, unsigned flags, int host, int op, uint32_t k, int er
 
 
 /* returns the number of (op, call) combinations run */
-static int test_backend_faults(unsigned flags, int err)
+static int test_backend_faults(unsigned flags, int fatal, int err)
 {
     static fi_t F; /* (large: not on the stack) */
     uint64_t calls[2][SHIFT_OP_COUNT];
-    fi_run(&F, flags, 0, -1, 0, 0, calls);
+    fi_run(&F, flags, fatal, 0, -1, 0, 0, calls);
     CHECK(!F.bad);
+    CHECK(calls[0][SHIFT_OP_ASYNC_EVENT] > 0); /* (every op is reached) */
     int runs = 0;
     for (int h = 0; h < 2; h++)
         for (int op = 0; op < SHIFT_OP_COUNT; op++)
             for (uint32_t k = 0; k < calls[h][op]; k++) {
-                fi_run(&F, flags, h, op, k, err, NULL);
+                fi_run(&F, flags, fatal, h, op, k, err, NULL);
                 runs++;
                 if (F.bad) {
                     failures++;
-                    fprintf(stderr, "  backend fault: flags %u host %d %s call %u err %d\n",
-                            flags, h, fi_op_names[op], k, err);
+                    fprintf(stderr, "  backend fault: flags %u%s host %d %s call %u err %d\n",
+                            flags, fatal ? " fatal" : "", h, fi_op_names[op], k, err);
                 }
                 checks++;
             }
@@ -2698,10 +2703,11 @@ int main(void)
     {
         static const unsigned fl[] = {0, SHIFT_EP_COPY_POSTS, SHIFT_EP_WIRE_PROBE};
         int runs = 0, f0 = failures;
-        for (int i = 0; i < 3; i++) {
-            runs += test_backend_faults(fl[i], EIO);    /* a path's error to a post */
-            runs += test_backend_faults(fl[i], ENOMEM); /* the application's */
-        }
+        for (int i = 0; i < 3; i++)
+            for (int fatal = 0; fatal < 2; fatal++) {
+                runs += test_backend_faults(fl[i], fatal, EIO);    /* a path's error */
+                runs += test_backend_faults(fl[i], fatal, ENOMEM); /* the application's */
+            }
         fprintf(stderr, "backend faults: %d runs (host x op x call), %d failed\n", runs,
                 failures - f0);
     }
