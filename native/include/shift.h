@@ -320,7 +320,10 @@ int shift_post_recv(shift_ep ep, struct shift_recv_wr *wr, struct shift_recv_wr 
 /* Up to n completions for the application (>= 0) or -errno. */
 int shift_poll_cq(shift_ep ep, int n, struct shift_wc *wc);
 /* One PollCq event: 1 and *wc if the application took a completion; 0 if none was
- * there; 2 if an error completion on the default QP started a failover instead. */
+ * there; 2 if the layer took the completion instead: an error on the default QP that
+ * started a failover (or an application's error, held with the completions behind
+ * it), or the completion of a kept notification's replayed copy (ShiftCounted: the
+ * application had its success), dropped. */
 int shift_poll_step(shift_ep ep, struct shift_wc *wc);
 /* One step of background work: enum shift_step (0: nothing to do), or -errno. */
 int shift_progress(shift_ep ep);

@@ -594,6 +594,8 @@ COLD_PATH static int poll_step(ep_s *e, struct shift_wc *out)
             apperr = 1;
         }
         int r = take_one(e, path, &wc, out);
+        if (r == 0 && wc.wr_id == KEPT_ID)
+            return 2; /* spec: PollCq drops a resent WR's CQE, and that is its step */
         if (apperr && r == 1) {
             buf_push(e, out);
             r = 2;

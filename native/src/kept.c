@@ -74,8 +74,9 @@ uint64_t kept_replay(ep_s *e)
 }
 
 /* Send completions polled off the backup QP's CQ (wc[0..n)): a kept record's says that
- * copy left the QP. */
-void kept_polled(ep_s *e, const struct shift_wc *wc, int n)
+ * copy left the QP, and is marked KEPT_ID: the poll that takes it drops it, and that is
+ * the poll's whole step, as the spec's PollCq drops a resent WR's CQE. */
+void kept_polled(ep_s *e, struct shift_wc *wc, int n)
 {
     for (int i = 0; i < n; i++) {
         if (wc[i].opcode & SHIFT_WC_RECV)
@@ -85,6 +86,7 @@ void kept_polled(ep_s *e, const struct shift_wc *wc, int n)
             if (k->rec.wr.wr_id == wc[i].wr_id && k->inflight) {
                 k->inflight--;
                 e->resent_inflight--;
+                wc[i].wr_id = KEPT_ID;
                 break;
             }
         }

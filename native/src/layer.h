@@ -18,6 +18,7 @@ enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4,
 enum { SILENT_NO = 0, SILENT_DRAIN = 1, SILENT_ACTIVE = 2 };
 enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2, CTL_APP_ERROR = 3 };
 #define PROBE_ID UINT64_MAX
+#define KEPT_ID (UINT64_MAX - 1) /* a kept copy's completion, once polled (kept_polled) */
 #define MAX_WR 16384u
 
 typedef struct {
@@ -230,7 +231,7 @@ static inline int polls2(const ep_s *e)
 /* The backend's poll: up to n completions, or -errno. A count beyond n is not
  * believed (the layer reads no further than it asked). */
 INTERNAL int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc);
-INTERNAL void kept_polled(ep_s *e, const struct shift_wc *wc, int n);
+INTERNAL void kept_polled(ep_s *e, struct shift_wc *wc, int n);
 static inline int poll_path(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     if (e->silent[path] == SILENT_ACTIVE)
