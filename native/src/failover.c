@@ -553,6 +553,16 @@ static int sends_on(const ep_s *e, int where)
     return 0;
 }
 
+/* Does a send WR of this endpoint wait on the default QP? In direct mode the QP's send
+ * queue holds them (an unreadable one: none known). */
+static int waits_on_default(ep_s *e)
+{
+    uint64_t out = 0, notes;
+    if (!e->direct)
+        return sends_on(e, W_DEFAULT);
+    return !backend_error(e, direct_count(e, &out, &notes)) && out > 0;
+}
+
 /* Take the receive WRs a fail-back notice moved to the default QP off the backup QP's
  * receive queue (spec: rq[h][2] = << >>). Verbs cannot unpost a receive: the backup QP
  * goes to ERR, the stale receives' flushes are dropped (their WRs are on the default QP
@@ -723,7 +733,7 @@ int shift_progress(shift_ep h)
 static int completion_timeout(ep_s *e)
 {
     if (!failover(e) || e->dead || e->send_mode != SHIFT_STATE_DEFAULT ||
-        !sends_on(e, W_DEFAULT))
+        !waits_on_default(e))
         return 0;
     trigger(e, SHIFT_WC_RETRY_EXC_ERR);
     return 1;

@@ -2484,6 +2484,32 @@ static int same_but_ctl(const struct shift_ep_info *a, const struct shift_ep_inf
     return info_same(&x, b);
 }
 
+/* The completion timer (F8) sees a WR waiting on the default QP in direct mode too,
+ * where the WRs live in the QP's send queue, not in the layer's records (it fired from
+ * copied posts only: found by shift fuzz at large with RNR NAKs for ever). */
+static void test_completion_timer_sees_direct_posts(unsigned flags)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT_PREFIX, 1, flags);
+    CHECK(shift_timer(L.ep[0], 1) == 0); /* nothing waits */
+    struct shift_send_wr w;
+    memset(&w, 0, sizeof w);
+    w.wr_id = 7;
+    w.opcode = SHIFT_WR_RDMA_WRITE_WITH_IMM; /* B has no receive WR: it waits */
+    w.send_flags = SHIFT_SEND_SIGNALED;
+    w.num_sge = 1;
+    w.sg = (struct shift_sge){L.a_src, 8, L.k[0].lkey};
+    w.remote_addr = L.b_dst;
+    w.rkey = L.k[1].rkey;
+    CHECK(shift_post_send(L.ep[0], &w, NULL) == 0);
+    struct shift_ep_info a;
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.outstanding == 1);
+    CHECK(shift_timer(L.ep[0], 1) == 1);
+    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.send_state == SHIFT_STATE_FALLBACK &&
+          a.failovers == 1);
+    lay_close(&L);
+}
+
 /* (i) The first counter is lost: A's handshake timer resends it (same number, same
  * value), B takes it as new, and the failover completes. */
 static void test_ctl_first_counter_lost(void)
@@ -2715,6 +2741,8 @@ int main(void)
     test_ctl_input_random(SHIFT_DESIGN_SHIFT_PREFIX, SHIFT_EP_COPY_POSTS, 0x15c72, 30000);
     test_ctl_input_random(SHIFT_DESIGN_NAIVE_REPLAY, 0, 0x15c73, 20000);
     test_ctl_first_counter_lost();
+    test_completion_timer_sees_direct_posts(0);
+    test_completion_timer_sees_direct_posts(SHIFT_EP_COPY_POSTS);
     test_ctl_answer_lost();
     test_ctl_duplicates_ignored();
     test_ctl_failback_notice_lost(0);
