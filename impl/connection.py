@@ -406,7 +406,9 @@ class Connection:
 
     def poll_cq(self, host: str, *, check: bool = False) -> Completion | None:
         """PollCq(host): the application takes one completion (None if there is none, or
-        if an error on the default QP started a failover instead). With ``check``, an
+        if the layer took it: an error on the default QP that started a failover, or
+        ShiftCounted's replayed copy of a notification whose success the application
+        had). With ``check``, an
         error completion raises :class:`CompletionError` carrying it."""
         h = host_arg(host)
         bool_arg("check", check)
