@@ -227,8 +227,9 @@ void op_ep_step(void)
 }
 
 /* shift_async_event, and what its answer must be: -EINVAL for a bad handle or path; a
- * connection's endpoint (simnic does not fail) 1 only for a death of its NIC not yet
- * read, else 0; a lone one 0, 1 or the hostile backend's -errno */
+ * connection's endpoint 1 only for a death of its NIC not yet read, else 0, or the
+ * -errno of a fault injected at async_event (shift_sim_fail_op: then the events wait);
+ * a lone one 0, 1 or the hostile backend's -errno */
 void ep_async(shift_ep h, int path)
 {
     fz_ep *e = ep_of(h);
@@ -237,6 +238,8 @@ void ep_async(shift_ep h, int path)
         FZ_CHECK(r == -EINVAL, r, path);
     } else if (e->owner >= OWNER_LONE) {
         FZ_CHECK(r >= -4095 && r <= 1, r, path);
+    } else if (r < 0) {
+        FZ_CHECK(r >= -4095, r, path); /* (injected: nothing was read) */
     } else {
         FZ_CHECK(r == 0 || (r == 1 && e->events[path] > 0), r, e->events[path]);
         e->events[path] = 0; /* it read them all */
