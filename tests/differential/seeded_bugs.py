@@ -245,8 +245,8 @@ MUTANTS = (
            "receiver's owed receive WRs never complete",
            bounds=("fatal",)),
     Mutant("dead-device-flushes", "simnic_wire.c",
-           "            if (f->attr.device_fatal) { /* no flush: the device writes nothing more */",
-           "            if (0) { /* seeded: a device in fatal error flushes as a live one */",
+           "        if (f->attr.device_fatal && qp->state != SHIFT_QPS_RESET) {",
+           "        if (0) { /* seeded: a device in fatal error flushes as a live one */",
            "a NIC that dies in fatal error flushes its QPs as on a live device: the "
            "layer's own flushes come twice",
            bounds=("fatal",)),
