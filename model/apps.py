@@ -9,7 +9,7 @@ successor, or None when the event is not enabled; `h` is a host index (`HOST`).
 from __future__ import annotations
 
 from shift.model.config import Constants, DesignRecord
-from shift.model.layer import acked_with, app_error, app_fault, app_owned, trigger
+from shift.model.layer import acked_with, app_error, app_fault, app_owned, move_back, trigger
 from shift.model.state import (
     DEFAULT,
     ERROR,
@@ -172,9 +172,12 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
         return app_error(s, h) if app_fault(s, h) else trigger(s, h, d, c.status)
     s = see(s, h, c)._replace(cq=set_in(s.cq, h, p - 1, q[1:]))
     if c.recv > 0:
-        return s._replace(rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r != c.recv)),
-                          recvDone=s.recvDone if failed
-                          else set_at(s.recvDone, h, s.recvDone[h] + 1))
+        s = s._replace(rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r != c.recv)),
+                       recvDone=s.recvDone if failed
+                       else set_at(s.recvDone, h, s.recvDone[h] + 1))
+        # the last notification a waiting fail-back was owed: the receive side moves back
+        waits = s.failbackAt[h]
+        return move_back(s, h) if waits and s.recvDone[h] >= waits else s
     pending = (tuple(w for w in s.pending[h] if w != c.wr) if failed
                else tuple(w for w in s.pending[h] if w > c.wr))
     # only a success from the default path: a completion the backup path gave cannot have

@@ -34,6 +34,7 @@ from shift.model.state import (
     flushes_at_once,
     good_prefix,
     note_wr,
+    notes_before,
     notes_taken,
     path_healthy,
     peer,
@@ -208,6 +209,7 @@ def peer_app_error(s: State, h: int) -> State:
         pending=set_at(s.pending, h, ()), rpend=set_at(s.rpend, h, ()),
         recvDone=set_at(s.recvDone, h, s.recvDone[h] + taken),
         sendMode=set_at(s.sendMode, h, ERROR), recvMode=set_at(s.recvMode, h, DEFAULT),
+        failbackAt=set_at(s.failbackAt, h, 0),
         fence=set_at(s.fence, h, 0), asked=set_at(s.asked, h, False),
         peerFailed=set_at(s.peerFailed, h, True))
 
@@ -337,7 +339,7 @@ def release(s: State, h: int) -> State | None:
         return None
     wire = s.wire
     if s.nic[h][0] and s.qp[h][0] == RTS:
-        wire = push(s.link, wire, 0, h, Ctl("failback", 0))
+        wire = push(s.link, wire, 0, h, Ctl("failback", notes_before(s.program[h], s.fence[h])))
     return s._replace(wire=wire, sendMode=set_at(s.sendMode, h, DEFAULT),
                       fence=set_at(s.fence, h, 0), replayed=set_at(s.replayed, h, False))
 
@@ -382,26 +384,42 @@ def _take_counter(s: State, h: int, m: Ctl) -> State:
                       acked=set_at(s.acked, h, uncounted(s, h, m.count)),
                       asked=set_at(s.asked, h, False),
                       sentCtr=s.sentCtr if asked else set_at(s.sentCtr, h, False),
-                      peerSeq=set_at(s.peerSeq, h, m.seq))
+                      peerSeq=set_at(s.peerSeq, h, m.seq),
+                      failbackAt=set_at(s.failbackAt, h, 0))
 
 
-def _take_failback(s: State, h: int) -> State:
-    """The fail-back notice arrives at h's receive side: it holds the backup CQ's good
+def _take_failback(s: State, h: int, notes: int) -> State:
+    """The fail-back notice arrives at h's receive side: its sender posted `notes`
+    notifications before its fence, all executed here. If the backup CQ's written good
+    receive completions make up the rest of them, the receive side moves back at once
+    (`move_back`); else some of their completions are not yet in host memory
+    (AckBeforeCqe; F11), and it waits for them (failbackAt), taking them as they come
+    (`poll_cq`). A drain would not do: it moves the backup QP to the error state, which
+    h's own sends there do not survive."""
+    good = good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
+    if s.recvDone[h] + len(good) >= notes:
+        return move_back(s, h)
+    return s._replace(failbackAt=set_at(s.failbackAt, h, notes))
+
+
+def move_back(s: State, h: int) -> State:
+    """h's receive side moves back to the default path: it holds the backup CQ's good
     receive completions, drops its other receive CQEs, and reposts on the default QP every
-    receive WR its application is still owed. It drains the backup QP's receive side (as
-    ib_drain_rq): a live NIC writes what it made first (AckBeforeCqe; F11)."""
-    good = good_prefix(tuple(c for c in s.cq[h][1] + s.unwritten[h][1] if c.recv > 0))
+    receive WR its application is still owed. A receive side that waited (failbackAt)
+    moves only onto a default QP still ready to send; else it stays on the backup path."""
+    if s.failbackAt[h] and not (s.nic[h][0] and s.qp[h][0] == RTS):
+        return s._replace(failbackAt=set_at(s.failbackAt, h, 0))
+    good = good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
     recvs = {c.recv for c in good}
     on1 = s.rq[h][0]
     owed = tuple(r for r in s.rpend[h] if r not in recvs and r not in on1)
     return s._replace(
         rq=set_at(s.rq, h, (on1 + owed, ())),
         cq=set_in(s.cq, h, 1, tuple(c for c in s.cq[h][1] if c.recv == 0)),
-        unwritten=set_in(s.unwritten, h, 1, ()),
         buffered=set_at(s.buffered, h, s.buffered[h] + good),
         recvDone=set_at(s.recvDone, h, s.recvDone[h] + len(good)),
         rpend=set_at(s.rpend, h, tuple(r for r in s.rpend[h] if r not in recvs)),
-        recvMode=set_at(s.recvMode, h, DEFAULT))
+        recvMode=set_at(s.recvMode, h, DEFAULT), failbackAt=set_at(s.failbackAt, h, 0))
 
 
 def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
@@ -429,7 +447,7 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
     if takes and m.what == "apperr":
         return peer_app_error(s2, h)
     if takes and m.what == "failback" and s.recvMode[h] == FALLBACK:
-        return _take_failback(s2, h)
+        return _take_failback(s2, h, m.count)
     alive = s.nic[h][i] and s.qp[h][i] == RTS
     if alive and m.what == "counter" and own_app_error(s, h):
         return s2._replace(wire=tell_app_error(s, s2.wire, h))
@@ -460,7 +478,7 @@ def waits_for_ever(s: State, b: Constants, h: int) -> bool:
     return (b.rnr_nak and b.rnr_retry == RNR_FOREVER and s.qp[h][0] == RTS and una <= len(q)
             and s.program[h][q[una - 1] - 1].op in TWO_SIDED
             and not s.rq[o][0] and s.recvMode[o] != DEFAULT
-            and s.nic[o][0] and s.qp[o][0] == RTS
+            and s.nic[o][0] and s.qp[o][0] == RTS and not s.failbackAt[o]
             and not any(m.kind == "ctl" for m in s.wire[0][h]))
 
 

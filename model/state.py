@@ -164,6 +164,9 @@ class State(NamedTuple):
     buffered: tuple[tuple[Cqe, ...], tuple[Cqe, ...]]
     rpend: tuple[tuple[int, ...], tuple[int, ...]]
     recvDone: tuple[int, int]
+    # the notifications of the peer's the fail-back notice said came before its fence, while
+    # the receive side waits to have taken them all before it moves back; 0: none waits
+    failbackAt: tuple[int, int]
     sentCtr: tuple[bool, bool]
     peerCtr: tuple[int, int]
     fresh: tuple[bool, bool]
@@ -205,7 +208,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         bufs=((0,) * num_notes(b), (0,) * num_notes(a)),
         execs=((0,) * len(a), (0,) * len(b)), copies=0, queried=False,
         sendMode=(DEFAULT, DEFAULT), recvMode=(DEFAULT, DEFAULT), pending=two, buffered=two,
-        rpend=two, recvDone=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
+        rpend=two, recvDone=zeros, failbackAt=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
         fresh=(False, False), asked=(False, False), replayed=(False, False), fence=zeros,
         refused=(frozenset(), frozenset()), ctrSeq=zeros, ctrVal=zeros, peerSeq=zeros,
         peerFailed=(False, False), acked=two, resent=(frozenset(), frozenset()),

@@ -95,6 +95,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "buffered": _per_host(_cqes),
     "rpend": _per_host(list),
     "recvDone": _hosts,
+    "failbackAt": _hosts,
     "sentCtr": _hosts, "peerCtr": _hosts, "fresh": _hosts, "asked": _hosts,
     "replayed": _hosts,
     "fence": _hosts,

@@ -103,7 +103,7 @@ PostSend(h) ==
     /\ event' = << "PostSend", h, posted[h] + 1 >>
     /\ UNCHANGED << program, recvPosted, sndSeen, rcvSeen, stores, stored, una, nxt, retry, rnrLeft,
                     responderVars, qp, unwritten, fatal, wire, faultVars, historyVars, recvMode,
-                    buffered, rpend, recvDone, sentCtr, peerCtr, fresh, asked, replayed,
+                    buffered, rpend, recvDone, failbackAt, sentCtr, peerCtr, fresh, asked, replayed,
                     refused, seqVars, noteVars >>
 
 \* Post receive WR r on host h's QP of path p; a QP in the error state flushes it
@@ -130,7 +130,7 @@ PostRecv(h) ==
     /\ event' = << "PostRecv", h, recvPosted[h] + 1 >>
     /\ UNCHANGED << program, posted, sndSeen, rcvSeen, stores, stored, requesterVars, epsn,
                     saved, qp, unwritten, fatal, wire, faultVars, historyVars, sendMode, recvMode, pending,
-                    buffered, recvDone, sentCtr, peerCtr, fresh, asked, replayed, fence,
+                    buffered, recvDone, failbackAt, sentCtr, peerCtr, fresh, asked, replayed, fence,
                     refused, seqVars, noteVars >>
 
 \* Host h's application makes its next store into its own memory, once it took
@@ -246,7 +246,7 @@ Trigger(h, D, status) ==
                 /\ recvMode' = [recvMode EXCEPT ![h] = "Moving"]
            ELSE UNCHANGED << rq, recvDone, rpend, recvMode >>
         /\ sentCtr' = [sentCtr EXCEPT ![h] = FALSE]
-        /\ UNCHANGED resent
+        /\ UNCHANGED << resent, failbackAt >>
 
 (***************************************************************************)
 (* What failed host h's default QP: the status of the first CQE of its   *)
@@ -293,7 +293,7 @@ AppError(h) ==
         /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
         /\ wire' = TellAppError(wire, h)
         /\ UNCHANGED << sq, qp, unwritten, fatal, rq, sndSeen, rcvSeen, refused, recvMode, sentCtr,
-                        replayed, fence, noteVars >>
+                        replayed, fence, noteVars, failbackAt >>
 
 (***************************************************************************)
 (* Host h's QP pair is its application's: the layer handed it an error  *)
@@ -309,6 +309,34 @@ AppError(h) ==
 (***************************************************************************)
 OwnAppError(h) == \E c \in Range(sndSeen[h]) \cup Range(buffered[h]) : c.status \in AppErrors
 AppOwned(h) == OwnAppError(h) \/ peerFailed[h]
+
+(***************************************************************************)
+(* Host h's receive side moves back to the default path (the peer failed *)
+(* back), given its CQs hc, its receive counter done and the receive WRs *)
+(* it is owed as they are: it holds the backup CQ's good receive          *)
+(* completions, drops its other receive CQEs, and reposts on the default *)
+(* QP every receive WR its application is still owed. It moves at the    *)
+(* peer's notice, or at the poll that takes the last notification the    *)
+(* notice said came before the peer's fence (failbackAt: F11). One that  *)
+(* waited moves only onto a default QP still ready to send; else it      *)
+(* stays on the backup path.                                              *)
+(* Model: layer.move_back. C: take_failback.                              *)
+(***************************************************************************)
+MoveBack(h, hc, done, owed) ==
+    LET good == GoodPrefix(SelectSeq(hc[2], IsRecv))
+    IN  /\ failbackAt' = [failbackAt EXCEPT ![h] = 0]
+        /\ IF failbackAt[h] # 0 /\ ~(nic[h][1] /\ qp[h][1] = "RTS")
+           THEN /\ cq' = [cq EXCEPT ![h] = hc]
+                /\ recvDone' = [recvDone EXCEPT ![h] = done]
+                /\ rpend' = [rpend EXCEPT ![h] = owed]
+                /\ UNCHANGED << rq, buffered, recvMode >>
+           ELSE /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(owed, Recvs(good) \cup Range(@)),
+                                    ![h][2] = << >>]
+                /\ cq' = [cq EXCEPT ![h] = [hc EXCEPT ![2] = SelectSeq(@, LAMBDA e : ~IsRecv(e))]]
+                /\ buffered' = [buffered EXCEPT ![h] = @ \o good]
+                /\ recvDone' = [recvDone EXCEPT ![h] = done + Len(good)]
+                /\ rpend' = [rpend EXCEPT ![h] = Without(owed, Recvs(good))]
+                /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
 
 (***************************************************************************)
 (* The application polls; the layer answers from the completions it      *)
@@ -328,7 +356,7 @@ PollCq(h, D) ==
        THEN /\ See(h, Head(buffered[h]))
             /\ buffered' = [buffered EXCEPT ![h] = Tail(@)]
             /\ UNCHANGED << sq, qpVars, rq, wire, sendMode, recvMode, pending, refused, rpend,
-                            recvDone, sentCtr, replayed, fence, noteVars >>
+                            recvDone, failbackAt, sentCtr, replayed, fence, noteVars >>
        ELSE LET p == PollPath(h)
                 c == Head(cq[h][p])
             IN  /\ p = 1 => Polls1(h)
@@ -338,22 +366,30 @@ PollCq(h, D) ==
                         /\ resent' = [resent EXCEPT ![h] = @ \ {c.wr}]
                         /\ UNCHANGED << sq, qp, unwritten, fatal, rq, wire, buffered, refused, recvMode,
                                         sentCtr, replayed, fence, sndSeen, rcvSeen, rpend,
-                                        recvDone, pending, sendMode, acked >>
+                                        recvDone, failbackAt, pending, sendMode, acked >>
                    ELSE IF c.status # "SUCCESS" /\ D.failover /\ p = 1 /\ ~AppOwned(h)
                    THEN IF FirstFault(h) \in AppErrors
                         THEN AppError(h)
                         ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen, wire >>
-                   ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
-                        /\ See(h, c)
-                        /\ UNCHANGED << sq, qp, unwritten, fatal, rq, wire, buffered, refused, recvMode,
-                                        sentCtr, replayed, fence, resent >>
+                   ELSE /\ See(h, c)
+                        /\ UNCHANGED << sq, qp, unwritten, fatal, wire, refused, sentCtr, replayed,
+                                        fence, resent >>
                         /\ IF IsRecv(c)
-                           THEN /\ rpend' = [rpend EXCEPT ![h] = Without(@, {c.recv})]
-                                /\ recvDone' = IF c.status = "SUCCESS"
-                                               THEN [recvDone EXCEPT ![h] = @ + 1]
-                                               ELSE recvDone
-                                /\ UNCHANGED << pending, sendMode, acked >>
-                           ELSE /\ pending' = [pending EXCEPT ![h] =
+                           THEN LET hc   == [cq[h] EXCEPT ![p] = Tail(@)]
+                                    done == IF c.status = "SUCCESS" THEN recvDone[h] + 1
+                                            ELSE recvDone[h]
+                                    owed == Without(rpend[h], {c.recv})
+                                IN  /\ UNCHANGED << pending, sendMode, acked >>
+                                    \* the last notification a waiting fail-back was owed
+                                    /\ IF failbackAt[h] # 0 /\ done >= failbackAt[h]
+                                       THEN MoveBack(h, hc, done, owed)
+                                       ELSE /\ cq' = [cq EXCEPT ![h] = hc]
+                                            /\ rpend' = [rpend EXCEPT ![h] = owed]
+                                            /\ recvDone' = [recvDone EXCEPT ![h] = done]
+                                            /\ UNCHANGED << rq, buffered, recvMode, failbackAt >>
+                           ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
+                                /\ UNCHANGED << rq, buffered, recvMode, failbackAt >>
+                                /\ pending' = [pending EXCEPT ![h] =
                                                  IF c.status = "SUCCESS"
                                                  THEN SelectSeq(@, LAMBDA x : x > c.wr)
                                                  ELSE Without(@, {c.wr})]
@@ -414,8 +450,9 @@ Handshake(h) ==
     /\ asked' = [asked EXCEPT ![h] = ~fresh[h]]
     /\ fresh' = [fresh EXCEPT ![h] = @ /\ sendMode[h] = "Fallback" /\ ~replayed[h]]
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << sq, qp, unwritten, fatal, queried, sendMode, pending, buffered, rpend, recvDone,
-                    peerCtr, replayed, fence, refused, peerSeq, peerFailed, noteVars >>
+    /\ UNCHANGED << sq, qp, unwritten, fatal, queried, sendMode, pending, buffered, rpend,
+                    recvDone, failbackAt, peerCtr, replayed, fence, refused, peerSeq, peerFailed,
+                    noteVars >>
 
 (***************************************************************************)
 (* The replay filters, one per design (D.skip): is host h's outstanding  *)
@@ -474,8 +511,8 @@ Replay(h, D) ==
     /\ fresh' = [fresh EXCEPT ![h] = FALSE]
     /\ queried' = (queried \/ D.readsResponder)
     /\ UNCHANGED PsnState
-    /\ UNCHANGED << rq, qp, unwritten, fatal, wire, sendMode, recvMode, rpend, recvDone, sentCtr,
-                    peerCtr, asked, fence, refused, seqVars >>
+    /\ UNCHANGED << rq, qp, unwritten, fatal, wire, sendMode, recvMode, rpend, recvDone,
+                    failbackAt, sentCtr, peerCtr, asked, fence, refused, seqVars >>
 
 \* Step 4a: the default path is healthy again; reconnect its QP pair (both ends
 \* start afresh) unless the peer did, and probe it; then wait for the fence. A
@@ -505,25 +542,26 @@ Reconnect(h, D) ==
             /\ epsn' = [x \in Hosts |-> [epsn[x] EXCEPT ![1] = 1]]
             /\ saved' = [x \in Hosts |-> [saved[x] EXCEPT ![1] = {}]]
     /\ sendMode' = [sendMode EXCEPT ![h] = "WaitSignaled"]
-    /\ UNCHANGED << queried, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                    fresh, asked, replayed, fence, refused, seqVars, noteVars >>
+    /\ UNCHANGED << queried, recvMode, pending, buffered, rpend, recvDone, failbackAt, sentCtr,
+                    peerCtr, fresh, asked, replayed, fence, refused, seqVars, noteVars >>
 
 \* Step 4b: the fence completed on the backup path, so every WR before it did:
-\* notify the peer on the default path alone and release the held WRs.
+\* notify the peer on the default path alone, with how many notifications came
+\* before the fence (all executed), and release the held WRs.
 \* Model: layer.release. C: release (once fence_done).
 Release(h) ==
     /\ sendMode[h] = "WaitDrained" /\ fence[h] \notin Range(pending[h]) /\ ~fresh[h]
     \* A dead NIC sends nothing: the notice is lost with it.
     /\ wire' = IF nic[h][1] /\ qp[h][1] = "RTS"
-               THEN Send(1, From(h), [kind |-> "ctl", what |-> "failback", count |-> 0, seq |-> 0,
-                                      ask |-> FALSE])
+               THEN Send(1, From(h), [kind |-> "ctl", what |-> "failback", seq |-> 0, ask |-> FALSE,
+                                      count |-> NotesBefore(program[h], fence[h])])
                ELSE wire
     /\ sendMode' = [sendMode EXCEPT ![h] = "Default"]
     /\ fence' = [fence EXCEPT ![h] = 0]
     /\ replayed' = [replayed EXCEPT ![h] = FALSE]
     /\ UNCHANGED PsnState
     /\ UNCHANGED << sq, rq, qpVars, queried, recvMode, pending, buffered, rpend, recvDone,
-                    sentCtr, peerCtr, fresh, asked, refused, seqVars, noteVars >>
+                    failbackAt, sentCtr, peerCtr, fresh, asked, refused, seqVars, noteVars >>
 
 (***************************************************************************)
 (* One step of the layer's background work on host h: woken by a counter *)
@@ -579,6 +617,7 @@ PeerAppError(h) ==
         /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(taken)]
         /\ sendMode' = [sendMode EXCEPT ![h] = "Error"]
         /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
+        /\ failbackAt' = [failbackAt EXCEPT ![h] = 0]
         /\ fence' = [fence EXCEPT ![h] = 0]
         /\ asked' = [asked EXCEPT ![h] = FALSE]
         /\ peerFailed' = [peerFailed EXCEPT ![h] = TRUE]
@@ -589,9 +628,11 @@ PeerAppError(h) ==
 (* a failover, which h answers. The last one again (the peer's timer    *)
 (* resent it): if it asks and h has sent its counter, h resends its own *)
 (* (its answer may have been lost); else nothing. An older one: nothing. *)
-(* The fail-back notice: h's receive side holds the backup CQ's good     *)
-(* receive completions, drops its other receive CQEs, and reposts on the *)
-(* default QP every receive WR its application is still owed. The      *)
+(* The fail-back notice, which counts the notifications its sender      *)
+(* posted before its fence: if h's counter and the backup CQ's good      *)
+(* receive completions make them up, h's receive side moves back at once *)
+(* (MoveBack); else the completions of some are not yet in host memory  *)
+(* (AckBeforeCqe) and it waits for them (failbackAt; F11). The          *)
 (* peer's word that its application failed the QP pair: PeerAppError. A  *)
 (* host whose QP pair is its application's (AppOwned) takes nothing; if  *)
 (* its own application's error is why, it answers a counter with that    *)
@@ -607,9 +648,8 @@ DeliverControl(p, d) ==
            h      == To(d)
            alive  == nic[h][p] /\ qp[h][p] = "RTS"
            takes  == alive /\ ~AppOwned(h)
-           \* the backup QP's receive side drained (ib_drain_rq): a live NIC writes
-           \* what it made first (AckBeforeCqe; F11)
-           good   == GoodPrefix(SelectSeq(cq[h][2] \o unwritten[h][2], IsRecv))
+           \* what the backup CQ holds of the notifications the notice counts
+           good   == GoodPrefix(SelectSeq(cq[h][2], IsRecv))
            rest   == [wire EXCEPT ![p][d] = Tail(@)]
        IN  IF takes /\ m.what = "apperr"
            THEN /\ PeerAppError(h)
@@ -626,26 +666,27 @@ DeliverControl(p, d) ==
                         /\ wire' = rest
                         \* notifications the counter covers need no replay (D.keepNotes)
                         /\ acked' = [acked EXCEPT ![h] = Uncounted(h, m.count)]
+                        \* the peer fails over again: the fail-back it announced is over
+                        /\ failbackAt' = [failbackAt EXCEPT ![h] = 0]
                         /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone,
                                         resent >>
                    ELSE IF takes /\ m.what = "counter" /\ m.seq = peerSeq[h] /\ m.ask /\ sentCtr[h]
                    THEN /\ wire' = Resend(rest, h, asked[h])
-                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone, sentCtr,
+                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone,
+                                        failbackAt, sentCtr,
                                         peerCtr, fresh, asked, peerSeq, noteVars >>
                    ELSE IF takes /\ m.what = "failback" /\ recvMode[h] = "Fallback"
-                   THEN /\ rq' = [rq EXCEPT ![h][1] = @ \o Without(rpend[h], Recvs(good) \cup Range(@)),
-                                            ![h][2] = << >>]
-                        /\ cq' = [cq EXCEPT ![h][2] = SelectSeq(@, LAMBDA e : ~IsRecv(e))]
-                        /\ unwritten' = [unwritten EXCEPT ![h][2] = << >>]
-                        /\ buffered' = [buffered EXCEPT ![h] = @ \o good]
-                        /\ recvDone' = [recvDone EXCEPT ![h] = @ + Len(good)]
-                        /\ rpend' = [rpend EXCEPT ![h] = Without(@, Recvs(good))]
-                        /\ recvMode' = [recvMode EXCEPT ![h] = "Default"]
+                   THEN /\ IF recvDone[h] + Len(good) >= m.count
+                           THEN MoveBack(h, cq[h], recvDone[h], rpend[h])
+                           ELSE /\ failbackAt' = [failbackAt EXCEPT ![h] = m.count]
+                                /\ UNCHANGED << rq, cq, buffered, recvDone, rpend, recvMode >>
                         /\ wire' = rest
-                        /\ UNCHANGED << sentCtr, peerCtr, fresh, asked, peerSeq, noteVars >>
+                        /\ UNCHANGED << unwritten, sentCtr, peerCtr, fresh, asked, peerSeq,
+                                        noteVars >>
                    ELSE /\ wire' = IF alive /\ OwnAppError(h) /\ m.what = "counter"
                                     THEN TellAppError(rest, h) ELSE rest
-                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone, sentCtr,
+                        /\ UNCHANGED << rq, cq, unwritten, recvMode, buffered, rpend, recvDone,
+                                        failbackAt, sentCtr,
                                         peerCtr, fresh, asked, peerSeq, noteVars >>
                 /\ UNCHANGED << qp, fatal, sendMode, pending, fence, peerFailed >>
     /\ event' = << "Deliver", p, d >>
@@ -685,7 +726,7 @@ WaitsForEver(h) ==
     /\ qp[h][1] = "RTS" /\ una[h][1] <= Len(sq[h][1])
     /\ program[h][sq[h][1][una[h][1]]].op \in TwoSided
     /\ rq[Peer(h)][1] = << >> /\ recvMode[Peer(h)] # "Default"
-    /\ nic[Peer(h)][1] /\ qp[Peer(h)][1] = "RTS"
+    /\ nic[Peer(h)][1] /\ qp[Peer(h)][1] = "RTS" /\ failbackAt[Peer(h)] = 0
     /\ \A i \in DOMAIN wire[1][From(h)] : wire[1][From(h)][i].kind # "ctl"
 
 (***************************************************************************)
@@ -770,6 +811,7 @@ Init ==
     /\ sendMode = [h \in Hosts |-> "Default"] /\ recvMode = [h \in Hosts |-> "Default"]
     /\ pending = [h \in Hosts |-> << >>] /\ buffered = [h \in Hosts |-> << >>]
     /\ rpend = [h \in Hosts |-> << >>] /\ recvDone = [h \in Hosts |-> 0]
+    /\ failbackAt = [h \in Hosts |-> 0]
     /\ sentCtr = [h \in Hosts |-> FALSE] /\ peerCtr = [h \in Hosts |-> -1]
     /\ fresh = [h \in Hosts |-> FALSE] /\ asked = [h \in Hosts |-> FALSE]
     /\ replayed = [h \in Hosts |-> FALSE]

@@ -206,6 +206,8 @@ VARIABLES
     buffered,    \* per host: completions held for the application
     rpend,       \* per host: receive WRs posted and not yet completed, in post order
     recvDone,    \* per host: receive completions its layer has taken (its counter)
+    failbackAt,  \* per host: the counter its receive side waits to reach before it moves
+                 \* back (the peer's fail-back notice came first: F11), 0 when none waits
     sentCtr,     \* per host: has it sent its counter since it last entered Fallback?
     peerCtr,     \* per host: the last counter the peer sent, -1 before the first
     fresh,       \* per host: has that counter arrived since the host last used it?
@@ -229,14 +231,15 @@ seqVars == << ctrSeq, ctrVal, peerSeq, peerFailed >>
 \* The notifications a peer's NIC ACKed and its layer may not have counted (F7).
 noteVars == << acked, resent >>
 
-layerVars == << sendMode, recvMode, pending, buffered, rpend, recvDone, sentCtr, peerCtr,
-                fresh, asked, replayed, fence, refused, seqVars, noteVars >>
+layerVars == << sendMode, recvMode, pending, buffered, rpend, recvDone, failbackAt, sentCtr,
+                peerCtr, fresh, asked, replayed, fence, refused, seqVars, noteVars >>
 
 LayerTypeOK ==
     /\ sendMode \in [Hosts -> SendModes]
     /\ recvMode \in [Hosts -> RecvModes]
     /\ buffered \in [Hosts -> Seq(Cqes)]
     /\ recvDone \in [Hosts -> Nat]
+    /\ failbackAt \in [Hosts -> Nat]
     /\ sentCtr \in [Hosts -> BOOLEAN]
     /\ peerCtr \in [Hosts -> {-1} \cup Nat]
     /\ fresh \in [Hosts -> BOOLEAN]

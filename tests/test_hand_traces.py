@@ -373,21 +373,27 @@ def test_f9_a_success_from_the_backup_path_is_not_kept() -> None:
 F11 = "f11_failback_reposts_an_unwritten_receive"
 
 
-def test_f11_the_failback_takes_the_completion_the_backup_nic_had_not_written() -> None:
+def test_f11_the_failback_waits_for_the_completion_the_backup_nic_had_not_written() -> None:
     """At faithful B's backup NIC ACKs SEND #1 (the fail-back's fence) before writing its
-    receive completion; the fail-back notice drains B's backup receive side first, so
-    receive WR 1 is taken, not reposted: SEND #2 lands in receive WR 2 (before F11's fix,
-    in the reposted receive WR 1: NotificationIntegrity). ShiftCounted in the model and
-    the C core, and ShiftPrefix too: the two sides agree at every step."""
+    receive completion. A's fail-back notice says one notification came before its fence;
+    B has taken none, so its receive side waits on the backup path (failbackAt): SEND #2
+    on the default path is RNR-NAKed, the NIC writes SEND #1's completion, B's poll takes
+    it and moves back, and the retransmitted SEND #2 lands in receive WR 2 (before F11's
+    fix, in receive WR 1 reposted: NotificationIntegrity). No drain: B's own sends on its
+    backup QP would not survive one. ShiftCounted and ShiftPrefix, in the model and the C
+    core: the two sides agree at every step."""
     events = load_trace(TRACES / f"{F11}.jsonl")
     states = Model.load("ShiftCounted", "faithful").run(events)
     assert not any(broken(states))
-    notice = next(k for k, s in enumerate(states) if k and s.recvMode[1] == "Default"
-                  and states[k - 1].recvMode[1] == "Fallback")
-    assert states[notice - 1].unwritten[1][1] and not states[notice].unwritten[1][1]
-    assert states[notice].recvDone[1] == 1 and states[notice].rq[1][0] == (2,)
+    notice = next(k for k, s in enumerate(states) if s.failbackAt[1])
+    assert states[notice].failbackAt[1] == 1 and states[notice].recvMode[1] == "Fallback"
+    assert states[notice].unwritten[1][1] and states[notice].recvDone[1] == 0
+    assert any(m.kind == "rnr" for s in states[notice:] for m in s.wire[0][1])
+    back = next(k for k, s in enumerate(states) if k > notice and s.recvMode[1] == "Default")
+    assert states[back].recvDone[1] == 1 and states[back].rq[1][0] == (2,)
+    assert [(e.wr, e.recv) for e in states[-1].rcvSeen[1]] == [(1, 1), (2, 2)]
     for design in ("ShiftCounted", "ShiftPrefix"):
         model = Model.load(design, "faithful")
         run = run_trace(model, events)
         assert run.divergence is None and run.gap is None, report(model, run)
-        assert [(e.wr, e.recv) for e in run.states[-1].rcvSeen[1]] == [(1, 1)]
+        assert [(e.wr, e.recv) for e in run.states[-1].rcvSeen[1]] == [(1, 1), (2, 2)]

@@ -304,6 +304,7 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
         if (fence) {
             e->fence_seq = seq;
             e->fence_id = wr->wr_id;
+            e->fence_notes = e->notes_posted;
             e->has_fence = 1;
             e->send_mode = SHIFT_STATE_WAIT_DRAINED;
         }
@@ -465,6 +466,8 @@ static int take_recv(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
     else if (failover(e) && !e->dead && !path_error(wc->status))
         app_dies(e, path, wc->status); /* an application's error (a too short buffer, a bad key) */
     *out = *wc;
+    if (e->failback_at && e->recv_done >= e->failback_at)
+        move_back(e); /* the last notification a waiting fail-back was owed (F11) */
     return 1;
 }
 

@@ -271,6 +271,7 @@ static void take_app_error(ep_s *e)
     drain(e, 1, 1);
     drain(e, 2, 1);
     e->recv_mode = SHIFT_RECV_DEFAULT;
+    e->failback_at = 0;
     e->has_fence = 0;
     fail_all(e, SHIFT_WC_WR_FLUSH_ERR, 1);
     ep_event(e, SHIFT_EVENT_PEER_APP_ERROR, 2, SHIFT_WC_SUCCESS, 0);
@@ -500,12 +501,12 @@ static int fence_done(ep_s *e)
 }
 
 /* spec: Release(h). The fence completed on the backup path, so every WR before it did:
- * notify the peer on the default path alone (a dead path loses the notice, as the
- * spec's), then ring the default doorbell for the WRs held behind the fence. The
+ * notify the peer on the default path alone, with how many notifications came up to the
+ * fence (a dead path loses the notice, as the spec's), then ring the default doorbell for the WRs held behind the fence. The
  * counter exchange is kept: only a fresh counter of the peer starts the next failover. */
 static void release(ep_s *e)
 {
-    ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, 0, 0, 0};
+    ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, 0, 0, (int64_t)e->fence_notes};
     /* a notice the backend refuses is lost as on a dead path (counted): the peer's
      * receive WRs stay on the backup QP, this side's next notification on the default
      * path finds none there and fails (RNR), or at rnr_retry = 7 waits until the
@@ -636,22 +637,42 @@ static void split_backup_cq(ep_s *e)
     rpend_gc(e);
 }
 
-/* spec: DeliverControl, the fail-back notice: the receive side moves its receive WRs
- * back to the default QP. The backup CQ's good receive completions go to the
- * application (split_backup_cq), the receive WRs it is still owed are posted on the
- * default QP in order, and the backup QP's receive queue is emptied (clear_rq2). The
- * spec leaves the host's own sends on the backup QP alone (two-way traffic: they may be
- * in flight there), so the move to ERR that empties the receive queue waits until none
- * is left (stale_rq2): until then the stale receives stay posted, harmlessly - the peer
- * sends on the backup path again only after a new failover's Handshake of this host,
- * which takes them off first. */
-static void take_failback(ep_s *e)
+/* How many good receive completions of the notifications on the backup path its CQ
+ * holds, in receive order (spec: Len(GoodPrefix(SelectSeq(cq[h][2], IsRecv)))). */
+static uint64_t backup_good_recvs(ep_s *e)
 {
-    /* the backup QP's receive side is drained first (ib_drain_rq: its move to ERR makes a
-     * live NIC write what it made, F11), then its good receive completions are taken */
-    int later = sends_on(e, W_BACKUP);
-    if (!later && clear_rq2(e))
-        return; /* the receives cannot be taken off the backup QP: they stay there */
+    q2_absorb(e);
+    uint64_t k = 0;
+    for (uint64_t i = e->q2head; i != e->q2tail; i++) {
+        const struct shift_wc *wc = &e->q2[i & e->q2mask];
+        const rpend_t *r = (wc->opcode & SHIFT_WC_RECV) ? rpend_at(e, wc->wr_id) : NULL;
+        if (!r || (r->flags & PF_DONE) || r->where != W_BACKUP)
+            continue; /* a send's, or a stale receive's */
+        if (wc->status != SHIFT_WC_SUCCESS)
+            break;
+        k++;
+    }
+    return k;
+}
+
+/* spec: MoveBack(h) - the receive side moves its receive WRs back to the default QP.
+ * The backup CQ's good receive completions go to the application (split_backup_cq), the
+ * receive WRs it is still owed are posted on the default QP in order, and the backup
+ * QP's receive queue is emptied (clear_rq2). The spec leaves the host's own sends on
+ * the backup QP alone (two-way traffic: they may be in flight there), so the move to
+ * ERR that empties the receive queue waits until none is left (stale_rq2): until then
+ * the stale receives stay posted, harmlessly - the peer sends on the backup path again
+ * only after a new failover's Handshake of this host, which takes them off first. A
+ * receive side that waited (failback_at) moves only onto a default QP still ready to
+ * send; else it stays on the backup path. */
+void move_back(ep_s *e)
+{
+    int waited = e->failback_at != 0, st = -1;
+    uint32_t rq_psn, sq_psn;
+    e->failback_at = 0;
+    if (waited && (backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &st, &rq_psn, &sq_psn))
+                   || st != SHIFT_QPS_RTS))
+        return;
     split_backup_cq(e);
     for (uint64_t s = e->rhead; s < e->rtail; s++) {
         rpend_t *r = &e->rpend[s & e->rmask];
@@ -665,9 +686,24 @@ static void take_failback(ep_s *e)
         r->where = W_DEFAULT;
     }
     rpend_gc(e);
-    e->stale_rq2 = later;
+    /* (a move to ERR the backend refuses leaves the stale receives: stale_rq2) */
+    e->stale_rq2 = sends_on(e, W_BACKUP) || clear_rq2(e);
     e->recv_mode = SHIFT_RECV_DEFAULT;
     ep_event(e, SHIFT_EVENT_RECV_FAIL_BACK, 1, SHIFT_WC_SUCCESS, 0);
+}
+
+/* spec: DeliverControl, the fail-back notice: the peer posted `notes` notifications up
+ * to its fence, all executed here. If the receive counter and the backup CQ's good
+ * receive completions make them up, the receive side moves back at once; else the
+ * completions of some are not yet in host memory (an ACK promises no placement: F11)
+ * and it waits for them, taking them as they come (take_recv). A drain would not do: it
+ * moves the backup QP to ERR, which this host's own sends there do not survive. */
+static void take_failback(ep_s *e, uint64_t notes)
+{
+    if (e->recv_done + backup_good_recvs(e) >= notes)
+        move_back(e);
+    else
+        e->failback_at = notes;
 }
 
 /* spec: DeliverControl, a counter. A new one (seq > peerSeq): the answer this endpoint
@@ -686,6 +722,7 @@ static void take_counter(ep_s *e, const ctl_msg *m)
     }
     e->peer_seq = m->seq;
     e->peer_ctr = m->count;
+    e->failback_at = 0; /* the peer fails over again: the fail-back it announced is over */
     kept_trim(e, m->count); /* (ShiftCounted: the notifications it covers are counted) */
     e->fresh = !e->asked || (e->send_mode == SHIFT_STATE_FALLBACK && !e->replayed);
     if (!e->asked)
@@ -779,10 +816,14 @@ static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
         return 0;
     if (m->want_reply > 1 || m->pad != 0 || m->pad2 != 0)
         return 0;
-    if (m->kind != CTL_COUNTER) /* a fail-back notice on the default path, the word of an
-                                 * application's error on the backup path: no fields */
+    if (m->kind != CTL_COUNTER) /* a fail-back notice on the default path (a count), the
+                                 * word of an application's error on the backup path */
         return path == (m->kind == CTL_FAILBACK ? 1 : 2) && m->want_reply == 0 &&
-               m->seq == 0 && m->count == 0;
+               m->seq == 0 && (m->kind == CTL_FAILBACK
+                               /* the notifications up to the peer's fence: each took a
+                                * receive WR of this endpoint's */
+                               ? m->count >= 0 && (uint64_t)m->count <= e->st.recvs_posted
+                               : m->count == 0);
     if (path != 2 || m->seq == 0 || m->seq < e->peer_seq)
         return 0; /* stale: the peer numbered a later counter already */
     if (m->seq == e->peer_seq)
@@ -826,7 +867,7 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
     }
     if (m.kind == CTL_FAILBACK) {
         if (e->recv_mode == SHIFT_RECV_FALLBACK)
-            take_failback(e);
+            take_failback(e, (uint64_t)m.count);
         return 0;
     }
     take_counter(e, &m);

@@ -103,6 +103,8 @@ typedef struct ep_s {
     uint64_t cum_done;
     uint64_t notes_posted, sends_completed;
     uint64_t fence_seq, fence_id; /* the fence WR's sequence and the application's id */
+    uint64_t fence_notes;      /* notifications posted up to the fence: its fail-back
+                                * notice says so (spec: NotesBefore(program, fence)) */
     int has_fence;             /* spec: fence # 0 */
     /* receive side */
     rpend_t *rpend;            /* the outstanding receive WRs (the spec's rpend) */
@@ -110,6 +112,10 @@ typedef struct ep_s {
     uint64_t rmask;
     uint64_t rhead, rtail;
     uint64_t recvs_posted, recv_done;
+    /* spec: failbackAt. The peer's fail-back notice came before the completions of some
+     * of the notifications it counts were in host memory (F11): the receive side stays
+     * on the backup path until recv_done reaches it (take_recv); 0 when none waits */
+    uint64_t failback_at;
     /* the head of the backup QP's CQ as the spec has it (cq[h][2]), kept by the layer:
      * the send completions a fail-back notice took off the backup CQ with the receive
      * completions, and the flushes of posts in Error, each behind what the backup CQ
@@ -355,6 +361,7 @@ INTERNAL void silent_reset(ep_s *e, int path);
 INTERNAL uint64_t silent_sends_owed(const ep_s *e, int path);
 /* a fail-back's stale receives leave the backup QP once no send of this side is there */
 INTERNAL void stale_rq2_check(ep_s *e);
+INTERNAL void move_back(ep_s *e);
 /* endpoint.c: the backup NIC's key of a default NIC's key: the peer's rkey, its own
  * lkey (a key it does not know is left as it is) */
 INTERNAL uint32_t xlate(const keypair *t, int n, uint32_t key);

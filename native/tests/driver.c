@@ -2257,8 +2257,8 @@ static int ctl_ok(const struct shift_ep_info *i, int path, const uint8_t *m, uin
     memcpy(&count, m + 16, 8);
     if (magic != ctl_magic || pad16 || pad || m[5] > 1 || count < 0)
         return 0;
-    if (m[4] == CTL_KIND_FAILBACK)
-        return path == 1 && !m[5] && !seq && !count;
+    if (m[4] == CTL_KIND_FAILBACK) /* its count: notifications that took receive WRs */
+        return path == 1 && !m[5] && !seq && (uint64_t)count <= i->recvs_posted;
     if (m[4] != CTL_KIND_COUNTER || path != 2 || !seq || seq < i->peer_seq)
         return 0;
     if (seq == i->peer_seq ? count != i->peer_ctr : count < i->peer_ctr)
@@ -2308,7 +2308,9 @@ static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *bu
                 counts[rng_next(s) % (sizeof counts / sizeof *counts)]);
         *path = rng_next(s) % 8 ? 2 : 1;
     } else {
-        ctl_put(buf, CTL_KIND_FAILBACK, 0, 0, 0);
+        int64_t recvs = (int64_t)i->recvs_posted;
+        const int64_t notes[] = {0, recvs - 1, recvs, recvs + 1, -1, INT64_MAX};
+        ctl_put(buf, CTL_KIND_FAILBACK, 0, 0, notes[rng_next(s) % (sizeof notes / sizeof *notes)]);
         *path = rng_next(s) % 8 ? 1 : 2;
     }
     switch ((r >> 8) % 12) {

@@ -16,7 +16,6 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from shift.model.layer import app_owned
 from shift.model.observable import OBSERVABLE
 from shift.model.properties import INVARIANTS
 from shift.model.state import DIR, HOST, State
@@ -43,9 +42,7 @@ def gap(s: State, ev: Event, implicit_nak: bool = False,
     """Why event ev from model state s leaves the fragment where the two sides can be
     compared step by step, or None. A WR held behind a fence that failed (below), a
     skipped notification's success ahead of a replayed signaled WR (F5, below), a NIC
-    that dies in fatal error under a QP already in ERR (below), a fail-back notice that
-    finds the host's own sends on the backup QP and receive completions its NIC has not
-    written (F11, below), or -
+    that dies in fatal error under a QP already in ERR (below), or -
     unless the bound has ImplicitNak - a cumulative ACK that covers a READ or an atomic
     whose own response was lost: without it the spec completes it (with the value 0);
     an RC NIC, simnic included, takes the ACK as an implicit NAK, goes back to the READ
@@ -69,9 +66,6 @@ def gap(s: State, ev: Event, implicit_nak: bool = False,
         # raises its event, after which the layer flushes the posts.
         return ("a QP in ERR whose NIC dies in fatal error: the spec flushes posts, the "
                 "core's NIC is silent")
-    why = _failback_under_own_sends(s, ev)
-    if why:
-        return why
     h = HOST[ev.args[0]] if ev.name == "PollCq" else 0
     if ev.name == "PollCq" and s.buffered[h] and s.buffered[h][0].recv == 0:  # a send CQE
         first = s.buffered[h][0]
@@ -93,28 +87,6 @@ def gap(s: State, ev: Event, implicit_nak: bool = False,
     covered = s.sq[r][i][una - 1:ch[0].psn - 1]  # every WR the ACK completes but its own
     if any(s.program[r][w - 1].op in ("READ", "FADD", "CAS") for w in covered):
         return "a cumulative ACK covers a READ/atomic whose response was lost (implicit NAK)"
-    return None
-
-
-def _failback_under_own_sends(s: State, ev: Event) -> str | None:
-    """docs/findings.md, F11 (open in the core): the fail-back notice reaches a host whose
-    backup QP's NIC has made receive completions it has not written (AckBeforeCqe) while
-    the host's own sends are still on that QP. The spec drains the receive side (the
-    NIC writes them first); the core cannot move the QP to ERR under its own sends, so
-    it moves the receive WRs back without those completions."""
-    if ev.name != "Deliver" or ev.args[0] != 1:
-        return None
-    d = DIR[ev.args[1]]
-    ch, h = s.wire[0][d], 1 - d
-    if not ch or ch[0].kind != "ctl" or ch[0].what != "failback" \
-            or s.recvMode[h] != "Fallback" or not s.nic[h][0] or s.qp[h][0] != "RTS" \
-            or app_owned(s, h):
-        return None
-    own_sends = bool(s.resent[h]) or any(w in s.sq[h][1] for w in s.pending[h])
-    if own_sends and any(c.recv for c in s.unwritten[h][1]):
-        return ("a fail-back notice with the host's own sends on the backup QP and receive "
-                "completions its NIC has not written (F11): the spec drains them, the core "
-                "cannot")
     return None
 
 

@@ -141,8 +141,8 @@ MUTANTS = (
            "        if (!is_req(e) || !post_backup(e, p))\n            continue;",
            "B's own sends are not replayed after a failover (only A's are)"),
     Mutant("failback-flushes-own-sends", "failover.c",
-           "    int later = sends_on(e, W_BACKUP);",
-           "    int later = 0;",
+           "    e->stale_rq2 = sends_on(e, W_BACKUP) || clear_rq2(e);",
+           "    e->stale_rq2 = clear_rq2(e);",
            "the receive side's fail-back moves the backup QP to ERR at once, flushing the "
            "host's own sends still there"),
     Mutant("failback-drops-send-completions", "failover.c",
@@ -258,6 +258,13 @@ MUTANTS = (
            "receive WR whose completion died with the peer's NIC is reposted, and the next "
            "replayed notification lands in it (F7)",
            bounds=("faithful",)),
+    Mutant("failback-moves-before-its-notifications", "failover.c",
+           "    if (e->recv_done + backup_good_recvs(e) >= notes)\n        move_back(e);",
+           "    if (backup_good_recvs(e) || 1) /* seeded */\n        move_back(e);",
+           "the receive side moves back at the fail-back notice without waiting for the "
+           "notifications it counts: the receive WR whose completion the backup NIC had not "
+           "written is reposted, and the next notification lands in it (F11)",
+           bounds=("faithful",), caught_by="corpus"),
     # RC's implicit NAK (issue 17, item 4: ImplicitNak)
     Mutant("implicit-nak-free", "simnic_rc.c",
            "        if (qp->retries_left == 0) {\n"
