@@ -86,7 +86,8 @@ def packet(state: State, sender: str, m: dict[str, Any]) -> str:
     if m["kind"] == "rnr":
         return f"RNR NAK PSN {m['psn']} (receiver not ready: no receive WR)"
     if m["what"] == "failback":
-        return "fail-back notice"
+        n = m.get("count", 0)
+        return f"fail-back notice ({n} notification{'' if n == 1 else 's'} before its fence)"
     if m["what"] == "apperr":
         return "word that its application failed the QP pair"
     seq = f" #{m['seq']}" if m.get("seq") else ""
@@ -344,6 +345,13 @@ def _layer_lines(before: State, after: State) -> list[str]:
         if of(after, "peerFailed", h) and not of(before, "peerFailed", h):
             out.append(f"{h} takes its peer's word: the QP pair is failed, both QPs to the "
                        "error state, every outstanding WR and receive WR back flushed")
+        w_old, w_new = of(before, "failbackAt", h), of(after, "failbackAt", h)
+        if w_new and w_new != w_old:
+            out.append(f"{h}'s receive side waits on the backup path until it has taken "
+                       f"{w_new} notification{'' if w_new == 1 else 's'}: the completions of "
+                       "some are not yet in host memory (F11)")
+        elif w_old and not w_new and of(after, "recvMode", h) == of(before, "recvMode", h):
+            out.append(f"{h}'s receive side stops waiting to move back")
         f_old, f_new = of(before, "fence", h), of(after, "fence", h)
         if f_old != f_new:
             out.append(f"{h}'s fail-back fence: WR {f_new}" if f_new else

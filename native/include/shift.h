@@ -350,14 +350,20 @@ int shift_async_event(shift_ep ep, int path);
  * have sent on that path to this endpoint as it is; such a message is counted
  * (ctl_rejected) and changes nothing else. Rejected: a NULL msg or a len other than
  * the message's (truncated or extended); a bad magic; an unknown kind; a field the
- * sender sets to 0 that is not (padding; the number and count of a fail-back notice or
- * of the word of an application's error), or a want_reply other than 0 or 1; a kind on
+ * sender sets to 0 that is not (padding; the number of a fail-back notice; the number
+ * and count of the word of an application's error), or a want_reply other than 0 or 1;
+ * a fail-back notice that counts more notifications than this endpoint posted receive
+ * WRs (recvs_posted: each took one) or a negative number of them; a kind on
  * the wrong path (counters and the word of an application's error on the backup path,
  * fail-back notices on the default one); a counter numbered 0, or older than the last
  * counter taken (stale); a counter that repeats the last number with another value,
  * or a later one with a smaller value (a receive counter only grows); a negative
  * counter; and, for Shift and ShiftPrefix, a counter above the notifications (two-sided
- * sends) this endpoint posted, sends_posted. A bad handle is -EINVAL, counted nowhere. */
+ * sends) this endpoint posted, sends_posted. A fail-back notice counts the notifications
+ * its sender posted up to its fence; the receive side moves back once its counter
+ * reaches that number (at once, or at the poll that takes the last of them: their
+ * completions may not be in host memory yet, F11). A bad handle is -EINVAL, counted
+ * nowhere. */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 /* The oldest event the application has not taken: 1 and *ev, 0 if there is none, or

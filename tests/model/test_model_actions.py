@@ -711,7 +711,8 @@ def test_fail_back_reconnect_fence_release() -> None:
     done = on(t, A, pending=())
     u = step(m, done, "Progress", "A")
     assert u.sendMode[A] == "Default" and u.fence[A] == 0
-    assert u.wire[0][0] == (Ctl("failback", 0, 0, False),) and u.replayed[A] is False
+    # it counts A's notifications up to the fence: WRITE_WITH_IMMs 2 and 4
+    assert u.wire[0][0] == (Ctl("failback", 2, 0, False),) and u.replayed[A] is False
 
 
 def test_failback_notice_moves_the_receive_side_back_to_default() -> None:
@@ -725,6 +726,35 @@ def test_failback_notice_moves_the_receive_side_back_to_default() -> None:
     assert t.buffered[B] == (Cqe(1, 1, "SUCCESS", 0),) and t.cq[B][1] == ()
     assert t.recvDone[B] == 1 and t.rpend[B] == (2,)
     assert t.sentCtr[B] is True and t.peerCtr[B] == 0  # the send side is not touched
+
+
+def test_failback_notice_waits_for_the_completions_it_counts() -> None:
+    """F11: the notice counts two notifications; B has the completion of one in host
+    memory, the other's its backup NIC made and ACKed but has not written. B's receive
+    side waits on the backup path (no drain: its own sends there would not survive one)
+    and moves back at the poll that takes the second."""
+    s = on(reach(SHIFT, 2, ("PostRecv", "B", 1), ("PostRecv", "B", 2)), B,
+           sendMode="Fallback", recvMode="Fallback", sentCtr=True, peerCtr=0,
+           rq=((), ()), rpend=(1, 2), cq=((), (Cqe(1, 1, "SUCCESS", 0),)),
+           unwritten=((), (Cqe(2, 2, "SUCCESS", 0),)))
+    s = s._replace(wire=(((Ctl("failback", 2),), ()), EMPTY))
+    t = step(SHIFT, s, "Deliver", 1, "AtoB")
+    assert t.failbackAt[B] == 2 and t.recvMode[B] == "Fallback"
+    assert changed(s, t) == {"wire", "failbackAt"}
+    t = step(SHIFT, t, "PollCq", "B")  # the first: still one to come
+    assert t.recvDone[B] == 1 and t.recvMode[B] == "Fallback" and t.failbackAt[B] == 2
+    t = step(SHIFT, step(SHIFT, t, "WriteCqe", "B", 2), "PollCq", "B")
+    assert t.recvDone[B] == 2 and t.recvMode[B] == "Default" and t.failbackAt[B] == 0
+    assert t.rpend[B] == () and t.rq[B] == ((), ())
+    assert [(c.wr, c.recv) for c in t.rcvSeen[B]] == [(1, 1), (2, 2)]
+
+
+def test_a_counter_of_the_peer_ends_the_wait_of_a_failback() -> None:
+    s = on(reach(SHIFT, 2, ("PostRecv", "B", 1)), B, sendMode="Fallback",
+           recvMode="Fallback", sentCtr=True, peerCtr=0, rpend=(1,), failbackAt=1)
+    s = s._replace(wire=(EMPTY, ((Ctl("counter", 0, 1, True),), ())))
+    t = step(SHIFT, s, "Deliver", 2, "AtoB")
+    assert t.failbackAt[B] == 0 and t.recvMode[B] == "Fallback"
 
 
 def test_control_message_to_a_dead_qp_is_lost() -> None:
