@@ -16,7 +16,10 @@ fault and drop budgets and the faulty paths of `spec/designs.toml`, recoveries o
 the bound recovers, a retransmission timer that fires only on a quiet path (the
 spec's timeout abstraction, docs/differential.md), control messages lost only where the
 bound's `CtlLoss` allows, and a handshake timer that fires only once the exchange is lost
-(`HandshakeTimeout`'s guard, docs/model.md). Everything else is the
+(`HandshakeTimeout`'s guard, docs/model.md); where the bound has them, receive
+completions written after their ACK (`WriteCqe`) and the layer's reading of its NICs'
+asynchronous events (`FatalEvent`). The completion timer is not scheduled: its guard (a
+wait for ever) is the spec's knowledge of both hosts. Everything else is the
 implementation's own choice. The documented differences of docs/differential.md end a
 validation early (`gap`), as they end a differential run.
 """
@@ -100,6 +103,8 @@ class Scheduler:
             calls += [Event("HandshakeTimeout", (h,)) for h in HOSTS if self.exchange_lost(h)]
         if b.ack_before_cqe:
             calls += [Event("WriteCqe", (h, p)) for h in HOSTS for p in PATHS]
+        if b.device_fatal:  # the layer reads its NICs' asynchronous events
+            calls += [Event("FatalEvent", (h, p)) for h in HOSTS for p in PATHS]
         if b.recover:
             calls += [Event("LinkUp", (p,)) for p in PATHS]
             calls += [Event("NicRecover", (h, p)) for h in HOSTS for p in PATHS]

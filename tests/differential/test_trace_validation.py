@@ -18,7 +18,7 @@ from shift.differential import DESIGNS
 from shift.validation import Recording, Step, describe, record, validate
 
 RUNS = 200  # recorded runs per design and bound
-BOUNDS = ("default", "large", "twoway")  # default and twoway: B posts WRs too
+BOUNDS = ("default", "large", "twoway", "faithful")  # B posts WRs too but at large
 
 
 @pytest.mark.parametrize("bound", BOUNDS)
@@ -40,6 +40,11 @@ def test_every_recorded_step_is_a_step_of_the_model(design: str, bound: str) -> 
     # The scheduler reaches what matters: faults with traffic, timeouts, failovers.
     assert seen["NicFail"] > 0 and seen["LinkDown"] > 0 and seen["Drop"] > 0, seen
     assert seen["Timeout"] > 0 and seen["Deliver"] > 100, seen
+    # faithful: completions written after their ACK, NICs that die silently
+    if model.bound.ack_before_cqe:
+        assert seen["WriteCqe"] > 0, seen
+    if model.bound.device_fatal:
+        assert seen["FatalEvent"] > 0, seen
     if design != "NoFailover":
         assert {"Fallback", "Moving"} <= modes, modes
         # a lost counter or answer, resent by the asker's handshake timer
