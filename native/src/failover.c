@@ -502,8 +502,9 @@ static int fence_done(ep_s *e)
 
 /* spec: Release(h). The fence completed on the backup path, so every WR before it did:
  * notify the peer on the default path alone, with how many notifications came up to the
- * fence (a dead path loses the notice, as the spec's), then ring the default doorbell for the WRs held behind the fence. The
- * counter exchange is kept: only a fresh counter of the peer starts the next failover. */
+ * fence (a dead path loses the notice, as the spec's), then ring the default doorbell
+ * for the WRs held behind the fence. The counter exchange is kept: only a fresh counter
+ * of the peer starts the next failover. */
 static void release(ep_s *e)
 {
     ctl_msg m = {CTL_MAGIC, CTL_FAILBACK, 0, 0, 0, 0, (int64_t)e->fence_notes};
