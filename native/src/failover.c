@@ -671,8 +671,9 @@ void move_back(ep_s *e)
     int waited = e->failback_at != 0, st = -1;
     uint32_t rq_psn, sq_psn;
     e->failback_at = 0;
-    if (waited && (backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &st, &rq_psn, &sq_psn))
-                   || st != SHIFT_QPS_RTS))
+    if (waited && backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &st, &rq_psn, &sq_psn)))
+        return;
+    if (waited && st != SHIFT_QPS_RTS)
         return;
     split_backup_cq(e);
     for (uint64_t s = e->rhead; s < e->rtail; s++) {

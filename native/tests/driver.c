@@ -2310,7 +2310,8 @@ static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *bu
     } else {
         int64_t recvs = (int64_t)i->recvs_posted;
         const int64_t notes[] = {0, recvs - 1, recvs, recvs + 1, -1, INT64_MAX};
-        ctl_put(buf, CTL_KIND_FAILBACK, 0, 0, notes[rng_next(s) % (sizeof notes / sizeof *notes)]);
+        uint64_t k = rng_next(s) % (sizeof notes / sizeof *notes);
+        ctl_put(buf, CTL_KIND_FAILBACK, 0, 0, notes[k]);
         *path = rng_next(s) % 8 ? 1 : 2;
     }
     switch ((r >> 8) % 12) {
