@@ -410,14 +410,21 @@ class Connection:
         ShiftCounted's replayed copy of a notification whose success the application
         had). With ``check``, an
         error completion raises :class:`CompletionError` carrying it."""
-        h = host_arg(host)
         bool_arg("check", check)
+        _, c = self.poll_step(host)
+        return c.raise_for_status() if check and c is not None else c
+
+    def poll_step(self, host: str) -> tuple[bool, Completion | None]:
+        """PollCq(host) as the spec counts it: whether the poll was a step (the
+        application took a completion, or the layer took one: see `poll_cq`), and the
+        completion the application took, if any."""
+        h = host_arg(host)
         r = event_result(lib.shift_poll_step(self._eph(host), self._wc), "poll_cq")
         if r != 1:
-            return None
+            return r == 2, None
         c = self._completion(h, self._wc)
         self._record(c)
-        return c.raise_for_status() if check else c
+        return True, c
 
     def poll(self, host: str, n: int = 256, *, check: bool = False) -> list[Completion]:
         """Up to n completions for host's application in one call, in order. With

@@ -206,16 +206,19 @@ def record(model: Model, workload: int, seed: int, length: int = 60,
     return Recording(model.design.name, model.bound.name, workload, steps)
 
 
-def validate(model: Model, rec: Recording) -> ValidationResult:
+def validate(model: Model, rec: Recording,
+             kept: tuple[str, ...] | None = None) -> ValidationResult:
     """Check a recording against the model, step by step: each step must be one the
     model allows, and leave what the differential runner demands after a step (`judge`:
-    the same observation and memory, the kept invariants on the implementation's)."""
+    the same observation and memory, the kept invariants on the implementation's;
+    default: those the design declares at the bound)."""
     design = model.design.name
-    kept = kept_invariants(design, model.bound.name, model.spec_dir)
+    if kept is None:
+        kept = kept_invariants(design, model.bound.name, model.spec_dir)
     s: State = model.init(Event("Init", (rec.workload,)))
     for k, step in enumerate(rec.steps, 1):
         ev = step.event
-        why = gap(s, ev, model.bound.implicit_nak)
+        why = gap(s, ev, model.bound.implicit_nak, model.bound.device_fatal)
         if why is not None:
             return ValidationResult(k - 1, gap=f"step {k}, {ev}: {why}")
         t = model.step(s, ev)

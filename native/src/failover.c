@@ -183,6 +183,10 @@ static void abandon(ep_s *e)
 static void start_failover(ep_s *e, int status, int seen)
 {
     stale_rq2_check(e);
+    /* spec: Trigger (fatal \ {1}): a death of the default NIC not yet read is stale now,
+     * the failover takes its QP's WRs (a take-over already read keeps its flushes) */
+    if (!e->silent[1])
+        silent_reset(e, 1);
     /* A failed move to ERR leaves a QP the backend already lost (the failure is why we
      * are here): the failover goes on, as it must; the drain takes what the CQ holds. */
     backend_error(e, e->ops->modify_qp(e->ctx, e->qp[1], SHIFT_QPS_ERR, 0, 0));

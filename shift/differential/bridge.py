@@ -135,7 +135,7 @@ class Bridge:
         if ev.name == "PollCq":
             h = ev.args[0]
             before = c.host_state(h)
-            return c.poll_cq(h) is not None or c.host_state(h) != before
+            return c.poll_step(h)[0] or c.host_state(h) != before
         if ev.name == "Progress":
             return c.progress(ev.args[0]) != "none"
         if ev.name == "Transmit":

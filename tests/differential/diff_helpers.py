@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from shift.model.config import bound_from_constants
 from shift.model.events import dumps_trace, save_trace
 from shift.model.next import Model
+from shift.spec.catalog import load_catalog
+from shift.spec.workloads import read_workloads
 from shift.vocabulary import Event
 
-from shift.differential import Run, report
+from shift.differential import Run, kept_invariants, report
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
@@ -29,3 +32,22 @@ def keep(model: Model, events: list[Event]) -> Path:
 
 def explain(model: Model, run: Run, path: Path) -> str:
     return f"{report(model, run)}\nsaved: {path}"
+
+
+FOUR = ("AckBeforeCqe", "RnrNak", "RnrRetry", "DeviceFatal", "ImplicitNak")
+
+
+def large_with_four(design: str) -> tuple[Model, tuple[str, ...]]:
+    """`large` (two faults on either path) with faithful's four hardware settings, which no
+    bound of designs.toml declares (TLC and the explorer would need hours:
+    docs/performance.md), and the invariants the implementation must keep there: those
+    the design declares at both `large` and `faithful`."""
+    catalog = load_catalog(None)
+    faithful = catalog.bound("faithful").constants
+    constants = {**catalog.bound("large").constants, **{k: faithful[k] for k in FOUR}}
+    m = Model.load(design, "large")
+    model = Model(m.design, bound_from_constants("large", constants,
+                                                 read_workloads(catalog.spec_dir)))
+    kept = tuple(p for p in kept_invariants(design, "large")
+                 if p in kept_invariants(design, "faithful"))
+    return model, kept

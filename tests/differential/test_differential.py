@@ -13,17 +13,14 @@ import random
 from collections.abc import Callable, Iterator
 
 import pytest
-from diff_helpers import explain, keep
+from diff_helpers import explain, keep, large_with_four
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shift.model.config import bound_from_constants
 from shift.model.next import Model
 from shift.model.state import APP_ERRORS, HOSTS, State
-from shift.spec.catalog import load_catalog
-from shift.spec.workloads import read_workloads
 from shift.vocabulary import Event
 
-from shift.differential import DESIGNS, Run, gap, kept_invariants, run_trace, trace_from_choices
+from shift.differential import DESIGNS, Run, gap, run_trace, trace_from_choices
 
 MAX_EVENTS = 60
 EXAMPLES = 500  # per design and bound
@@ -186,16 +183,8 @@ def test_model_and_implementation_agree_at_large_with_all_of_hardwares_behaviour
     """`large` (two faults on either path) with faithful's four settings: no bound of
     designs.toml declares it (TLC and the explorer would need hours: docs/performance.md),
     so the implementation keeps what the design declares at both large and faithful."""
-    catalog = load_catalog(None)
-    faithful = catalog.bound("faithful").constants
-    four = ("AckBeforeCqe", "RnrNak", "RnrRetry", "DeviceFatal", "ImplicitNak")
-    constants = {**catalog.bound("large").constants, **{k: faithful[k] for k in four}}
-    m = Model.load(design, "large")
-    model = Model(m.design, bound_from_constants(
-        "large", constants, read_workloads(catalog.spec_dir)))
+    model, kept = large_with_four(design)
     assert model.bound.ack_before_cqe and model.bound.device_fatal
-    kept = tuple(p for p in kept_invariants(design, "large")
-                 if p in kept_invariants(design, "faithful"))
     agree_on_generated_traces(model, EXAMPLES, kept=kept)
 
 

@@ -58,11 +58,16 @@ def upper_snake(name: str) -> str:
 
 def lib_calls(fn: object) -> set[str]:
     """The C functions a binding function calls, following a Connection method into the
-    Fabric method it delegates to (`self._fabric.name(...)`)."""
+    Fabric method it delegates to (`self._fabric.name(...)`) and into another method of
+    its own class (`self.name(...)`: poll_cq's poll_step)."""
     src = inspect.getsource(fn)  # type: ignore[arg-type]
     calls = set(re.findall(r"\blib\.(\w+)\(", src))
     for name in re.findall(r"self\._fabric\.(\w+)\(", src):
         calls |= lib_calls(getattr(Fabric, name))
+    owner = Connection if fn.__qualname__.startswith("Connection.") else Fabric  # type: ignore[union-attr]
+    for name in re.findall(r"self\.(\w+)\(", src):
+        if callable(getattr(owner, name, None)) and name != fn.__name__:  # type: ignore[union-attr]
+            calls |= lib_calls(getattr(owner, name))
     return calls
 
 
