@@ -388,6 +388,11 @@ def _take_counter(s: State, h: int, m: Ctl) -> State:
                       failbackAt=set_at(s.failbackAt, h, 0))
 
 
+def _backup_good(s: State, h: int) -> tuple[Cqe, ...]:
+    """The good prefix of the receive completions h's backup CQ holds."""
+    return good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
+
+
 def _take_failback(s: State, h: int, notes: int) -> State:
     """The fail-back notice arrives at h's receive side: its sender posted `notes`
     notifications before its fence, all executed here. If the backup CQ's written good
@@ -396,8 +401,7 @@ def _take_failback(s: State, h: int, notes: int) -> State:
     (AckBeforeCqe; F11), and it waits for them (failbackAt), taking them as they come
     (`poll_cq`). A drain would not do: it moves the backup QP to the error state, which
     h's own sends there do not survive."""
-    good = good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
-    if s.recvDone[h] + len(good) >= notes:
+    if s.recvDone[h] + len(_backup_good(s, h)) >= notes:
         return move_back(s, h)
     return s._replace(failbackAt=set_at(s.failbackAt, h, notes))
 
@@ -409,7 +413,7 @@ def move_back(s: State, h: int) -> State:
     moves only onto a default QP still ready to send; else it stays on the backup path."""
     if s.failbackAt[h] and not (s.nic[h][0] and s.qp[h][0] == RTS):
         return s._replace(failbackAt=set_at(s.failbackAt, h, 0))
-    good = good_prefix(tuple(c for c in s.cq[h][1] if c.recv > 0))
+    good = _backup_good(s, h)
     recvs = {c.recv for c in good}
     on1 = s.rq[h][0]
     owed = tuple(r for r in s.rpend[h] if r not in recvs and r not in on1)

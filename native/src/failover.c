@@ -569,6 +569,15 @@ static int waits_on_default(ep_s *e)
     return !backend_error(e, direct_count(e, &out, &notes)) && out > 0;
 }
 
+/* The receive WR a completion polled off the backup CQ is for, if it is a receive
+ * completion of one still outstanding on the backup QP; NULL for a send's completion or a
+ * stale receive's (its WR moved back, or done). */
+static rpend_t *backup_recv(ep_s *e, const struct shift_wc *wc)
+{
+    rpend_t *r = (wc->opcode & SHIFT_WC_RECV) ? rpend_at(e, wc->wr_id) : NULL;
+    return r && !(r->flags & PF_DONE) && r->where == W_BACKUP ? r : NULL;
+}
+
 /* Take the receive WRs a fail-back notice moved to the default QP off the backup QP's
  * receive queue (spec: rq[h][2] = << >>). Verbs cannot unpost a receive: the backup QP
  * goes to ERR, the stale receives' flushes are dropped (their WRs are on the default QP
@@ -589,9 +598,7 @@ static int clear_rq2(ep_s *e)
     struct shift_wc wc;
     int n;
     while ((n = poll_backend(e, 2, 1, &wc)) == 1) {
-        rpend_t *r = (wc.opcode & SHIFT_WC_RECV) ? rpend_at(e, wc.wr_id) : NULL;
-        if ((wc.opcode & SHIFT_WC_RECV) &&
-            (!r || (r->flags & PF_DONE) || r->where != W_BACKUP))
+        if ((wc.opcode & SHIFT_WC_RECV) && !backup_recv(e, &wc))
             continue; /* a stale receive's flush */
         q2_push(e, &wc);
     }
@@ -612,7 +619,7 @@ void stale_rq2_check(ep_s *e)
         clear_rq2(e);
 }
 
-/* spec: DeliverControl, the fail-back notice, part 1: the backup CQ's receive
+/* spec: MoveBack, part 1: the backup CQ's receive
  * completions leave it - its good prefix of them (in receive order) for the
  * application, counted in recvDone, the rest dropped - while its send completions stay
  * there, in order (q2: the layer cannot take one kind of completion off a CQ alone). */
@@ -627,8 +634,8 @@ static void split_backup_cq(ep_s *e)
             e->q2[(e->q2head + k++) & e->q2mask] = wc;
             continue;
         }
-        rpend_t *r = rpend_at(e, wc.wr_id);
-        if (!r || (r->flags & PF_DONE) || r->where != W_BACKUP)
+        rpend_t *r = backup_recv(e, &wc);
+        if (!r)
             continue; /* stale: from before a move */
         good = good && wc.status == SHIFT_WC_SUCCESS;
         if (!good)
@@ -650,8 +657,7 @@ static uint64_t backup_good_recvs(ep_s *e)
     uint64_t k = 0;
     for (uint64_t i = e->q2head; i != e->q2tail; i++) {
         const struct shift_wc *wc = &e->q2[i & e->q2mask];
-        const rpend_t *r = (wc->opcode & SHIFT_WC_RECV) ? rpend_at(e, wc->wr_id) : NULL;
-        if (!r || (r->flags & PF_DONE) || r->where != W_BACKUP)
+        if (!backup_recv(e, wc))
             continue; /* a send's, or a stale receive's */
         if (wc->status != SHIFT_WC_SUCCESS)
             break;
