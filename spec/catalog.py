@@ -333,16 +333,21 @@ def _resolve_variant(path: Path, d: Design, every: dict[str, Design]) -> Design:
                    constants=constants, model=base.model)
 
 
-def _bound(path: Path, name: str, raw: Any) -> Bound:
+def _constants(path: Path, key: str, raw: Any) -> dict[str, str]:
+    return {k: _cfg_literal(path, f"{key}.{k}", v) for k, v in _table(path, key, raw).items()}
+
+
+def _bound(path: Path, name: str, raw: Any, defaults: dict[str, str]) -> Bound:
+    """A bound: its own constants over `defaults.constants` (what every bound has unless it
+    says otherwise)."""
     b = _table(path, f"bounds.{name}", raw)
     engine = b.get("engine", "tlc")
     if engine not in ENGINES:
         raise SpecError(f"{path}: bounds.{name}.engine = {engine!r}: one of "
                         f"{', '.join(map(repr, ENGINES))}")
-    constants = {k: _cfg_literal(path, f"bounds.{name}.constants.{k}", v)
-                 for k, v in _table(path, f"bounds.{name}.constants",
-                                    b.get("constants", {})).items()}
-    return Bound(name, str(b.get("summary", "")), constants, engine)
+    own = _constants(path, f"bounds.{name}.constants", b.get("constants", {}))
+    inherited = {k: v for k, v in defaults.items() if k not in own}
+    return Bound(name, str(b.get("summary", "")), own | inherited, engine)
 
 
 def load_catalog(spec_dir: Path | None = None) -> Catalog:
@@ -359,7 +364,9 @@ def load_catalog(spec_dir: Path | None = None) -> Catalog:
     for prop in props:
         if prop not in defined:
             raise SpecError(f"{path}: property {prop!r} is not defined in any module of {spec_dir}")
-    bounds = {name: _bound(path, name, b)
+    defaults = _constants(path, "defaults.constants",
+                          _table(path, "defaults", raw.get("defaults", {})).get("constants", {}))
+    bounds = {name: _bound(path, name, b, defaults)
               for name, b in _table(path, "bounds", raw.get("bounds", {})).items()}
     every = [_design(path, name, d, spec_dir, props, list(bounds), defined)
              for name, d in _table(path, "designs", raw.get("designs", {})).items()]

@@ -161,3 +161,71 @@ def test_the_packaged_large_declarations_name_their_findings() -> None:
     # F5 breaks completion order at every bound (workload 5), F4 adds the backup's failure
     order = shift["violates"]["CompletionIntegrity"]
     assert "F5" in order and "F4" in order
+
+
+def test_a_bound_has_hardware_rc_unless_it_says_otherwise(tmp_path: Path) -> None:
+    """`defaults.constants` (issue 17: the default is the faithful behaviour): a bound that
+    names only its sizes gets RC as hardware runs it; one that names a behaviour keeps it."""
+    from shift.model.next import Model
+    from shift.spec.catalog import load_catalog
+
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text() + '\n[bounds.mine]\nconstants = { Workloads = "{2}", '
+                    'MaxRetries = 0, MaxDrops = 0, MaxFaults = 1, FaultPaths = "{1}", '
+                    'Recover = "FALSE", RnrNak = "FALSE" }\n')
+    mine = load_catalog(spec).bound("mine").constants
+    assert (mine["AckBeforeCqe"], mine["DeviceFatal"], mine["ImplicitNak"]) == ("TRUE",) * 3
+    assert (mine["RnrNak"], mine["RnrRetry"]) == ("FALSE", "7")
+    packaged = load_catalog(None)
+    assert packaged.bound("small").constants["AckBeforeCqe"] == "FALSE"
+    assert packaged.bound("faithful").constants["DeviceFatal"] == "TRUE"
+    # The model reads the same constants (Model.load goes through the packaged catalog).
+    assert Model.load("Shift", "faithful").bound.ack_before_cqe
+
+
+def test_a_bad_default_constant_names_its_key(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path)
+    toml = spec / "designs.toml"
+    toml.write_text(toml.read_text().replace('[defaults]\nconstants = {',
+                                             '[defaults]\nconstants = { Oops = [1],', 1))
+    proc = check(spec, "--design", "Shift")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "defaults.constants.Oops" in proc.stderr, proc.stderr
+
+
+def verdict_tables(doc: str) -> list[dict[str, set[str]]]:
+    """The verdict tables of docs/design.md: design -> the columns marked violated."""
+    tables: list[dict[str, set[str]]] = []
+    header: list[str] = []
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| design | ExactlyOnce |"):
+            header, table = cells, {}
+            tables.append(table)
+        elif header and line.startswith("| `"):
+            tables[-1][cells[0].strip("`")] = {
+                col for col, cell in zip(header[1:], cells[1:], strict=True)
+                if cell.startswith(("✗", "■"))}
+        elif not line.startswith("|"):
+            header = []
+    return tables
+
+
+def test_the_verdict_tables_of_the_design_document_are_the_declarations() -> None:
+    """docs/design.md's trilemma table (small and default) and its table at `faithful`
+    say what designs.toml declares, cell by cell."""
+    from shift.spec.catalog import load_catalog
+
+    catalog = load_catalog(None)
+    doc = (Path(__file__).parents[1] / "docs" / "design.md").read_text()
+    tables = verdict_tables(doc)
+    assert len(tables) == 2
+    short = {"ExactlyOnceExecution": "ExactlyOnce"}
+    for table, bounds in zip(tables, (("small", "default"), ("faithful",)), strict=True):
+        assert set(table) == set(catalog.designs)
+        for bound in bounds:
+            for name, design in catalog.designs.items():
+                declared = {short.get(p, p) for p in design.at(bound).violates
+                            if p != "AppErrorContained"}
+                assert table[name] == declared, (bound, name)
