@@ -419,16 +419,16 @@ def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> st
 
 def fatal_event(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str | None:
     h, i = HOST[host], p - 1
-    if p in s.fatal[h]:
+    if s.fatal[h][i] > 0:  # (Silent)
         return None
     if not b.device_fatal:
         return (f"no NIC dies silently at bound {b.name} (DeviceFatal = FALSE): a dead NIC's "
                 f"QP flushes its WRs, and no asynchronous event is waiting")
     if s.nic[h][i] and s.qp[h][i] == RTS:
         return f"{host}'s NIC {p} is alive: no IBV_EVENT_DEVICE_FATAL is waiting"
-    return (f"no event of {host}'s NIC {p} is left for the layer to act on: it read it, or "
-            f"the QP had already failed (its WRs flushed), or been drained by a failover or reset "
-            f"by a reconnect")
+    return (f"no event of {host}'s NIC {p} is left for the layer to act on: it read it (and "
+            f"flushes the QP's posts itself), or the NIC died before the QP's death was read, "
+            f"or the QP was drained by a failover or reset by a reconnect")
 
 
 WHY_NOT: dict[str, Reason] = {

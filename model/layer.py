@@ -23,7 +23,9 @@ from shift.model.state import (
     RETRY_EXC,
     RNR_FOREVER,
     RTS,
+    SPEAKING,
     SUCCESS,
+    TAKEN_OVER,
     TWO_SIDED,
     WAIT_DRAINED,
     WAIT_SIGNALED,
@@ -40,6 +42,7 @@ from shift.model.state import (
     peer,
     set_at,
     set_in,
+    silent,
 )
 from shift.model.transport import push
 
@@ -124,7 +127,9 @@ def trigger(s: State, h: int, d: DesignRecord, status: str) -> State:
     s2 = _trigger_send(s, h, d, status, good)
     s2 = s2._replace(qp=set_in(s.qp, h, 0, ERR), cq=set_at(s.cq, h, ((), cq2)),
                      unwritten=set_in(s.unwritten, h, 0, ()),
-                     fatal=set_at(s.fatal, h, s.fatal[h] - {1}),
+                     # an unread death of the default NIC is stale (C: silent_reset);
+                     # a take-over already read keeps flushing
+                     fatal=set_in(s.fatal, h, 0, SPEAKING if silent(s, h, 0) else s.fatal[h][0]),
                      sentCtr=set_at(s.sentCtr, h, False))
     if s.recvMode[h] != DEFAULT:
         return s2
@@ -187,6 +192,12 @@ def app_error(s: State, h: int) -> State:
                       sendMode=set_at(s.sendMode, h, ERROR), wire=tell_app_error(s, s.wire, h))
 
 
+def _after_all(s: State, h: int, i: int) -> int:
+    """h's fatal[i] once every WR so far is completed: an unread death's event will
+    flush only the posts made after now."""
+    return len(s.sq[h][i]) + 1 if silent(s, h, i) else s.fatal[h][i]
+
+
 def peer_app_error(s: State, h: int) -> State:
     """PeerAppError(h): the peer's application failed the QP pair, so h's is failed too,
     as plain RC's would be (F6b). Both QPs go to the error state; the application gets
@@ -203,7 +214,9 @@ def peer_app_error(s: State, h: int) -> State:
     taken = sum(1 for c in cs if c.recv > 0 and c.status == SUCCESS)
     return s._replace(
         qp=set_at(s.qp, h, (ERR, ERR)), cq=set_at(s.cq, h, ((), ())),
-        unwritten=set_at(s.unwritten, h, ((), ())), fatal=set_at(s.fatal, h, frozenset()),
+        unwritten=set_at(s.unwritten, h, ((), ())),
+        # every WR so far is completed here: an unread death's event flushes later posts only
+        fatal=set_at(s.fatal, h, (_after_all(s, h, 0), _after_all(s, h, 1))),
         rq=set_at(s.rq, h, ((), ())),
         buffered=set_at(s.buffered, h, s.buffered[h] + cs + _flushed(left) + _flushed_recvs(owed)),
         pending=set_at(s.pending, h, ()), rpend=set_at(s.rpend, h, ()),
@@ -327,8 +340,9 @@ def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
         if s.unwritten[0][0] or s.unwritten[1][0]:  # the NICs write them before a reset
             return None
         s = _reset_path1(s, b)
-        # a NIC's unread death is stale once its QP is reset (C: silent_reset drops it)
-        s = s._replace(fatal=(s.fatal[0] - {1}, s.fatal[1] - {1}))
+        # a reset QP speaks again: an unread death is stale (C: silent_reset drops it),
+        # a take-over ends
+        s = s._replace(fatal=((SPEAKING, s.fatal[0][1]), (SPEAKING, s.fatal[1][1])))
     return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
 
 
@@ -503,14 +517,12 @@ def fatal_event(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> S
     """FatalEvent(h, p): h's layer reads the asynchronous event of its NIC p's silent death
     (IBV_EVENT_DEVICE_FATAL; DeviceFatal) and completes for the NIC what the kernel
     completes for its own consumers: every WR of the QP no completion covers, flushed (the
-    send WRs after the last signaled one the peer acknowledged, then the receive WRs),
-    behind the CQ's entries. A failover starts from them as from any error polled off the
-    default QP."""
+    send WRs from the one its death recorded, then the receive WRs), behind the CQ's
+    entries; from then on it flushes each post itself (TAKEN_OVER) until the QP is reset.
+    A failover starts from them as from any error polled off the default QP."""
     h, i = HOST[host], p - 1
-    if p not in s.fatal[h]:
+    if not silent(s, h, i):
         return None
-    q, prog = s.sq[h][i], s.program[h]
-    covered = max((k for k in range(1, s.una[h][i]) if prog[q[k - 1] - 1].signaled), default=0)
-    flushed = _flushed(q[covered:]) + _flushed_recvs(s.rq[h][i])
-    return s._replace(fatal=set_at(s.fatal, h, s.fatal[h] - {p}),
+    flushed = _flushed(s.sq[h][i][s.fatal[h][i] - 1:]) + _flushed_recvs(s.rq[h][i])
+    return s._replace(fatal=set_in(s.fatal, h, i, TAKEN_OVER),
                       cq=set_in(s.cq, h, i, s.cq[h][i] + flushed), rq=set_in(s.rq, h, i, ()))

@@ -38,6 +38,8 @@ REGIONS = (1, 2)
 SUCCESS, FLUSH, RETRY_EXC = "SUCCESS", "WR_FLUSH_ERR", "RETRY_EXC_ERR"
 RNR_RETRY_EXC = "RNR_RETRY_EXC_ERR"
 RNR_FOREVER = 7  # an RNR retry count of 7 retries for ever (IBTA's encoding)
+SPEAKING = 0  # fatal[h][i]: the QP completes its own WRs (State.tla's Speaking)
+TAKEN_OVER = -1  # its NIC's death was read: the layer completes its WRs (TakenOver)
 # State.tla's AppErrors: the statuses of a WR with a bad key (Workloads.tla's KeyStatus).
 LOC_PROT, REM_ACCESS = "LOC_PROT_ERR", "REM_ACCESS_ERR"
 APP_ERRORS = frozenset({LOC_PROT, REM_ACCESS})
@@ -147,7 +149,7 @@ class State(NamedTuple):
     qp: tuple[tuple[str, str], tuple[str, str]]
     cq: Cqs
     unwritten: Cqs
-    fatal: tuple[frozenset[int], frozenset[int]]  # per host: paths whose NIC died silently
+    fatal: IntPaths  # per host and path: SPEAKING, TAKEN_OVER, or a silent QP's first unflushed WR
     wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
@@ -201,7 +203,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rnrLeft=((rnr_retry,) * 2,) * 2,
         epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
         qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), unwritten=(two, two),
-        fatal=(frozenset(), frozenset()),
+        fatal=((SPEAKING, SPEAKING), (SPEAKING, SPEAKING)),
         wire=(two, two),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
         mem=(tuple(0 for _ in REGIONS),) * 2,
@@ -235,7 +237,19 @@ def peer(h: int) -> int:
 def flushes_at_once(s: State, h: int, i: int) -> bool:
     """FlushesAtOnce(h, p) for i = p - 1: a WR posted to h's QP of path p completes at
     once, flushed: the QP is in the error state and its NIC did not die silently."""
-    return s.qp[h][i] == ERR and i + 1 not in s.fatal[h]
+    return s.qp[h][i] == ERR and not silent(s, h, i)
+
+
+def silent(s: State, h: int, i: int) -> bool:
+    """Silent(h, p) for i = p - 1: NIC p of h died in fatal error, its event unread."""
+    return s.fatal[h][i] > 0
+
+
+def covered(s: State, h: int, i: int) -> int:
+    """Covered(h, p) for i = p - 1: the index of the last signaled send WR of h's QP
+    the peer acknowledged (a completion covers it and those before it), or 0."""
+    q, prog = s.sq[h][i], s.program[h]
+    return max((k for k in range(1, s.una[h][i]) if prog[q[k - 1] - 1].signaled), default=0)
 
 
 def path_healthy(s: State, p: int) -> bool:

@@ -82,7 +82,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "qp": _per_path(_ident),
     "cq": _per_path(_cqes),
     "unwritten": _per_path(_cqes),
-    "fatal": _per_host(_tset),
+    "fatal": _per_path(_ident),
     "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
                         "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
     "link": list,

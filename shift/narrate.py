@@ -276,14 +276,16 @@ def _fatal_lines(before: State, after: State, h: str) -> list[str]:
     flush, until the layer reads the event); a failover's drain, or a reconnect's reset,
     takes the event's place."""
     old, new = of(before, "fatal", h), of(after, "fatal", h)
-    if not hasattr(old, "members") or not hasattr(new, "members"):
+    if not isinstance(old, list) or not isinstance(new, list):
         return []
-    was, now = set(old.members), set(new.members)
-    out = [f"{h}'s NIC {p} completes nothing more, not even a flush: its WRs wait until "
-           f"{h}'s layer reads the asynchronous event" for p in sorted(now - was)]
-    if _event(after)[0] != "FatalEvent":
-        out += [f"{h}'s QP {p} was drained or reset: its dead NIC's event, read later, "
-                f"finds nothing left to flush" for p in sorted(was - now)]
+    out = []
+    for p, (was, now) in enumerate(zip(old, new, strict=True), start=1):
+        if was <= 0 < now:
+            out.append(f"{h}'s NIC {p} completes nothing more, not even a flush: its WRs wait "
+                       f"until {h}'s layer reads the asynchronous event")
+        elif was > 0 >= now and _event(after)[0] != "FatalEvent":
+            out.append(f"{h}'s QP {p} was drained or reset: its dead NIC's event, read later, "
+                       f"finds nothing left to flush")
     return out
 
 

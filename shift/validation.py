@@ -218,7 +218,7 @@ def validate(model: Model, rec: Recording,
     s: State = model.init(Event("Init", (rec.workload,)))
     for k, step in enumerate(rec.steps, 1):
         ev = step.event
-        why = gap(s, ev, model.bound.implicit_nak, model.bound.device_fatal)
+        why = gap(s, ev, model.bound.implicit_nak)
         if why is not None:
             return ValidationResult(k - 1, gap=f"step {k}, {ev}: {why}")
         t = model.step(s, ev)

@@ -223,7 +223,9 @@ Trigger(h, D, status) ==
                             ![h][2] = IF abandon /\ FlushesAtOnce(h, 2) THEN @ \o Flushed(held)
                                       ELSE @]
         /\ unwritten' = [unwritten EXCEPT ![h][1] = << >>]
-        /\ fatal' = [fatal EXCEPT ![h] = @ \ {1}]
+        \* a death of the default NIC not yet read is stale now: the failover takes its
+        \* QP's WRs (C: silent_reset); a take-over already read keeps flushing
+        /\ fatal' = [fatal EXCEPT ![h][1] = IF Silent(h, 1) THEN Speaking ELSE @]
         /\ buffered' = [buffered EXCEPT ![h] = @ \o good \o (IF refuse THEN failed ELSE << >>)]
         /\ CASE mode = "Default" ->
                   /\ pending' = [pending EXCEPT ![h] = IF refuse THEN << >> ELSE rest]
@@ -530,9 +532,9 @@ Reconnect(h, D) ==
             /\ sq' = [x \in Hosts |-> [sq[x] EXCEPT ![1] = << >>]]
             /\ rq' = [x \in Hosts |-> [rq[x] EXCEPT ![1] = << >>]]
             /\ cq' = [x \in Hosts |-> [cq[x] EXCEPT ![1] = << >>]]
-            \* a NIC's unread death is stale once its QP is reset: nothing of the layer's
-            \* is on it (C: silent_reset reads and drops the event)
-            /\ fatal' = [x \in Hosts |-> fatal[x] \ {1}]
+            \* a reset QP speaks again: a NIC's unread death is stale, nothing of the
+            \* layer's is on it (C: silent_reset reads and drops the event); a take-over ends
+            /\ fatal' = [x \in Hosts |-> [fatal[x] EXCEPT ![1] = Speaking]]
             /\ UNCHANGED unwritten
             /\ wire' = [wire EXCEPT ![1] = NoWire]
             /\ una' = [x \in Hosts |-> [una[x] EXCEPT ![1] = 1]]
@@ -608,7 +610,9 @@ PeerAppError(h) ==
     IN  /\ qp' = [qp EXCEPT ![h] = [p \in Paths |-> "ERR"]]
         /\ cq' = [cq EXCEPT ![h] = [p \in Paths |-> << >>]]
         /\ unwritten' = [unwritten EXCEPT ![h] = [p \in Paths |-> << >>]]
-        /\ fatal' = [fatal EXCEPT ![h] = {}]
+        \* every WR so far is completed here: an unread death's event flushes only later posts
+        /\ fatal' = [fatal EXCEPT ![h] =
+                       [p \in Paths |-> IF Silent(h, p) THEN Len(sq[h][p]) + 1 ELSE @[p]]]
         /\ rq' = [rq EXCEPT ![h] = [p \in Paths |-> << >>]]
         /\ buffered' = [buffered EXCEPT ![h] =
                            @ \o cs \o Flushed(left) \o FlushedRecvs(Without(rpend[h], Recvs(cs)))]
@@ -752,25 +756,23 @@ CompletionTimeout(h, D) ==
 (* (IBV_EVENT_DEVICE_FATAL; DeviceFatal): the NIC completes nothing, so  *)
 (* the layer completes for it what the kernel completes for its own     *)
 (* consumers (mlx5_ib_poll_sw_comp): every WR of the QP that no         *)
-(* completion covers - the send WRs after the last signaled one the peer *)
-(* acknowledged (an unsignaled WR it acknowledged after that is among    *)
-(* them: only a completion frees a send queue's slot), then the receive  *)
+(* completion covers - the send WRs from the one NicFail recorded (after *)
+(* the last signaled one the peer acknowledged: Covered; for a QP that   *)
+(* was in the error state already, those posted since), then the receive *)
 (* WRs, those whose completion died with the NIC first - flushed, behind *)
-(* the completions already in host memory. A failover starts from them as *)
+(* the completions already in host memory. From then on the layer flushes *)
+(* each post itself (TakenOver), until the QP is reset; a recovered NIC's *)
+(* second death changes nothing. A failover starts from these flushes as *)
 (* from any error polled off the default QP (PollCq). A layer that never *)
 (* reads the event would wait for ever: the silent QP's WRs never        *)
 (* complete. Every design reads it (NoFailover's application too).       *)
 (* Model: layer.fatal_event. C: shift_async_event.                       *)
 (***************************************************************************)
-Covered(h, p) ==
-    LET done == { i \in 1..(una[h][p] - 1) : Signaled(h, sq[h][p][i]) }
-    IN  IF done = {} THEN 0 ELSE CHOOSE i \in done : \A j \in done : j <= i
-
 FatalEvent(h, p) ==
-    /\ p \in fatal[h]
-    /\ fatal' = [fatal EXCEPT ![h] = @ \ {p}]
+    /\ Silent(h, p)
+    /\ fatal' = [fatal EXCEPT ![h][p] = TakenOver]
     /\ cq' = [cq EXCEPT ![h][p] =
-                @ \o Flushed(SubSeq(sq[h][p], Covered(h, p) + 1, Len(sq[h][p])))
+                @ \o Flushed(SubSeq(sq[h][p], fatal[h][p], Len(sq[h][p])))
                   \o FlushedRecvs(rq[h][p])]
     /\ rq' = [rq EXCEPT ![h][p] = << >>]
     /\ event' = << "FatalEvent", h, p >>
@@ -800,7 +802,7 @@ Init ==
     /\ qp = [h \in Hosts |-> [p \in Paths |-> "RTS"]]
     /\ cq = [h \in Hosts |-> [p \in Paths |-> << >>]]
     /\ unwritten = [h \in Hosts |-> [p \in Paths |-> << >>]]
-    /\ fatal = [h \in Hosts |-> {}]
+    /\ fatal = [h \in Hosts |-> [p \in Paths |-> Speaking]]
     /\ wire = [p \in Paths |-> [d \in Directions |-> << >>]]
     /\ link = [p \in Paths |-> TRUE] /\ nic = [h \in Hosts |-> [p \in Paths |-> TRUE]]
     /\ faults = 0 /\ drops = 0

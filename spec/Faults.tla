@@ -38,8 +38,13 @@ LinkUp(p) ==
 (* the receive WRs. With it (user-space verbs on mlx5: the device in     *)
 (* fatal error writes nothing), the QP goes silent: its WRs wait, those  *)
 (* whose completion died with it among them, until the layer reads the  *)
-(* asynchronous event (FatalEvent). A QP already in the error state has *)
-(* nothing left to flush either way. The QP's responder state (expected *)
+(* asynchronous event (FatalEvent), whose flush starts after the WRs a  *)
+(* completion covers. A QP already in the error state flushed its WRs   *)
+(* when it got there: without DeviceFatal nothing changes; with it, the *)
+(* device falls silent all the same and raises its event, whose flush    *)
+(* covers only the WRs posted since - unless the layer already completes *)
+(* the QP's WRs itself (an earlier death's event read: TakenOver) or     *)
+(* awaits that event still. The QP's responder state (expected           *)
 (* PSN, saved atomics) is no longer reachable by anyone but a design     *)
 (* that drops opacity.                                                    *)
 (* Model: faults.nic_fail. C: sn_nic_fail.                                 *)
@@ -52,10 +57,13 @@ NicFail(h, p) ==
         /\ faults' = faults + 1
         /\ qp' = [qp EXCEPT ![h][p] = "ERR"]
         /\ unwritten' = [unwritten EXCEPT ![h][p] = << >>]
-        /\ CASE qp[h][p] = "ERR" -> UNCHANGED << cq, rq, fatal >>
+        /\ CASE qp[h][p] = "ERR" /\ (~DeviceFatal \/ fatal[h][p] # Speaking) ->
+                   UNCHANGED << cq, rq, fatal >>
               [] DeviceFatal ->
                    /\ rq' = [rq EXCEPT ![h][p] = [i \in DOMAIN lost |-> lost[i].recv] \o @]
-                   /\ fatal' = [fatal EXCEPT ![h] = @ \cup {p}]
+                   /\ fatal' = [fatal EXCEPT ![h][p] = IF qp[h][p] = "ERR"
+                                                      THEN Len(sq[h][p]) + 1
+                                                      ELSE Covered(h, p) + 1]
                    /\ UNCHANGED cq
               [] OTHER ->
                    /\ cq' = [cq EXCEPT ![h][p] =

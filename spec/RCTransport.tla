@@ -31,6 +31,13 @@ EXTENDS State
 
 Signaled(h, w) == program[h][w].signaled
 
+\* The send WRs of host h's QP of path p that a completion covers: those up to the
+\* last signaled one the peer acknowledged (an unsignaled WR acknowledged after it
+\* is not: only a completion frees a send queue's slot). Its index, or 0.
+Covered(h, p) ==
+    LET done == { i \in 1..(una[h][p] - 1) : Signaled(h, sq[h][p][i]) }
+    IN  IF done = {} THEN 0 ELSE CHOOSE i \in done : \A j \in done : j <= i
+
 \* The NIC of host h makes the completions es on path p's CQ: in host memory,
 \* behind the receive completions it has not yet written, which it writes first.
 Complete(h, p, es) ==

@@ -129,10 +129,16 @@ VARIABLES
     qp,          \* QP state: "RTS" or "ERR"
     cq,          \* completion queue entries in host memory: [wr, recv, status, val]
     unwritten,   \* receive completions the NIC made and ACKed, not yet in host memory
-    fatal        \* per host: the paths whose NIC died silently (DeviceFatal): its QP's
-                 \* WRs are neither completed nor flushed, its event not yet read
+    fatal        \* per host and path, with DeviceFatal: Speaking (the QP completes its
+                 \* own WRs); silent, its NIC's death unread - the index of the first
+                 \* send WR the event's flush covers; or TakenOver (the layer read it and
+                 \* completes the QP's WRs itself, until the QP is reset)
 
 qpVars == << qp, cq, unwritten, fatal >>
+
+\* The values of fatal[h][p] that are not a silent QP's first unflushed send WR.
+Speaking == 0
+TakenOver == -1
 
 \* A completion queue entry. A send completion has recv 0 and names the host's WR;
 \* a receive completion names the receive WR (recv >= 1) and the peer's WR that
@@ -145,7 +151,7 @@ QpTypeOK ==
     /\ qp \in [Hosts -> [Paths -> QpStates]]
     /\ cq \in [Hosts -> [Paths -> Seq(Cqes)]]
     /\ unwritten \in [Hosts -> [Paths -> Seq(Cqes)]]
-    /\ fatal \in [Hosts -> SUBSET Paths]
+    /\ fatal \in [Hosts -> [Paths -> {TakenOver} \cup Nat]]
 
 (* ---------- the wire, per path and direction: FIFO channels ------------- *)
 VARIABLE
@@ -301,10 +307,14 @@ TypeOK ==
 
 PathHealthy(p) == link[p] /\ nic["A"][p] /\ nic["B"][p]
 
+\* Host h's NIC p died in fatal error and h's layer has not read the event yet.
+Silent(h, p) == fatal[h][p] > 0
+
 \* A WR posted to host h's QP of path p completes at once, flushed: the QP is in
 \* the error state, and its NIC did not die silently (a silently dead NIC completes
-\* nothing; its WRs wait for the layer to read the event: FatalEvent).
-FlushesAtOnce(h, p) == qp[h][p] = "ERR" /\ p \notin fatal[h]
+\* nothing; its WRs wait for the layer to read the event: FatalEvent; once it has,
+\* the layer flushes them itself).
+FlushesAtOnce(h, p) == qp[h][p] = "ERR" /\ ~Silent(h, p)
 
 \* Channels w with packet m put on path p in direction d; a dead link loses it.
 Push(w, p, d, m) == IF link[p] THEN [w EXCEPT ![p][d] = Append(@, m)] ELSE w

@@ -37,12 +37,10 @@ def normalise(obs: dict[str, Any]) -> dict[str, Any]:
     return dict(obs)
 
 
-def gap(s: State, ev: Event, implicit_nak: bool = False,
-        device_fatal: bool = False) -> str | None:
+def gap(s: State, ev: Event, implicit_nak: bool = False) -> str | None:
     """Why event ev from model state s leaves the fragment where the two sides can be
     compared step by step, or None. A WR held behind a fence that failed (below), a
-    skipped notification's success ahead of a replayed signaled WR (F5, below), a NIC
-    that dies in fatal error under a QP already in ERR (below), or -
+    skipped notification's success ahead of a replayed signaled WR (F5, below), or -
     unless the bound has ImplicitNak - a cumulative ACK that covers a READ or an atomic
     whose own response was lost: without it the spec completes it (with the value 0);
     an RC NIC, simnic included, takes the ACK as an implicit NAK, goes back to the READ
@@ -57,15 +55,6 @@ def gap(s: State, ev: Event, implicit_nak: bool = False,
             # under the fence the held WRs go out; the C core keeps them held (its
             # doorbell is never rung).
             return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
-    if device_fatal and ev.name == "NicFail" and s.nic[HOST[ev.args[0]]][ev.args[1] - 1] \
-            and s.qp[HOST[ev.args[0]]][ev.args[1] - 1] == "ERR":
-        # docs/differential.md: Faults.tla's NicFail leaves a QP already in the error
-        # state as it is (it flushed when it got there, and no event is raised for it),
-        # so the spec's QP goes on flushing each later post; simnic's device in fatal
-        # error writes nothing for any of its QPs (as mlx5 under user-space verbs) and
-        # raises its event, after which the layer flushes the posts.
-        return ("a QP in ERR whose NIC dies in fatal error: the spec flushes posts, the "
-                "core's NIC is silent")
     h = HOST[ev.args[0]] if ev.name == "PollCq" else 0
     if ev.name == "PollCq" and s.buffered[h] and s.buffered[h][0].recv == 0:  # a send CQE
         first = s.buffered[h][0]

@@ -57,7 +57,7 @@ def options(model: Model, s: State) -> tuple[list[Event], list[Event]]:
     faults: list[Event] = []
     others: list[Event] = []
     for ev in model.enabled(s):
-        if gap(s, ev, model.bound.implicit_nak, model.bound.device_fatal) is None:
+        if gap(s, ev, model.bound.implicit_nak) is None:
             (faults if ev.name in FAULT_NAMES else others).append(ev)
     return faults, others
 

@@ -161,7 +161,7 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
     bridge = Bridge(design, model.bound, s.program[0], s.program[1], copy_posts)
     try:
         for k, ev in enumerate(events[1:], 2):
-            why = gap(s, ev, model.bound.implicit_nak, model.bound.device_fatal)
+            why = gap(s, ev, model.bound.implicit_nak)
             if why is not None:
                 return Run(events[:k - 1], states, None, f"event {k}, {ev}: {why}")
             t = model.step(s, ev)

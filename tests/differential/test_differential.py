@@ -158,6 +158,22 @@ def test_generated_traces_read_a_silent_nics_death() -> None:
     assert read >= 5, read
 
 
+def test_generated_traces_kill_the_nic_under_a_qp_already_in_error() -> None:
+    """A QP already in ERR (flushed when it got there) whose NIC then dies in fatal error
+    falls silent, as simnic's (and mlx5's under user-space verbs) does: the event's flush
+    covers only the posts made since. Generated traces at `large` with the four reach
+    that death, and both sides agree through it (the spec once kept such a QP flushing
+    at once: docs/differential.md)."""
+    model, _ = large_with_four("NaiveReplay")
+    hits = 0
+    for run in seeded_runs(model, EXAMPLES):
+        hits += any(e.name == "NicFail" and s.qp[HOSTS.index(e.args[0])][e.args[1] - 1] == "ERR"
+                    and t.fatal[HOSTS.index(e.args[0])][e.args[1] - 1] > 0
+                    for e, s, t in zip(run.events[1:], run.states, run.states[1:],
+                                       strict=False))
+    assert hits >= 3, hits
+
+
 @pytest.mark.parametrize("design", DESIGNS)
 def test_model_and_implementation_agree_with_implicit_naks(design: str) -> None:
     """At bound implicit an ACK past a READ or atomic whose response was lost sends the

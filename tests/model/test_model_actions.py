@@ -11,7 +11,19 @@ import dataclasses
 from modelkit import changed, model, reach, step
 from shift.model.layer import trigger
 from shift.model.next import Model
-from shift.model.state import Ack, Cqe, Ctl, RcvSeen, Req, Rnr, SndSeen, State, set_at
+from shift.model.state import (
+    SPEAKING,
+    TAKEN_OVER,
+    Ack,
+    Cqe,
+    Ctl,
+    RcvSeen,
+    Req,
+    Rnr,
+    SndSeen,
+    State,
+    set_at,
+)
 from shift.vocabulary import make
 
 SHIFT = model("Shift")
@@ -170,16 +182,18 @@ def test_a_nic_in_fatal_error_completes_nothing() -> None:
     s = acked_write(FATAL)
     t = step(FATAL, s, "NicFail", "A", 1)
     assert changed(s, t) == {"nic", "faults", "qp", "fatal"}  # no flush, no CQE
-    assert t.fatal[A] == frozenset({1}) and t.cq[A] == EMPTY
+    # silent, its event's flush to start at WR #1 (no completion covers the unsignaled WRITE)
+    assert t.fatal[A] == (1, SPEAKING) and t.cq[A] == EMPTY
     # Without DeviceFatal the driver flushes from the oldest unacknowledged WR.
     plain = step(SHIFT, acked_write(SHIFT), "NicFail", "A", 1)
-    assert plain.cq[A][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),) and plain.fatal == (set(), set())
+    assert plain.cq[A][0] == (Cqe(2, 0, "WR_FLUSH_ERR", 0),)
+    assert plain.fatal == ((SPEAKING, SPEAKING),) * 2
 
 
 def test_the_layer_flushes_every_wr_no_completion_covers() -> None:
     t = step(FATAL, acked_write(FATAL), "NicFail", "A", 1)
     u = step(FATAL, t, "FatalEvent", "A", 1)
-    assert changed(t, u) == {"cq", "fatal"} and u.fatal[A] == frozenset()
+    assert changed(t, u) == {"cq", "fatal"} and u.fatal[A] == (TAKEN_OVER, SPEAKING)
     # the ACKed unsignaled WRITE #1 too: only a completion frees a send queue's slot
     assert u.cq[A][0] == (Cqe(1, 0, "WR_FLUSH_ERR", 0), Cqe(2, 0, "WR_FLUSH_ERR", 0))
     assert FATAL.step(u, make("FatalEvent", "A", 1)) is None  # read once
@@ -204,7 +218,7 @@ def test_a_receive_completion_lost_with_the_nic_leaves_its_receive_wr_to_flush()
 def test_a_handshake_reposts_onto_a_silent_backup_qp_without_a_flush() -> None:
     s = reach(FATAL, 2, ("PostRecv", "B", 1), ("NicFail", "B", 1), ("FatalEvent", "B", 1),
               ("PollCq", "B"))
-    s = s._replace(qp=set_at(s.qp, B, ("ERR", "ERR")), fatal=set_at(s.fatal, B, frozenset({2})))
+    s = s._replace(qp=set_at(s.qp, B, ("ERR", "ERR")), fatal=set_at(s.fatal, B, (TAKEN_OVER, 1)))
     t = step(FATAL, s, "Progress", "B")
     assert t.rq[B][1] == (1,) and t.cq[B][1] == ()  # it waits for the event's flushes
 
@@ -212,8 +226,37 @@ def test_a_handshake_reposts_onto_a_silent_backup_qp_without_a_flush() -> None:
 def test_a_failover_drains_a_silent_qp_in_place_of_its_event() -> None:
     t = step(FATAL, acked_write(FATAL), "NicFail", "A", 1)
     u = trigger(t, A, FATAL.design, "RETRY_EXC_ERR")
-    assert u.fatal[A] == frozenset() and u.cq[A] == EMPTY
+    assert u.fatal[A] == (SPEAKING, SPEAKING) and u.cq[A] == EMPTY
     assert FATAL.step(u, make("FatalEvent", "A", 1)) is None
+
+
+def failed_recv_qp() -> State:
+    """Workload 2, B's receive WR 1 posted; B's default QP then failed (as by the peer's
+    NIC dying under its retries): in the error state, receive WR 1 flushed, its NIC alive."""
+    s = reach(FATAL, 2, ("PostRecv", "B", 1))
+    return on(s, B, qp=("ERR", "RTS"), rq=EMPTY, cq=((Cqe(0, 1, "WR_FLUSH_ERR", 0),), ()))
+
+
+def test_a_qp_already_in_error_falls_silent_when_its_nic_dies() -> None:
+    s = failed_recv_qp()
+    t = step(FATAL, s, "NicFail", "B", 1)
+    assert t.fatal[B] == (1, SPEAKING) and t.cq[B] == s.cq[B]  # its event flushes WRs after #0
+    u = step(FATAL, t, "PostRecv", "B", 2)
+    assert u.rq[B] == ((2,), ()) and u.cq[B] == s.cq[B]  # no flush before the event
+    v = step(FATAL, u, "FatalEvent", "B", 1)
+    # receive WR 1's flush is not repeated: only the post made since the death
+    assert v.cq[B][0] == (Cqe(0, 1, "WR_FLUSH_ERR", 0), Cqe(0, 2, "WR_FLUSH_ERR", 0))
+    assert v.fatal[B] == (TAKEN_OVER, SPEAKING)
+
+
+def test_a_qp_the_layer_took_over_stays_so_through_a_second_death() -> None:
+    s = step(FATAL, step(FATAL, failed_recv_qp(), "NicFail", "B", 1), "FatalEvent", "B", 1)
+    s = s._replace(nic=set_at(s.nic, B, (True, True)), faults=0)  # the NIC came back
+    t = step(FATAL, s, "NicFail", "B", 1)
+    assert t.fatal[B] == (TAKEN_OVER, SPEAKING)
+    assert FATAL.step(t, make("FatalEvent", "B", 1)) is None
+    u = step(FATAL, t, "PostRecv", "B", 2)  # the layer flushes it at once
+    assert u.cq[B][0][-1] == Cqe(0, 2, "WR_FLUSH_ERR", 0)
 
 
 # ImplicitNak (bound implicit): workload 3 (FADD, WRITE_IMM), FADD #1's ACK lost.
