@@ -310,6 +310,20 @@ def test_a_nic_in_fatal_error_completes_nothing_until_its_event_is_read():
             (1, Status.WR_FLUSH_ERR), (2, Status.WR_FLUSH_ERR)]
 
 
+def test_a_second_death_of_a_nic_the_layer_took_over_is_nothing_to_act_on():
+    """A NIC the layer took over (its death read: the layer flushes the QP's posts) comes
+    back and dies again before the QP is reset: the device raises its event again, the
+    layer has nothing new to do (spec: NicFail leaves a TakenOver QP as it is, and no
+    FatalEvent is enabled), so shift_async_event says 0, and posts still flush at once."""
+    with Fabric(device_fatal=True) as fab:
+        conn = fab.connect("NoFailover", regions=2, record=True)
+        assert conn.nic_fail("A", 1) and conn.fatal_event("A", 1) is True
+        assert conn.nic_recover("A", 1) and conn.nic_fail("A", 1)
+        assert conn.fatal_event("A", 1) is False
+        conn.post_send("A", Wr(1, "WRITE"))
+        assert [(c.wr_id, c.status) for c in conn.poll("A")] == [(1, Status.WR_FLUSH_ERR)]
+
+
 def test_every_connection_on_a_dead_nic_reads_its_death_once():
     """A device's event reaches every endpoint on it, as a verbs layer fans one device
     context's IBV_EVENT_DEVICE_FATAL out to its QPs: two connections on A's NIC 1 both
