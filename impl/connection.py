@@ -501,6 +501,17 @@ class Connection:
         r = lib.shift_async_event(self._eph(host), path_arg(nic, "nic"))
         return event_result(r, "fatal_event") > 0
 
+    def fatal_events(self, host: str) -> int:
+        """host's layer reads every asynchronous event waiting on either of its NICs
+        (`fatal_event` until none is left), as a deployment's thread per device does; how
+        many it read (0 without device_fatal). An event loop calls it for each host: on a
+        fabric with device_fatal a dead NIC completes nothing until its host reads this."""
+        read = 0
+        for nic in (1, 2):
+            while self.fatal_event(host, nic):
+                read += 1
+        return read
+
     def ctl_input(self, host: str, path: int, msg: bytes) -> bool:
         """A control message arrives at host on path, as the backend hands one over (not
         an event of the vocabulary: a test's forged or damaged message). True if the layer
@@ -526,6 +537,9 @@ class Connection:
     def write_cqe(self, host: str, path: int) -> bool:
         return self._fabric.write_cqe(host, path)
 
+    def write_cqes(self) -> int:
+        return self._fabric.write_cqes()
+
     def link_down(self, path: int) -> bool:
         return self._fabric.link_down(path)
 
@@ -542,10 +556,14 @@ class Connection:
         return self._fabric.pump(budget)
 
     def settle(self, rounds: int = 1000) -> None:
-        """Run wire and layers until nothing moves (no faults, drops or timeouts)."""
+        """Run wire, NICs and layers until nothing moves (no faults, drops or timeouts):
+        the wire, the NICs writing their receive completions, each layer reading its
+        NICs' events and taking its background steps."""
         for _ in range(int_arg("rounds", rounds, 1)):
             moved = self.pump() > 0
+            moved |= self.write_cqes() > 0
             for h in HOST_NAMES:
+                moved |= self.fatal_events(h) > 0
                 while self.progress(h) != "none":
                     moved = True
             if not moved:

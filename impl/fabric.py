@@ -15,16 +15,26 @@ from .verbs import HOST_NAMES, HOSTS, DesignCode
 class Fabric:
     """Two hosts (A, B), each with NIC 1 and NIC 2; path p = NIC p of A, link p, NIC p of
     B. Path 1 is the default, path 2 the backup. Nothing moves unless an event says so.
-    With ack_before_cqe, a responder's successful receive completion reaches host memory
-    only after its ACK left, when `write_cqe` writes it, and a NIC that dies first loses
-    it (the spec's AckBeforeCqe). With device_fatal, a NIC that dies completes nothing,
-    not even flushes, and raises an asynchronous event its host's layer reads
-    (`Connection.fatal_event`; the spec's DeviceFatal)."""
+
+    By default the NICs run RC as hardware does, as the spec's bounds do
+    (`sn_fabric_attr_init`). With rnr_nak, a SEND or WRITE_WITH_IMM that finds no receive
+    WR is RNR-NAKed and sent again, rnr_retry times before RNR_RETRY_EXC_ERR, or for ever
+    at 7 (RnrNak, RnrRetry). With ack_before_cqe, a responder's successful receive
+    completion reaches host memory only after its ACK left, when its NIC writes it
+    (`write_cqe`, `write_cqes`), and a NIC that dies first loses it (AckBeforeCqe). With
+    device_fatal, a NIC that dies completes nothing, not even flushes, and raises an
+    asynchronous event its host's layer reads (`Connection.fatal_event`, `fatal_events`;
+    DeviceFatal). The implicit NAK is always on. So an event loop writes the NICs'
+    completions with the wire and reads each host's NIC events (docs/library.md). The
+    idealised NIC (a completion in memory with its ACK, a dead NIC's WRs flushed, a
+    request without a receive WR dropped for the timer) is
+    ``Fabric(rnr_nak=False, ack_before_cqe=False, device_fatal=False)``."""
 
     def __init__(self, *, mem_size: int = 1 << 16, retries: int = 7, rnr_retry: int = 7,
-                 rnr_nak: bool = False, ack_before_cqe: bool = False,
-                 device_fatal: bool = False):
+                 rnr_nak: bool = True, ack_before_cqe: bool = True,
+                 device_fatal: bool = True):
         attr = ffi.new("struct sn_fabric_attr *")
+        lib.sn_fabric_attr_init(attr)  # hardware's RC; then what the caller asked for
         attr.mem_size = int_arg("mem_size", mem_size, 4096, 1 << 30)
         attr.retry_cnt = int_arg("retries", retries, 0, 7)
         attr.rnr_retry = int_arg("rnr_retry", rnr_retry, 0, 7)
@@ -115,6 +125,18 @@ class Fabric:
         ACKed) into host memory, where a poll finds it."""
         return _did(lib.sn_write_cqe(self.handle, host_arg(host), path_arg(nic, "nic")),
                     "write_cqe")
+
+    def write_cqes(self) -> int:
+        """Every live NIC writes into host memory every receive completion it made and
+        has not written yet (`write_cqe` until none is left), as a NIC does on its own
+        right after the ACK left; how many it wrote (0 without ack_before_cqe). An event
+        loop calls it with `pump`: together they are what the NICs do on hardware."""
+        written = 0
+        for host in HOST_NAMES:
+            for nic in (1, 2):
+                while self.write_cqe(host, nic):
+                    written += 1
+        return written
 
     def link_down(self, path: int) -> bool:
         return _did(lib.sn_link_down(self.handle, path_arg(path)), "link_down")

@@ -58,15 +58,18 @@ typedef struct sn_mr_opaque *sn_mr;
 
 enum sn_host { SN_HOST_A = 0, SN_HOST_B = 1 };
 enum sn_dir { SN_AtoB = 0, SN_BtoA = 1 };
-enum { SN_RNR_FOREVER = 7 };
-enum sn_async { SN_ASYNC_DEVICE_FATAL = 1 }; /* IBV_EVENT_DEVICE_FATAL */ /* an rnr_retry that retries for ever (IBTA's encoding) */
+enum { SN_RNR_FOREVER = 7 }; /* an rnr_retry that retries for ever (IBTA's encoding) */
+enum sn_async { SN_ASYNC_DEVICE_FATAL = 1 }; /* IBV_EVENT_DEVICE_FATAL */
 
+/* Hardware's RC is sn_fabric_attr_init's (below); the defaults named here are a NULL
+ * attr's, the idealised NIC's. */
 struct sn_fabric_attr {
     size_t mem_size;        /* bytes of memory per host (default 65536) */
     uint32_t retry_cnt;     /* retransmissions before RETRY_EXC_ERR (default 7, max 7) */
     uint32_t rnr_retry;     /* RNR NAK retries before RNR_RETRY_EXC_ERR (default 7:
                              * SN_RNR_FOREVER, as verbs encodes it) */
-    int rnr_nak;            /* 0: a notification without a receive WR is discarded */
+    int rnr_nak;            /* 0: a notification without a receive WR is discarded;
+                             * 1: answered by an RNR NAK (hardware; spec: RnrNak) */
     int ack_before_cqe;     /* 1: a notification's receive completion reaches host memory
                              * after its ACK left, when sn_write_cqe writes it; a NIC that
                              * dies first loses it (hardware's order; spec: AckBeforeCqe) */
@@ -114,6 +117,16 @@ struct sn_counters {
     uint64_t malformed;     /* bytes sn_wire_put refused: not a packet */
 };
 
+/* RC as hardware runs it, the spec's defaults (spec/designs.toml's defaults.constants):
+ * mem_size 65536, retry_cnt 7, rnr_retry SN_RNR_FOREVER, and rnr_nak, ack_before_cqe and
+ * device_fatal on (simnic's implicit NAK is always on). Set what differs after it:
+ *     struct sn_fabric_attr a;
+ *     sn_fabric_attr_init(&a);
+ *     a.retry_cnt = 1;
+ * A zero-initialised attr keeps the idealised NIC (all three off; mem_size 0 is 65536),
+ * as a NULL attr to sn_fabric_create does (with retry_cnt and rnr_retry 7). NULL: nothing. */
+void sn_fabric_attr_init(struct sn_fabric_attr *attr);
+/* A fabric of both hosts; attr NULL: the idealised NIC with retry_cnt and rnr_retry 7. */
 int sn_fabric_create(const struct sn_fabric_attr *attr, sn_fabric *out);
 /* One host of a fabric whose other host is elsewhere (another process, or another
  * fabric of this one): CQs, QPs and memory regions exist only on `host`; a memory

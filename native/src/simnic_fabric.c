@@ -102,6 +102,15 @@ void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t le
 
 /* ------------------------------------------------------------- fabric ------- */
 
+void sn_fabric_attr_init(struct sn_fabric_attr *attr)
+{
+    if (!attr)
+        return;
+    *attr = (struct sn_fabric_attr){.mem_size = 65536, .retry_cnt = 7,
+                                    .rnr_retry = SN_RNR_FOREVER, .rnr_nak = 1,
+                                    .ack_before_cqe = 1, .device_fatal = 1};
+}
+
 /* a fabric of both hosts (local -1), or of one with process memory (local 0 or 1) */
 static int fabric_new(const struct sn_fabric_attr *attr, int local, sn_fabric *out)
 {

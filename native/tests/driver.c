@@ -219,6 +219,57 @@ static void test_raw_ack_before_cqe(void)
     CHECK(sn_fabric_create(&bad, &f) == EINVAL);
 }
 
+/* sn_fabric_attr_init: RC as hardware runs it (the spec's defaults): an RNR NAK retried
+ * for ever, the ACK before the receive completion is in host memory, a dead NIC silent
+ * but for its asynchronous event; a zero-initialised attr is still the idealised NIC */
+static void test_raw_attr_init(void)
+{
+    struct sn_fabric_attr a;
+    memset(&a, 0xff, sizeof a);
+    sn_fabric_attr_init(&a);
+    CHECK(a.mem_size == 65536 && a.retry_cnt == 7 && a.rnr_retry == SN_RNR_FOREVER);
+    CHECK(a.rnr_nak == 1 && a.ack_before_cqe == 1 && a.device_fatal == 1);
+    sn_fabric_attr_init(NULL); /* nothing to fill: no crash */
+    raw_t r;
+    struct shift_wc wc;
+    int ev = 0;
+    raw_open_attr(&r, &a);
+    memcpy(r.mem[0], "early", 5);
+    struct shift_send_wr w = mkwr(7, SHIFT_WR_SEND, &r, 0, 5, 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_pump(r.f, 1000) == 1000); /* no receive WR: RNR NAKed, sent again, for ever */
+    CHECK(poll1(r.cq[0], &wc) == 0);
+    struct shift_recv_wr rw = {1, NULL, {(uint64_t)(uintptr_t)(r.mem[1] + 512), 64, r.lkey[1]}, 1};
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    CHECK(sn_pump(r.f, 1000) > 0 && sn_pump(r.f, 1000) == 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(memcmp(r.mem[1] + 512, "early", 5) == 0);
+    CHECK(poll1(r.cq[1], &wc) == 0); /* ACKed; the completion is not in memory yet */
+    CHECK(sn_write_cqe(r.f, 1, 1) == 1);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 1 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(sn_nic_fail(r.f, 0, 1) == 1);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(poll1(r.cq[0], &wc) == 0); /* no flush: only the asynchronous event */
+    CHECK(sn_async_event(r.f, 0, 1, &ev) == 1 && ev == SN_ASYNC_DEVICE_FATAL);
+    CHECK(sn_fabric_destroy(r.f) == 0);
+
+    struct sn_fabric_attr zero = {0}; /* the idealised NIC, as before sn_fabric_attr_init */
+    raw_open_attr(&r, &zero);
+    w = mkwr(7, SHIFT_WR_SEND, &r, 0, 5, 0); /* the new fabric's memory and keys */
+    rw.sg = (struct shift_sge){(uint64_t)(uintptr_t)(r.mem[1] + 512), 64, r.lkey[1]};
+    CHECK(sn_post_recv(r.qp[1], &rw, NULL) == 0);
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_pump(r.f, 1000) > 0);
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.wr_id == 7 && wc.status == SHIFT_WC_SUCCESS);
+    CHECK(poll1(r.cq[1], &wc) == 1 && wc.wr_id == 1); /* in memory with its ACK */
+    CHECK(sn_post_send(r.qp[0], &w, NULL) == 0);
+    CHECK(sn_pump(r.f, 1000) < 1000); /* no receive WR: discarded, no RNR NAK */
+    CHECK(poll1(r.cq[0], &wc) == 0);
+    CHECK(sn_timeout(r.f, 0, 1) == 1); /* retry_cnt 0: the timer fails it */
+    CHECK(poll1(r.cq[0], &wc) == 1 && wc.status == SHIFT_WC_RETRY_EXC_ERR);
+    CHECK(sn_fabric_destroy(r.f) == 0);
+}
+
 /* A's FADD and WRITE executed at B, the FADD's response lost, the WRITE's ACK taken:
  * an implicit NAK of the FADD (spec: ImplicitNak) */
 static void implicit_nak(raw_t *r, int retries)
@@ -2689,6 +2740,7 @@ int main(void)
 {
     test_raw_basic();
     test_raw_ack_before_cqe();
+    test_raw_attr_init();
     test_raw_device_fatal();
     test_raw_implicit_nak();
     test_raw_errors();

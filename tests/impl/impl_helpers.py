@@ -16,6 +16,15 @@ from shift.impl import Connection, Wr
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "library.md"
 
+# The idealised RC NIC (Fabric's defaults are RC as hardware runs it): a receive
+# completion is in host memory with its ACK (no WriteCqe), a dead NIC flushes its WRs at
+# once (no asynchronous event to read first), a request that finds no receive WR is
+# dropped for the retransmission timer (no RNR NAK retried for ever). For the tests whose
+# hand-placed steps or whose assertions rely on it; among them SHIFT's promises through a
+# receiver NIC's death, which hold only there (on hardware's RC an ACKed notification can
+# die with the NIC: docs/findings.md, F7).
+IDEAL_RC = {"rnr_nak": False, "ack_before_cqe": False, "device_fatal": False}
+
 # One step of a fixed round-robin scheduler: the order in which a test interleaves
 # events before it injects a fault.
 SCHEDULE = (
@@ -35,12 +44,17 @@ def post_round(conn: Connection, k: int, value: int | None = None) -> None:
     conn.post_send("A", Wr(2 * k, "WRITE_IMM"))
 
 
-def drive(conn: Connection, *, timeouts: bool = True, limit: int = 400) -> None:
-    """Run until quiet: wire, layers' progress, both applications poll everything; when
-    stuck, the retransmission timers of both hosts' NICs (and then the layers') fire."""
+def drive(conn: Connection, *, timeouts: bool = True, nic_events: bool = True,
+          limit: int = 400) -> None:
+    """Run until quiet: the wire and the NICs writing their receive completions, each
+    layer reading its NICs' events (unless not nic_events: a host that never reads them),
+    both applications poll everything, layers' progress; when stuck, the retransmission
+    timers of both hosts' NICs (and then the layers') fire."""
     for _ in range(limit):
         moved = conn.pump() > 0
+        moved |= conn.write_cqes() > 0
         for h in "AB":
+            moved |= nic_events and conn.fatal_events(h) > 0
             before = conn.host_state(h)
             moved |= bool(conn.poll(h)) or conn.host_state(h) != before
         for h in "AB":

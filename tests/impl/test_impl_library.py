@@ -5,7 +5,7 @@ history (`record`) is off unless asked for, and completions speak verbs' opcodes
 from __future__ import annotations
 
 import pytest
-from impl_helpers import drive, post_round
+from impl_helpers import IDEAL_RC, drive, post_round
 from shift.impl import CompletionError, Connection, Fabric, Status, WcOpcode, Wr
 
 
@@ -26,6 +26,7 @@ def _atomic_in_flight_then_nic_failure(conn: Connection) -> None:
     conn.nic_fail("A", 1)
 
 
+@pytest.mark.ideal_rc  # polls the dead NIC's flushes at once
 def test_a_checked_poll_raises_with_every_completion_it_took(plain: Connection) -> None:
     _atomic_in_flight_then_nic_failure(plain)
     with pytest.raises(CompletionError) as e:
@@ -38,6 +39,7 @@ def test_a_checked_poll_raises_with_every_completion_it_took(plain: Connection) 
     assert plain.poll("A", check=True) == []  # nothing was left behind, nothing repeats
 
 
+@pytest.mark.ideal_rc  # B's completions with their ACKs
 def test_a_checked_poll_returns_what_it_took_when_all_succeeded(plain: Connection) -> None:
     for k in (1, 2):
         post_round(plain, k)
@@ -50,6 +52,7 @@ def test_a_checked_poll_returns_what_it_took_when_all_succeeded(plain: Connectio
     assert all(c.qp_num > 0 for c in got)
 
 
+@pytest.mark.ideal_rc  # polls the dead NIC's flushes at once
 def test_a_checked_single_poll_carries_its_completion(plain: Connection) -> None:
     _atomic_in_flight_then_nic_failure(plain)
     assert plain.poll_cq("A", check=True).wr_id == 1  # the success polled before
@@ -68,6 +71,7 @@ def test_refused_wrs_are_flagged_and_later_flushes_are_not(plain: Connection) ->
     assert plain.stats("A").refused == 2 and plain.stats("B").refused == 0
 
 
+@pytest.mark.ideal_rc  # polls the dead NIC's flushes at once
 def test_an_ordinary_flush_is_not_a_refusal(fabric: Fabric) -> None:
     conn = fabric.connect("NoFailover", regions=4)
     post_round(conn, 1)
@@ -100,3 +104,27 @@ def test_the_history_is_kept_only_when_asked(plain: Connection) -> None:
             getattr(plain, what)() if what == "observe" else plain.completions
     with pytest.raises(TypeError):
         plain._fabric.connect("Shift", record="yes")  # type: ignore[arg-type]
+
+
+def test_a_fabric_runs_rc_as_hardware_does_unless_asked_otherwise() -> None:
+    """Fabric()'s NICs are the spec's defaults (issue 17): B's receive completion reaches
+    memory when its NIC writes it, a SEND without a receive WR is RNR-NAKed for ever, a
+    dead NIC completes nothing until its host's layer reads its event. IDEAL_RC's flags
+    give the idealised NIC: none of the three."""
+    for flags, ideal in (({}, False), (IDEAL_RC, True)):
+        with Fabric(**flags) as fab:
+            conn = fab.connect("NoFailover", regions=2)
+            conn.post_recv("B", 1)
+            conn.post_send("A", Wr(1, "SEND_IMM"))
+            conn.pump()
+            assert [c.wr_id for c in conn.poll("A")] == [1]
+            if not ideal:
+                assert conn.poll("B") == [] and conn.write_cqes() == 1
+            assert [c.wr_id for c in conn.poll("B")] == [1] and conn.write_cqes() == 0
+            conn.post_send("A", Wr(2, "SEND_IMM"))  # no receive WR
+            assert (conn.pump(1000) == 1000) is not ideal  # RNR-NAKed again and again
+            conn.nic_fail("A", 1)
+            if not ideal:
+                assert conn.poll("A") == [] and conn.fatal_events("A") == 1
+            assert [(c.wr_id, c.status) for c in conn.poll("A")] == [(2, Status.WR_FLUSH_ERR)]
+            assert conn.fatal_events("A") == conn.fatal_events("B") == 0

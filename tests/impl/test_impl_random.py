@@ -10,7 +10,10 @@ observable properties of `shift.model.observable`, the very functions the model 
 differential runner check — and the sender sees no error while at most one fault has
 struck. At the end of a run the connection settles: with one fault every notification
 has been delivered, once, in order; with two (the backup path may be gone too) the run
-ends with everything delivered or the error surfaced to the sender."""
+ends with everything delivered or the error surfaced to the sender. The NICs are the
+idealised RC NIC (IDEAL_RC): on hardware's RC a NIC that dies between a notification's
+ACK and its CQE loses it: Shift keeps neither NotificationIntegrity nor delivery there
+(docs/findings.md, F7)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from impl_helpers import assert_nccl_delivered, drive, notes, post_round
+from impl_helpers import IDEAL_RC, assert_nccl_delivered, drive, notes, post_round
 from shift.impl import Fabric
 from shift.model.observable import completion_order, data_at_notification, notification_integrity
 from shift.model.state import WR
@@ -72,7 +75,7 @@ class NcclOverShift(RuleBasedStateMachine):
         `executed` of them at B, their ACKs still on the way back (where a fault makes
         a lost WRITE and a lost ACK look the same to A). `heal`: what failed and has not
         recovered yet recovers when the run ends, before the last rounds."""
-        self.fabric = Fabric(retries=3)
+        self.fabric = Fabric(retries=3, **IDEAL_RC)  # the idealised NIC: see above
         self.conn = self.fabric.connect("Shift", regions=REGIONS, probe=probe, record=True)
         self.faults = 0
         self.down: list[tuple] = []  # failed and not recovered

@@ -45,6 +45,7 @@ def test_sender_nic_failure(conn, pos):
     assert conn.observe().layer == {"A": "Default", "B": "Default"}
 
 
+@pytest.mark.ideal_rc  # F7: on hardware's RC, a notification ACKed dies with B's NIC
 @pytest.mark.parametrize("pos", FAULT_POSITIONS)
 def test_receiver_nic_failure(conn, pos):
     total = _run_with_fault(conn, ("NicFail", "B", 1), pos, recover=("NicRecover", "B", 1))
@@ -60,6 +61,7 @@ def test_link_down_then_up(conn, pos):
     assert conn.observe().layer == {"A": "Default", "B": "Default"}
 
 
+@pytest.mark.ideal_rc  # F7: on hardware's RC, a notification ACKed dies with B's NIC
 @pytest.mark.parametrize("pos", FAULT_POSITIONS)
 def test_receiver_nic_failure_without_recovery_stays_on_backup(conn, pos):
     total = _run_with_fault(conn, ("NicFail", "B", 1), pos)
@@ -183,6 +185,7 @@ def test_received_notification_is_not_replayed(conn):
     assert conn._fabric.counters()["executed"] == 3  # the WRITE ran twice: not exactly-once
 
 
+@pytest.mark.ideal_rc  # polls the dead NIC's flush at once
 def test_second_failure_during_handshake_surfaces_the_error(conn):
     post_round(conn, 1)
     conn.pump()
@@ -216,6 +219,7 @@ def test_second_failure_during_handshake_recovers_if_backup_returns(conn):
     assert conn.state("A") == "Fallback"
 
 
+@pytest.mark.ideal_rc  # polls the dead NIC's flush at once
 def test_lost_counters_are_resent_by_the_handshake_timer(fabric, conn):
     """Control messages are packets (issue 15, item 3): the wire loses A's counter, then
     B's answer; HandshakeTimeout(A) resends A's counter (same number) each time, and B,
@@ -248,6 +252,7 @@ def test_lost_counters_are_resent_by_the_handshake_timer(fabric, conn):
     assert conn.stats("A").ctl_rejected == conn.stats("B").ctl_rejected == 0
 
 
+@pytest.mark.ideal_rc  # polls the dead NIC's flush at once
 def test_second_failure_during_replay(conn):
     for k in (1, 2):
         post_round(conn, k)
@@ -343,6 +348,7 @@ def test_backup_path_fails_too(conn):
     assert [(r.recv, r.status) for r in obs.rcv_seen][-1] == (2, "WR_FLUSH_ERR")
 
 
+@pytest.mark.ideal_rc  # a notification with no receive WR left is dropped, not RNR-NAKed
 @pytest.mark.parametrize("rounds", [1, 3])
 def test_naive_replay_slides_the_receive_queue(fabric, rounds):
     conn = fabric.connect("NaiveReplay", regions=8, record=True)
@@ -388,6 +394,7 @@ def test_buffer_reuse_during_replay_is_visible(conn):
     assert notes(conn)[0].mem[0] == 99
 
 
+@pytest.mark.ideal_rc  # B's PollCq right after the Deliver: no WriteCqe
 def test_events_by_name_and_projection(fabric):
     conn = fabric.connect("Shift", regions=2, probe="instant", record=True)
     trace = [
@@ -503,6 +510,7 @@ def test_prepared_and_batched_posts(conn):
         conn.post_prepared(wrs)
 
 
+@pytest.mark.ideal_rc  # B's PollCq right after the Deliver: no WriteCqe
 def test_every_event_of_the_vocabulary_by_name(conn):
     results = conn.run([
         ("PostRecv", "B", 1), ("PostSend", "A", Wr(1, "WRITE_IMM")), ("Transmit", "A", 1),
@@ -517,6 +525,7 @@ def test_every_event_of_the_vocabulary_by_name(conn):
     assert results[-2] == "none" and results[-1] is None
 
 
+@pytest.mark.ideal_rc  # A polls its receive completion right after the pump: no WriteCqe
 def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
     """A send side in Error flushes a new post at once, at the tail of the backup CQ as
     the spec's PostSend has it: ahead of a receive completion that arrives after it (the
