@@ -10,10 +10,13 @@ observable properties of `shift.model.observable`, the very functions the model 
 differential runner check — and the sender sees no error while at most one fault has
 struck. At the end of a run the connection settles: with one fault every notification
 has been delivered, once, in order; with two (the backup path may be gone too) the run
-ends with everything delivered or the error surfaced to the sender. The NICs are the
+ends with everything delivered or the error surfaced to the sender. Shift runs on the
 idealised RC NIC (IDEAL_RC): on hardware's RC a NIC that dies between a notification's
 ACK and its CQE loses it: Shift keeps neither NotificationIntegrity nor delivery there
-(docs/findings.md, F7)."""
+(docs/findings.md, F7). ShiftCounted, the design that keeps them there, runs the same
+machine on the NICs as hardware runs RC (the Fabric's defaults), with two more events:
+a NIC writes the receive completions it made and ACKed, and a layer reads its NICs'
+asynchronous events."""
 
 from __future__ import annotations
 
@@ -64,6 +67,8 @@ class NcclOverShift(RuleBasedStateMachine):
     the default path."""
 
     MAX_FAULTS = 1
+    DESIGN = "Shift"
+    NIC: dict[str, bool] = IDEAL_RC  # the idealised NIC: see above
     failed = Bundle("failed")
 
     @initialize(probe=st.sampled_from(["wire", "instant"]), rounds=st.integers(1, REGIONS),
@@ -75,8 +80,8 @@ class NcclOverShift(RuleBasedStateMachine):
         `executed` of them at B, their ACKs still on the way back (where a fault makes
         a lost WRITE and a lost ACK look the same to A). `heal`: what failed and has not
         recovered yet recovers when the run ends, before the last rounds."""
-        self.fabric = Fabric(retries=3, **IDEAL_RC)  # the idealised NIC: see above
-        self.conn = self.fabric.connect("Shift", regions=REGIONS, probe=probe, record=True)
+        self.fabric = Fabric(retries=3, **self.NIC)
+        self.conn = self.fabric.connect(self.DESIGN, regions=REGIONS, probe=probe, record=True)
         self.faults = 0
         self.down: list[tuple] = []  # failed and not recovered
         self.heal = heal
@@ -217,6 +222,39 @@ class NcclOverShiftTwoFaults(NcclOverShift):
     MAX_FAULTS = 2
 
 
+class NcclOverShiftCountedOnHardware(NcclOverShift):
+    """ShiftCounted on RC as hardware runs it: a notification's receive completion
+    reaches host memory after its ACK (a NIC that dies first loses it), a dead NIC
+    completes nothing until its layer reads the event. ShiftCounted keeps what the
+    applications see here, where Shift does not (F7)."""
+
+    DESIGN = "ShiftCounted"
+    NIC: dict[str, bool] = {}  # the Fabric's defaults: hardware's RC
+
+    @rule(host=st.sampled_from("AB"), nic=st.sampled_from((1, 2)))
+    def write_cqe(self, host: str, nic: int) -> None:
+        self.fabric.write_cqe(host, nic)
+
+    @rule(host=st.sampled_from("AB"), nic=st.sampled_from((1, 2)))
+    def fatal_event(self, host: str, nic: int) -> None:
+        self.conn.fatal_event(host, nic)
+
+    @precondition(lambda self: self.faults == 0 and self.may_fail()
+                  and self.fabric.wire(1, "BtoA") > 0)
+    @rule(target=NcclOverShift.failed)
+    def die_after_an_ack(self) -> tuple:
+        """F7's moment, made likely (a rule among twenty rarely lands there): an ACK
+        reaches A, A's application polls, and B's NIC 1 dies - with the receive
+        completions it made still unwritten, unless write_cqe ran first."""
+        self.conn.deliver(1, "BtoA")
+        self.conn.poll_cq("A")
+        return self.fail(("NicFail", "B", 1))
+
+
+class NcclOverShiftCountedOnHardwareTwoFaults(NcclOverShiftCountedOnHardware):
+    MAX_FAULTS = 2
+
+
 # About the time of the seeded test this replaced (300 runs of 400 random iterations per
 # fault count, 6-7 s): 250 runs of up to 40 steps per machine. Measured over runs, one
 # fault: 150-170 failovers, 100-115 replays that skip a notification the peer's counter
@@ -229,3 +267,7 @@ TestOneFault = NcclOverShift.TestCase
 TestOneFault.settings = SETTINGS
 TestTwoFaults = NcclOverShiftTwoFaults.TestCase
 TestTwoFaults.settings = SETTINGS
+TestCountedOnHardware = NcclOverShiftCountedOnHardware.TestCase
+TestCountedOnHardware.settings = SETTINGS
+TestCountedOnHardwareTwoFaults = NcclOverShiftCountedOnHardwareTwoFaults.TestCase
+TestCountedOnHardwareTwoFaults.settings = SETTINGS
