@@ -46,7 +46,11 @@ def run_bw(rdma: Build, program: str, size: int, iters: int) -> tuple[dict[str, 
 def test_ib_write_bw_moves_every_write(rdma: Build, perftest: str) -> None:
     iters = 20000
     a, b = run_bw(rdma, perftest, 64, iters)
-    assert a["lost"] == 0 and a["timeouts"] == 0  # held back, never dropped
+    # held back, never dropped: every packet A sent reached B. (Not "no timeout": the
+    # transport timer is the wall clock's 50 ms, and a peer process descheduled that long
+    # on a loaded machine makes it fire and go back - CI saw one in 20,000 WRITEs - which
+    # loses nothing.)
+    assert a["lost"] == 0
     assert a["sent"] >= iters and b["received"] == a["sent"]
 
 
@@ -57,5 +61,5 @@ def test_ib_send_bw_outruns_the_receiver_and_completes(rdma: Build) -> None:
     rnr_retry = 7 is for ever (issue 17, item 3)."""
     iters = 5000
     a, b = run_bw(rdma, debian_program("ib_send_bw", "perftest"), 1024, iters)
-    assert a["lost"] == 0 and a["timeouts"] == 0
+    assert a["lost"] == 0  # (a timeout, as above, would lose nothing)
     assert a["sent"] >= iters and b["received"] == a["sent"]
