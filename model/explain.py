@@ -39,6 +39,7 @@ from shift.model.state import (
     notes_before,
     num_notes,
     path_healthy,
+    silent,
     taken,
 )
 from shift.vocabulary import Event
@@ -419,7 +420,7 @@ def completion_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> st
 
 def fatal_event(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> str | None:
     h, i = HOST[host], p - 1
-    if s.fatal[h][i] > 0:  # (Silent)
+    if silent(s, h, i):
         return None
     if not b.device_fatal:
         return (f"no NIC dies silently at bound {b.name} (DeviceFatal = FALSE): a dead NIC's "
