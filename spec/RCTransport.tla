@@ -77,11 +77,11 @@ Transmit(h, p) ==
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << wire, nxt >>
        ELSE /\ wire' = Send(p, From(h), [kind |-> "req", psn |-> nxt[h][p],
-                                         wr |-> sq[h][p][nxt[h][p]]])
+                                         wr |-> sq[h][p][nxt[h][p]], epoch |-> EpochOf(h, p)])
             /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
             /\ UNCHANGED << qpVars, rq >>
     /\ event' = << "Transmit", h, p >>
-    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, fatal, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, fatal, epoch, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)
@@ -120,7 +120,8 @@ Execute(g, p, w, psn, staged, rest) ==
                     ELSE saved
         /\ epsn' = [epsn EXCEPT ![g][p] = @ + 1]
         /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> psn,
-                                           val |-> IF x.op \in Returns THEN old ELSE 0])
+                                           val |-> IF x.op \in Returns THEN old ELSE 0,
+                                           epoch |-> EpochOf(g, p)])
 
 \* What a duplicate request is answered with: a READ re-reads memory, an
 \* atomic returns its saved result.
@@ -140,7 +141,7 @@ DuplicateVal(g, p, w, psn) ==
 (* Model: transport._remote_access. C: responder_fatal (SYN_REM_ACCESS).  *)
 (***************************************************************************)
 RemoteAccess(g, p, m, rest) ==
-    /\ wire' = Push(rest, p, From(g), [kind |-> "nak", psn |-> m.psn])
+    /\ wire' = Push(rest, p, From(g), [kind |-> "nak", psn |-> m.psn, epoch |-> EpochOf(g, p)])
     /\ qp' = [qp EXCEPT ![g][p] = "ERR"]
     /\ Complete(g, p, Flushed(SubSeq(sq[g][p], una[g][p], Len(sq[g][p])))
                      \o FlushedRecvs(rq[g][p]))
@@ -161,14 +162,16 @@ Respond(g, p, m, staged, rest) ==
         THEN /\ wire' = rest
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
         ELSE IF m.psn = epsn[g][p] /\ rnr
-        THEN /\ wire' = Push(rest, p, From(g), [kind |-> "rnr", psn |-> m.psn])
+        THEN /\ wire' = Push(rest, p, From(g), [kind |-> "rnr", psn |-> m.psn,
+                                                 epoch |-> EpochOf(g, p)])
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
         ELSE IF m.psn = epsn[g][p] /\ x.key = "RKEY"
         THEN RemoteAccess(g, p, m, rest)
         ELSE IF m.psn = epsn[g][p]
         THEN Execute(g, p, m.wr, m.psn, staged, rest) /\ UNCHANGED qp
         ELSE /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> m.psn,
-                                                val |-> DuplicateVal(g, p, m.wr, m.psn)])
+                                                val |-> DuplicateVal(g, p, m.wr, m.psn),
+                                                epoch |-> EpochOf(g, p)])
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
 
 \* Host h's requester handles the cumulative ACK m on path p: every WR up to
@@ -248,8 +251,10 @@ Acknowledge(h, p, m) ==
 (***************************************************************************)
 (* The request, ACK or NAK at the head of path p's channel in direction *)
 (* d arrives at host To(d): its responder answers a request, its         *)
-(* requester takes an ACK or a NAK. Control messages of the failover     *)
-(* layer are delivered by Failover.                                      *)
+(* requester takes an ACK or a NAK. A packet of another epoch than the  *)
+(* receiving QP's (sent to or by an incarnation a reset ended) is        *)
+(* discarded. Control messages of the failover layer are delivered by   *)
+(* Failover.                                                             *)
 (* Model: transport.deliver_packet (the event Deliver, next.deliver).    *)
 (* C: sn_deliver, then responder or requester_ack.                       *)
 (***************************************************************************)
@@ -258,14 +263,17 @@ DeliverPacket(p, d, staged) ==
     /\ Head(wire[p][d]).kind \in {"req", "ack", "nak", "rnr"}
     /\ LET m == Head(wire[p][d])
            rest == [wire EXCEPT ![p][d] = Tail(@)]
-       IN  IF m.kind = "req"
+       IN  IF m.epoch # EpochOf(To(d), p)
+           THEN /\ wire' = rest
+                /\ UNCHANGED << requesterVars, responderVars, qpVars, mem, bufs, execs, copies >>
+           ELSE IF m.kind = "req"
            THEN /\ Respond(To(d), p, m, staged, rest)
                 /\ UNCHANGED << una, nxt, retry, rnrLeft >>
            ELSE /\ Acknowledge(To(d), p, m)
                 /\ wire' = rest
                 /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << appVars, sq, fatal, faultVars, queried, layerVars >>
+    /\ UNCHANGED << appVars, sq, fatal, epoch, faultVars, queried, layerVars >>
 
 (***************************************************************************)
 (* The wire loses the packet at the head of a channel: a request or an   *)
@@ -307,7 +315,7 @@ Timeout(h, p) ==
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << nxt, retry >>
     /\ event' = << "Timeout", h, p >>
-    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, fatal, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, fatal, epoch, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)
@@ -320,6 +328,6 @@ WriteCqe(h, p) ==
     /\ cq' = [cq EXCEPT ![h][p] = Append(@, Head(unwritten[h][p]))]
     /\ unwritten' = [unwritten EXCEPT ![h][p] = Tail(@)]
     /\ event' = << "WriteCqe", h, p >>
-    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, fatal, faultVars, historyVars,
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, fatal, epoch, faultVars, historyVars,
                     layerVars >>
 =============================================================================
