@@ -317,7 +317,7 @@ def _why_not_fallback(s: State, d: DesignRecord, b: Constants, host: str) -> str
     if s.fresh[h]:
         return f"{done}; a counter of {PEER[host]} it has not used yet is pending"
     if s.reconnecting[h]:
-        return (f"{done}; it reset its default QP into epoch {s.reconnecting[h]} and waits "
+        return (f"{done}; it reset its default QP into incarnation {s.reconnecting[h]} and waits "
                 f"for {PEER[host]}'s answer to its request to reconnect (its handshake timer "
                 f"asks again)")
     if not s.nic[h][0]:

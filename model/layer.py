@@ -33,7 +33,7 @@ from shift.model.state import (
     Ctl,
     State,
     Wire,
-    epoch_of,
+    incarnation_of,
     flushes_at_once,
     good_prefix,
     note_wr,
@@ -313,11 +313,11 @@ def replay(s: State, h: int, d: DesignRecord) -> State | None:
 
 
 def reset_path1(s: State, b: Constants, x: int, e: int) -> State:
-    """ResetPath1(x, e): host x's default QP starts afresh in epoch e (queues, CQ, PSN
+    """ResetPath1(x, e): host x's default QP starts afresh in incarnation e (queues, CQ, PSN
     state; a NIC's unread death is stale, a take-over ends)."""
     return s._replace(qp=set_in(s.qp, x, 0, RTS), sq=set_in(s.sq, x, 0, ()),
                       rq=set_in(s.rq, x, 0, ()), cq=set_in(s.cq, x, 0, ()),
-                      fatal=set_in(s.fatal, x, 0, SPEAKING), epoch=set_at(s.epoch, x, e),
+                      fatal=set_in(s.fatal, x, 0, SPEAKING), incarnation=set_at(s.incarnation, x, e),
                       una=set_in(s.una, x, 0, 1), nxt=set_in(s.nxt, x, 0, 1),
                       retry=set_in(s.retry, x, 0, b.max_retries),
                       rnrLeft=set_in(s.rnrLeft, x, 0, b.rnr_retry), epsn=set_in(s.epsn, x, 0, 1),
@@ -325,7 +325,7 @@ def reset_path1(s: State, b: Constants, x: int, e: int) -> State:
 
 
 def _ask_reconnect(s: State, wire: Wire, h: int, e: int) -> Wire:
-    """wire with h's request that the peer reset its default QP into epoch e, on the backup
+    """wire with h's request that the peer reset its default QP into incarnation e, on the backup
     path."""
     return push(s.link, wire, 1, h, Ctl("reconnect", 0, e))
 
@@ -333,7 +333,7 @@ def _ask_reconnect(s: State, wire: Wire, h: int, e: int) -> Wire:
 def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
     """Reconnect(h, D), step 4a: h's default NIC is up again. If its default QP is ready to
     send, the peer reset the pair since h left it: wait for the fence. Else reset its own QP
-    into the next epoch and ask the peer (on the backup path, if h can send there) to reset
+    into the next incarnation and ask the peer (on the backup path, if h can send there) to reset
     its end into it; await the answer (reconnecting). A reset waits until h holds no WR on
     the QP and its NIC wrote every completion it made there."""
     if not (d.failBack and b.recover and s.sendMode[h] == FALLBACK and s.replayed[h]
@@ -343,7 +343,7 @@ def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
         return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
     if s.recvMode[h] == DEFAULT or s.unwritten[h][0]:
         return None
-    e = s.epoch[h] + 1
+    e = s.incarnation[h] + 1
     wire = s.wire
     if s.nic[h][1] and s.qp[h][1] == RTS:
         wire = _ask_reconnect(s, wire, h, e)
@@ -359,7 +359,7 @@ def release(s: State, h: int) -> State | None:
     wire = s.wire
     if s.nic[h][0] and s.qp[h][0] == RTS:
         notes = notes_before(s.program[h], s.fence[h])
-        wire = push(s.link, wire, 0, h, Ctl("failback", notes, epoch=s.epoch[h]))
+        wire = push(s.link, wire, 0, h, Ctl("failback", notes, incarnation=s.incarnation[h]))
     return s._replace(wire=wire, sendMode=set_at(s.sendMode, h, DEFAULT),
                       fence=set_at(s.fence, h, 0), replayed=set_at(s.replayed, h, False))
 
@@ -448,34 +448,43 @@ def move_back(s: State, h: int) -> State:
 
 def take_reconnect(s: State, b: Constants, i: int, j: int, m: Ctl) -> State:
     """TakeReconnect(p, d): a request to reconnect the default path, or its answer, arrives
-    at host To(d). A request for an epoch after h's: h resets its default QP into it and
+    at host To(d). A request for an incarnation after h's: h resets its default QP into it and
     answers, if it does not use the QP (holds1), its NIC there is up and wrote every
     completion it made (else it drops it: the peer's timer resends); a request for h's own
-    epoch is answered again; the answer to the reconnect h awaits ends the wait (its send
-    side waits for the fence). Anything else, or at a host whose QP pair is its
+    incarnation is answered again, and is as good as the answer if h awaits one for that incarnation
+    itself; the answer to the reconnect h awaits ends the wait (its send side waits for the
+    fence: `_reconnect_done`). Anything else, or at a host whose QP pair is its
     application's: nothing."""
     h = 1 - j
     rest = set_in(s.wire, i, j, s.wire[i][j][1:])
-    takes = (s.nic[h][i] and s.qp[h][i] == RTS and m.epoch == epoch_of(s, h, i)
+    takes = (s.nic[h][i] and s.qp[h][i] == RTS and m.incarnation == incarnation_of(s, h, i)
              and not app_owned(s, h))
-    answer = push(s.link, rest, i, h, Ctl("reconnected", 0, m.seq, epoch=epoch_of(s, h, i)))
-    if (takes and m.what == "reconnect" and m.seq > s.epoch[h] and not holds1(s, h)
+    answer = push(s.link, rest, i, h, Ctl("reconnected", 0, m.seq, incarnation=incarnation_of(s, h, i)))
+    if (takes and m.what == "reconnect" and m.seq > s.incarnation[h] and not holds1(s, h)
             and s.nic[h][0] and not s.unwritten[h][0]):
         return reset_path1(s, b, h, m.seq)._replace(
             wire=answer, reconnecting=set_at(s.reconnecting, h, 0))
-    if takes and m.what == "reconnect" and m.seq == s.epoch[h]:
-        return s._replace(wire=answer)
-    if takes and m.what == "reconnected" and m.seq == s.reconnecting[h]:
-        mode = WAIT_SIGNALED if s.sendMode[h] == FALLBACK else s.sendMode[h]
-        return s._replace(wire=rest, reconnecting=set_at(s.reconnecting, h, 0),
-                          sendMode=set_at(s.sendMode, h, mode))
+    if takes and m.what == "reconnect" and m.seq == s.incarnation[h]:
+        return _reconnect_done(s._replace(wire=answer), h, m.seq)
+    if takes and m.what == "reconnected":
+        return _reconnect_done(s._replace(wire=rest), h, m.seq)
     return s._replace(wire=rest)
+
+
+def _reconnect_done(s: State, h: int, e: int) -> State:
+    """ReconnectDone(h, e): the peer's end is in incarnation e; if h awaits that reconnect, the
+    wait ends and its send side waits for the fence."""
+    if s.reconnecting[h] != e:
+        return s
+    mode = WAIT_SIGNALED if s.sendMode[h] == FALLBACK else s.sendMode[h]
+    return s._replace(reconnecting=set_at(s.reconnecting, h, 0),
+                      sendMode=set_at(s.sendMode, h, mode))
 
 
 def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
                     direction: str) -> State | None:
     """DeliverControl(p, d): a control message of the layer arrives at host To(d); a dead
-    NIC, a QP in the error state or one of another epoch drops it. A request to reconnect
+    NIC, a QP in the error state or one of another incarnation drops it. A request to reconnect
     or its answer: `take_reconnect`. A counter numbered after the last one taken is
     taken; the last one again, resent by the peer's timer, is answered with h's own counter
     if it asks and h sent one (its answer may have been lost); an older one changes
@@ -492,7 +501,7 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
         return take_reconnect(s, b, i, j, m)
     h = 1 - j
     s2 = s._replace(wire=set_in(s.wire, i, j, ch[1:]))
-    alive = s.nic[h][i] and s.qp[h][i] == RTS and m.epoch == epoch_of(s, h, i)
+    alive = s.nic[h][i] and s.qp[h][i] == RTS and m.incarnation == incarnation_of(s, h, i)
     takes = alive and not app_owned(s, h)
     if takes and m.what == "counter" and m.seq > s.peerSeq[h]:
         return _take_counter(s2, h, m)

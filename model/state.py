@@ -80,19 +80,19 @@ class RcvSeen(NamedTuple):
 
 # Packets. `kind` is a field (last, so that the constructors read naturally) because the
 # spec's packets are records told apart by it; it also keeps a Req and an Ack with equal
-# numbers from comparing equal as tuples. `epoch`: that of the QP that sent it (State.tla's
-# EpochOf: the default QP's, which a reset renews; 0 on the backup path).
+# numbers from comparing equal as tuples. `incarnation`: that of the QP that sent it (State.tla's
+# IncarnationOf: the default QP's, which a reset renews; 0 on the backup path).
 class Req(NamedTuple):
     psn: int
     wr: int
-    epoch: int = 0
+    incarnation: int = 0
     kind: str = "req"
 
 
 class Ack(NamedTuple):
     psn: int
     val: int
-    epoch: int = 0
+    incarnation: int = 0
     kind: str = "ack"
 
 
@@ -100,7 +100,7 @@ class Nak(NamedTuple):
     """The responder's NAK of a request with a bad rkey (remote access error)."""
 
     psn: int
-    epoch: int = 0
+    incarnation: int = 0
     kind: str = "nak"
 
 
@@ -108,17 +108,17 @@ class Rnr(NamedTuple):
     """The responder's RNR NAK of a notification that found no receive WR (RnrNak)."""
 
     psn: int
-    epoch: int = 0
+    incarnation: int = 0
     kind: str = "rnr"
 
 
 class Ctl(NamedTuple):
     what: str  # "counter" | "failback" | "apperr" | "reconnect" | "reconnected"
     count: int
-    # a counter's number (from 1; a resend repeats it); a reconnect's epoch; else 0
+    # a counter's number (from 1; a resend repeats it); a reconnect's incarnation; else 0
     seq: int = 0
     ask: bool = False  # a counter sent first: its sender awaits the answer
-    epoch: int = 0
+    incarnation: int = 0
     kind: str = "ctl"
 
 
@@ -157,7 +157,7 @@ class State(NamedTuple):
     cq: Cqs
     unwritten: Cqs
     fatal: IntPaths  # per host and path: SPEAKING, TAKEN_OVER, or a silent QP's first unflushed WR
-    epoch: tuple[int, int]  # per host: the incarnation of its default QP (each reset renews it)
+    incarnation: tuple[int, int]  # per host: the incarnation of its default QP (each reset renews it)
     wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
@@ -188,7 +188,7 @@ class State(NamedTuple):
     ctrVal: tuple[int, int]
     peerSeq: tuple[int, int]
     peerFailed: tuple[bool, bool]
-    # per host: the epoch of the reconnect it asked the peer for and awaits the answer to, 0
+    # per host: the incarnation of the reconnect it asked the peer for and awaits the answer to, 0
     reconnecting: tuple[int, int]
     acked: tuple[tuple[int, ...], tuple[int, ...]]
     resent: tuple[frozenset[int], frozenset[int]]
@@ -213,7 +213,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rnrLeft=((rnr_retry,) * 2,) * 2,
         epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
         qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), unwritten=(two, two),
-        fatal=((SPEAKING, SPEAKING), (SPEAKING, SPEAKING)), epoch=zeros,
+        fatal=((SPEAKING, SPEAKING), (SPEAKING, SPEAKING)), incarnation=zeros,
         wire=(two, two),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
         mem=(tuple(0 for _ in REGIONS),) * 2,
@@ -267,9 +267,9 @@ def path_healthy(s: State, p: int) -> bool:
     return s.link[i] and s.nic[0][i] and s.nic[1][i]
 
 
-def epoch_of(s: State, h: int, i: int) -> int:
-    """EpochOf(h, p) for i = p - 1: the epoch of h's QP on that path (the backup's: 0)."""
-    return s.epoch[h] if i == 0 else 0
+def incarnation_of(s: State, h: int, i: int) -> int:
+    """IncarnationOf(h, p) for i = p - 1: the incarnation of h's QP on that path (the backup's: 0)."""
+    return s.incarnation[h] if i == 0 else 0
 
 
 def good_prefix(cqes: tuple[Cqe, ...]) -> tuple[Cqe, ...]:

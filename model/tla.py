@@ -83,7 +83,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "cq": _per_path(_cqes),
     "unwritten": _per_path(_cqes),
     "fatal": _per_path(_ident),
-    "epoch": _hosts,
+    "incarnation": _hosts,
     "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
                         "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
     "link": list,

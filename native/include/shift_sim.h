@@ -55,9 +55,8 @@ enum shift_backend_op {
     SHIFT_OP_REG_MR = 7,
     SHIFT_OP_CTL_SEND = 8,
     SHIFT_OP_SQ_PENDING = 9,
-    SHIFT_OP_QUERY_PAIR = 10,
-    SHIFT_OP_ASYNC_EVENT = 11,
-    SHIFT_OP_COUNT = 12
+    SHIFT_OP_ASYNC_EVENT = 10,
+    SHIFT_OP_COUNT = 11
 };
 /* Fault injection at the backend: host's endpoint's call of op after `after` more
  * calls of it fails with err (a positive errno; poll_cq, sq_pending and async_event return -err)

@@ -168,6 +168,14 @@ int sn_connect(sn_qp a, sn_qp b);
  * (their queues emptied without completions) and brought to RTS with fresh PSNs, and
  * the pair's packets leave the wire. ENETUNREACH unless link and both NICs are up. */
 int sn_reconnect(sn_qp qp);
+/* One end, on its own host: qp is reset (its queues emptied without completions; what its
+ * CQ holds stays, for the caller to drain) and brought to RTS towards the same destination with fresh PSNs,
+ * in incarnation `inc`: from then on it takes only packets of that incarnation, and its own
+ * carry it (a reconnect's new QP number, or PSNs of a new epoch). The peer's end does the
+ * same on its host. ENETDOWN if qp's NIC is dead; EBUSY while its NIC has completions of it
+ * not yet written to host memory (ack_before_cqe: a drain waits for them); EINVAL if it was
+ * never connected. */
+int sn_reset_qp(sn_qp qp, uint32_t inc);
 
 /* Post a list of WRs; on error *bad (if not NULL) is the first one not posted.
  * ENOMEM when the queue is full, EINVAL for a malformed WR or a QP not yet ready.
@@ -211,7 +219,7 @@ int sn_wire_len(sn_fabric f, int path, int dir);
  * always enough). sn_wire_put appends a packet to a channel: 0 (a packet onto a dead
  * link is lost, as any), EINVAL for bytes that are not a well-formed packet (counted as
  * malformed, not acted on). Input from the network: every field is checked. */
-enum { SN_WIRE_HEADER = 56, SN_WIRE_MAX = 4152 /* header + SHIFT_MAX_MSG */ };
+enum { SN_WIRE_HEADER = 60, SN_WIRE_MAX = 4156 /* header + SHIFT_MAX_MSG */ };
 int sn_wire_take(sn_fabric f, int path, int dir, void *buf, uint32_t cap);
 int sn_wire_put(sn_fabric f, int path, int dir, const void *buf, uint32_t len);
 int sn_wire_head_kind(sn_fabric f, int path, int dir);

@@ -34,7 +34,6 @@ INTERNAL void h_free(uint64_t handle);
 INTERNAL void shift__ep_own(shift_ep ep, int owned);
 /* the connection manager's question to the peer's layer before it resets the default
  * QP pair: does a side of the endpoint hold WRs on the default QP (spec: Holds1)? */
-INTERNAL int shift__ep_holds_default(shift_ep ep);
 /* tests: how many times host's endpoint of a simnic connection called backend op (the
  * calls shift_sim_fail_op can fail), to inject a failure at each of them in turn */
 struct shift_conn_opaque;

@@ -13,7 +13,6 @@ typedef struct sim_ctx {
     sn_qp qph[3];
     sn_cq cqh[3];
     shift_ep ep;
-    struct sim_ctx *peer;   /* the other host's endpoint: the connection manager's view */
     struct { uint32_t after; int err; } fault[SHIFT_OP_COUNT]; /* shift_sim_fail_op */
     /* the deaths of each NIC this endpoint read: as a device context's, every endpoint
      * on a NIC reads each of its events (a verbs layer fans one context's event out to
@@ -122,34 +121,10 @@ static int b_query_qp(void *c, void *qp, int *state, uint32_t *rq_psn, uint32_t 
     return 0;
 }
 
-static int b_reset_qp(void *c, void *qp)
+static int b_reset_qp(void *c, void *qp, uint32_t incarnation)
 {
     int err = fault(c, SHIFT_OP_RESET_QP);
-    return err ? err : sn__reconnect(qp);
-}
-
-/* The connection manager's view of a QP pair (shift_backend_ops.query_pair): the
- * simulator sees both hosts, and asks the peer's layer whether it holds WRs on its end. */
-static int b_query_pair(void *c, void *qp, unsigned *flags)
-{
-    sim_ctx *x = c;
-    sn_qp_s *q = qp;
-    int err = fault(c, SHIFT_OP_QUERY_PAIR);
-    if (err)
-        return err;
-    sn_qp_s *peer = q->has_dest ? qp_by_qpn(x->f, q->dest_qpn) : NULL;
-    if (!peer)
-        return ENOTCONN;
-    int p = q->nic;
-    unsigned fl = 0;
-    if (x->f->link[p] && x->f->host[0].nic[p].alive && x->f->host[1].nic[p].alive)
-        fl |= SHIFT_PAIR_HEALTHY;
-    if (q->state == SHIFT_QPS_RTS && peer->state == SHIFT_QPS_RTS)
-        fl |= SHIFT_PAIR_READY;
-    if (x->peer && shift__ep_holds_default(x->peer->ep))
-        fl |= SHIFT_PAIR_PEER_BUSY;
-    *flags = fl;
-    return 0;
+    return err ? err : sn__reset_qp(qp, incarnation);
 }
 
 static int b_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
@@ -259,7 +234,6 @@ static const struct shift_backend_ops sim_ops = {
     .dereg_mr = b_dereg_mr,
     .ctl_send = b_ctl_send,
     .sq_pending = b_sq_pending,
-    .query_pair = b_query_pair,
     .query_qp_num = b_query_qp_num,
     .async_event = b_async_event,
 };
@@ -285,8 +259,6 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
     if (!c)
         return ENOMEM;
     c->f = f;
-    c->ctx[0].peer = &c->ctx[1];
-    c->ctx[1].peer = &c->ctx[0];
     int err = 0, made = 0;
     for (int h = 0; h < 2; h++) {
         c->ctx[h].f = f;

@@ -15,6 +15,7 @@ typedef struct sn_pkt {
     uint8_t kind;
     uint8_t op;            /* request: wr opcode; ack: syndrome */
     uint32_t dst_qpn;
+    uint32_t inc;          /* the incarnation of the QP that sent it (sn_reset_qp) */
     uint32_t psn;
     uint32_t len;
     uint32_t imm;
@@ -106,6 +107,9 @@ typedef struct sn_qp_s {
     int owned;             /* a connection's backend holds it: not the caller's to free */
     int silent;            /* its NIC died in fatal error (device_fatal): in ERR, it
                             * completes nothing, not even flushes, until a reset */
+    uint32_t inc;          /* its incarnation: every reset of one end (sn_reset_qp) starts a
+                            * new one, and a packet of another incarnation is discarded (it
+                            * was sent to or by the QP's earlier life) */
 } sn_qp_s;
 
 typedef struct {
@@ -157,6 +161,7 @@ INTERNAL int sn__async_event(const sn_nic *n, uint32_t *read, int *event);
 INTERNAL int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out);
 INTERNAL int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask);
 INTERNAL int sn__reconnect(sn_qp_s *qp);
+INTERNAL int sn__reset_qp(sn_qp_s *qp, uint32_t inc);
 INTERNAL int sn__ctl_send(sn_qp_s *qp, const void *msg, uint32_t len);
 INTERNAL int sn__ring(sn_qp_s *qp);
 INTERNAL int sn__timeout(sn_fab *f, int host, int path);

@@ -113,6 +113,7 @@ int sn__ctl_send(sn_qp_s *qp, const void *msg, uint32_t len)
         return ENOMEM;
     p->kind = PKT_CTL;
     p->dst_qpn = qp->dest_qpn;
+    p->inc = qp->inc;
     memcpy(p->data, msg, len);
     chan_push(f, qp->nic, dir_from(qp->host), p);
     return 0;
@@ -356,8 +357,9 @@ int sn_link_is_up(sn_fabric fh, int path)
 
 /* -------------------------------------------------- the wire as bytes ------- */
 /* A packet's encoding, little-endian: version, kind, op, 0; dst_qpn, psn, len, imm,
- * rkey (32 bits each); raddr, cmp, swap, val (64 bits each); then len payload bytes. */
-enum { WIRE_VERSION = 1, CTL_MAX = 256 };
+ * rkey (32 bits each); raddr, cmp, swap, val (64 bits each); the sending QP's
+ * incarnation (32 bits); then len payload bytes. */
+enum { WIRE_VERSION = 2, CTL_MAX = 256 };
 
 static void put_le(uint8_t *b, uint64_t v, int n)
 {
@@ -388,6 +390,7 @@ static void encode(const sn_pkt *p, uint8_t *b)
     put_le(b + 32, p->cmp, 8);
     put_le(b + 40, p->swap, 8);
     put_le(b + 48, p->val, 8);
+    put_le(b + 56, p->inc, 4);
     memcpy(b + SN_WIRE_HEADER, p->data, p->len);
 }
 
@@ -458,6 +461,7 @@ int sn_wire_put(sn_fabric fh, int path, int dir, const void *buf, uint32_t len)
     p->cmp = get_le(b + 32, 8);
     p->swap = get_le(b + 40, 8);
     p->val = get_le(b + 48, 8);
+    p->inc = (uint32_t)get_le(b + 56, 4);
     memcpy(p->data, b + SN_WIRE_HEADER, p->len);
     chan_push(f, path, dir, p);
     return 0;

@@ -1173,7 +1173,11 @@ static int f_query(void *c, void *qp, int *st, uint32_t *a, uint32_t *b)
     *a = *b = 0;
     return 0;
 }
-static int f_reset(void *c, void *qp) { (void)c; (void)qp; return ENETUNREACH; }
+static int f_reset(void *c, void *qp, uint32_t inc)
+{
+    (void)c; (void)qp; (void)inc;
+    return ENETDOWN;
+}
 static int f_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     fake_t *x = c;
@@ -1276,7 +1280,7 @@ static void test_fake_backend_failed_post(void)
     memcpy(msg + 8, &seq, 4);
     CHECK(shift_ctl_input(ep, 2, msg, sizeof msg) == 0);
     CHECK(shift_progress(ep) == SHIFT_STEP_REPLAY && x.posted[2] == 2);
-    CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: path still down */
+    CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: its NIC still down */
     CHECK(shift_ep_query(ep, &info) == 0 && info.replayed_wrs == 2 && info.replayed);
     CHECK(shift_ep_destroy(ep) == 0);
     CHECK(shift_ep_destroy(ep) == EINVAL);
@@ -2158,7 +2162,7 @@ static void fi_settle(fi_t *F, int timers)
 
 static const char *const fi_op_names[SHIFT_OP_COUNT] = {
     "modify_qp", "query_qp", "reset_qp", "post_send", "post_recv", "ring",
-    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "query_pair", "async_event"};
+    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "async_event"};
 
 /* the scenario; a fault on (host, op) at call index k if op >= 0; with fatal, the NIC
  * dies as a device in fatal error (no completions, an event the layer reads) */
