@@ -492,28 +492,15 @@ static int reconnect(ep_s *e)
     if (e->recv_mode == SHIFT_RECV_DEFAULT || reset_default(e, e->inc + 1))
         return SHIFT_STEP_NONE;
     e->reconnecting = e->inc;
+    e->reconnect_left = e->attr.ctl_retries;
     send_reconnect(e, CTL_RECONNECT, e->inc);
     return SHIFT_STEP_RECONNECT;
 }
 
-/* spec: TakeReconnect, a request. For a later incarnation: reset the default QP into it and
- * answer, unless this endpoint uses the QP (holds1: a reset would lose WRs) or the backend
- * refuses (then the request is dropped: the peer asks again); a reconnect this endpoint
- * awaited itself is superseded. For its own incarnation (a resend whose answer was lost,
- * or both asked at once): answer again. */
-static void take_reconnect(ep_s *e, uint32_t inc)
-{
-    if (inc > e->inc && !holds1(e) && reset_default(e, inc) == 0) {
-        e->reconnecting = 0;
-        send_reconnect(e, CTL_RECONNECTED, inc);
-    } else if (inc == e->inc) {
-        send_reconnect(e, CTL_RECONNECTED, inc);
-    }
-}
-
-/* spec: TakeReconnect, the answer. The peer's end is in the incarnation this endpoint
- * asked for: the send side waits for the fence (after the wire probe, with it). */
-static void take_reconnected(ep_s *e, uint32_t inc)
+/* spec: ReconnectDone(h, inc). The peer's end of the default path is in incarnation inc:
+ * if that is the reconnect this endpoint awaits, the send side waits for the fence (after
+ * the wire probe, with it). */
+static void reconnect_done(ep_s *e, uint32_t inc)
 {
     if (!e->reconnecting || inc != e->reconnecting)
         return;
@@ -524,6 +511,23 @@ static void take_reconnected(ep_s *e, uint32_t inc)
         start_probe(e);
     else
         e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+}
+
+/* spec: TakeReconnect, a request. For a later incarnation: reset the default QP into it and
+ * answer, unless this endpoint uses the QP (holds1: a reset would lose WRs) or the backend
+ * refuses (then the request is dropped: the peer asks again); a reconnect this endpoint
+ * awaited itself is superseded. For its own incarnation (a resend whose answer was lost,
+ * or both asked at once): answer again, and take it as the answer if this endpoint awaits
+ * one for that incarnation itself. */
+static void take_reconnect(ep_s *e, uint32_t inc)
+{
+    if (inc > e->inc && !holds1(e) && reset_default(e, inc) == 0) {
+        e->reconnecting = 0;
+        send_reconnect(e, CTL_RECONNECTED, inc);
+    } else if (inc == e->inc) {
+        send_reconnect(e, CTL_RECONNECTED, inc);
+        reconnect_done(e, inc);
+    }
 }
 
 /* The wire probe's answer. While this endpoint's receive WRs are off the default QP,
@@ -843,8 +847,9 @@ static int completion_timeout(ep_s *e)
  * latest counter, asking; one that awaits the answer to its request to reconnect resends
  * the request. Not in the spec: a counter is resent ctl_retries times, then the layer
  * gives up (give_up: without the peer's counter no replay can be right); a request to
- * reconnect is resent for as long as it goes unanswered (the peer's default NIC may stay
- * dead; the backup path serves meanwhile). And the timer may fire whenever it awaits an
+ * reconnect too, then the endpoint stops asking but stays on the backup path, which
+ * serves (the peer's default NIC may be dead for good): the peer's own request once its
+ * NIC is back ends the wait (take_reconnect). And the timer may fire whenever it awaits an
  * answer (the spec's only on a quiet, live backup path: a resend at a dead NIC or QP is
  * lost, as any send there). */
 int shift_timer(shift_ep h, int path)
@@ -857,10 +862,13 @@ int shift_timer(shift_ep h, int path)
     if (path == 1)
         return completion_timeout(e);
     int counter = e->asked && e->sent_ctr;
-    if (!failover(e) || e->dead || (!counter && !e->reconnecting))
+    int asking = e->reconnecting && e->reconnect_left > 0;
+    if (!failover(e) || e->dead || (!counter && !asking))
         return 0;
-    if (e->reconnecting)
+    if (asking) {
+        e->reconnect_left--;
         send_reconnect(e, CTL_RECONNECT, e->reconnecting);
+    }
     if (!counter)
         return 1;
     if (e->ctl_left > 0) {
@@ -956,7 +964,7 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
         if (m.kind == CTL_RECONNECT)
             take_reconnect(e, m.seq);
         else
-            take_reconnected(e, m.seq);
+            reconnect_done(e, m.seq);
         return 0;
     }
     if (m.kind == CTL_FAILBACK) {

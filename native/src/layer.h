@@ -168,6 +168,7 @@ typedef struct ep_s {
     /* the default QP's incarnation (spec: epoch), and the one this endpoint asked the peer
      * to reset its end into, awaiting the answer (spec: reconnecting; 0: none) */
     uint32_t inc, reconnecting;
+    uint32_t reconnect_left;   /* its request's retransmissions left to the control timer */
     int owned;                 /* a connection holds it: shift_ep_destroy says EBUSY */
     region_t *regs;            /* its registered regions (the backup lkey of each) */
     int nreg, capreg;

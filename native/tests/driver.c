@@ -1168,8 +1168,8 @@ static int f_modify(void *c, void *qp, int st, uint32_t a, uint32_t b)
 }
 static int f_query(void *c, void *qp, int *st, uint32_t *a, uint32_t *b)
 {
-    (void)c; (void)qp;
-    *st = SHIFT_QPS_RTS;
+    fake_t *x = c;
+    *st = x->fail_default && qp == &x->qps[1] ? SHIFT_QPS_ERR : SHIFT_QPS_RTS;
     *a = *b = 0;
     return 0;
 }
@@ -1698,43 +1698,46 @@ static void test_layer_probe_failed(void)
     CHECK(sn_link_down(L.f, 1) == 1);
     CHECK(sn_transmit(L.f, 0, 1) == 1);
     CHECK(shift_sim_timeout(L.c, 0, 1) == 1);
-    settle(&L, sa, &na, sb, &nb, NULL, 0); /* failover, handshake, replay on the backup */
+    /* failover, handshake, replay on the backup; then B, which cannot see the link,
+     * resets its end into incarnation 1 and asks A, which resets its own; B's probe is
+     * lost, A waits for its fence */
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
     CHECK(na == 2 && sa[0].wr_id == 1 && sa[0].status == SHIFT_WC_SUCCESS);
     CHECK(na == 2 && sa[1].wr_id == 2 && sa[1].status == SHIFT_WC_SUCCESS);
-    struct shift_ep_info ia;
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
-          ia.replayed && !ia.probing && ia.failovers == 1 && ia.replayed_wrs == 2);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* the default path is down */
-    CHECK(sn_link_up(L.f, 1) == 1);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_RECONNECT);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.probing && ia.state == SHIFT_STATE_FALLBACK);
-    CHECK(sn_link_down(L.f, 1) == 1);                  /* down again */
-    CHECK(sn_transmit(L.f, 0, 1) == 1);                /* the probe is lost */
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* no answer yet */
-    CHECK(shift_sim_timeout(L.c, 0, 1) == 1);          /* RETRY_EXC_ERR for the probe */
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_PROBE_FAILED);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
-          !ia.probing && ia.failbacks == 0 && ia.failovers == 1);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* it cannot reconnect yet */
-    CHECK(shift_poll_step(L.ep[0], sa + na) == 0);     /* the probe is not the app's */
-    /* still on the backup path: traffic flows */
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_WAIT_SIGNALED &&
+          !ia.probing && ia.failovers == 1 && ia.replayed_wrs == 2 && ia.incarnation == 1);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.probing && ib.incarnation == 1);
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_NONE); /* no answer to the probe yet */
+    CHECK(shift_sim_timeout(L.c, 1, 1) == 1);          /* RETRY_EXC_ERR for the probe */
+    CHECK(shift_progress(L.ep[1]) == SHIFT_STEP_PROBE_FAILED);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_FALLBACK &&
+          !ib.probing && ib.failbacks == 0);
+    CHECK(shift_poll_step(L.ep[1], sb + nb) == 0);     /* the probe is not the app's */
+    /* A's fence completes on the backup path; its fail-back notice on path 1 is lost */
     struct shift_send_wr x = lwr(&L, 3, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 16);
     CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
     settle(&L, sa, &na, sb, &nb, NULL, 0);
     CHECK(na == 3 && sa[2].wr_id == 3 && sa[2].status == SHIFT_WC_SUCCESS);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK);
-    /* the path heals: a second probe succeeds and the fail-back completes */
-    CHECK(sn_link_up(L.f, 1) == 1);
-    settle(&L, sa, &na, sb, &nb, NULL, 0);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_WAIT_SIGNALED);
-    x = lwr(&L, 4, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 24); /* the fence */
-    CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
-    settle(&L, sa, &na, sb, &nb, NULL, 0);
-    CHECK(na == 4 && sa[3].wr_id == 4 && sa[3].status == SHIFT_WC_SUCCESS);
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_DEFAULT &&
           ia.failbacks == 1);
-    struct shift_ep_info ib;
-    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_DEFAULT);
+    /* A's next WR on the dead path: its timer, a second failover, the WR replayed */
+    x = lwr(&L, 4, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 24);
+    CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 4 && sa[3].wr_id == 4 && sa[3].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 2);
+    /* the path heals: a reconnect, then a fence, and both are back on the default path */
+    CHECK(sn_link_up(L.f, 1) == 1);
+    for (uint64_t k = 5; k <= 6; k++) {
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        x = lwr(&L, k, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 8 * k);
+        CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
+    }
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 6 && sa[5].wr_id == 6 && sa[5].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_DEFAULT &&
+          ia.failbacks == 2 && ia.incarnation > 1);
     lay_close(&L);
 }
 
