@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from impl_helpers import IDEAL_RC
+from impl_helpers import IDEAL_RC, guide_block
 from shift.impl import CoreError, Fabric, SharedCq, Wr
 from shift.impl._native import ffi, lib
 
@@ -161,3 +161,8 @@ def test_shared_cq_arguments_and_lifetime():
     # the fabric closed qb with it
     with pytest.raises(CoreError):
         qb.handle  # noqa: B018
+
+
+def test_the_guides_shared_cq_example_runs():
+    """docs/library.md's example, as written."""
+    exec(compile(guide_block("# shared_cq.py"), "shared_cq.py", "exec"), {})
