@@ -32,7 +32,7 @@ typedef struct cq_s {
     int owned;                 /* the simnic binding's: only it destroys it */
 } cq_s;
 
-enum { CQE_MAX = 1 << 20, POLL_BATCH = 16 };
+enum { CQE_MAX = 1 << 20 };
 
 static cq_s *cq_get(shift_cq h) { return h_get(h, H_SHARED_CQ); }
 
@@ -254,9 +254,9 @@ static void route(cq_s *c, int path, const struct shift_wc *wc)
 }
 
 /* Up to n of this endpoint's completions of path: what others kept for it first, then
- * the shared CQ's, keeping the others' for them; or -errno. It reads the CQ no further
- * than it may hold: one CQ's worth past what it asked (a backend that never runs dry
- * cannot hold it here), and never more of its own than n. */
+ * the shared CQ's, keeping the others' for them; or -errno. It polls into wc's free
+ * tail and keeps its own in place; it reads the CQ no further than one CQ's worth past
+ * what it asked (a backend that never runs dry cannot hold it here). */
 int cq_poll(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     inbox_t *in = &e->in[path];
@@ -268,21 +268,19 @@ int cq_poll(ep_s *e, int path, int n, struct shift_wc *wc)
     cq_s *c = e->cq;
     uint64_t budget = (uint64_t)c->attr.cqe + (uint64_t)n;
     while (k < n && budget) {
-        struct shift_wc b[POLL_BATCH];
-        int want = n - k < POLL_BATCH ? n - k : POLL_BATCH;
-        if ((uint64_t)want > budget)
-            want = (int)budget;
-        int r = e->ops->poll_cq(e->ctx, e->qp[path], want, b);
+        int want = (uint64_t)(n - k) < budget ? n - k : (int)budget;
+        int r = e->ops->poll_cq(e->ctx, e->qp[path], want, wc + k);
         if (r < 0)
             return k ? k : r;
         if (r > want)
             r = want; /* (not believed beyond what it asked) */
         budget -= (uint64_t)r;
-        for (int i = 0; i < r; i++) {
-            if (b[i].qp_num == e->cq_qpn[path])
-                wc[k++] = b[i];
+        int end = k + r;
+        for (int i = k; i < end; i++) {
+            if (wc[i].qp_num == e->cq_qpn[path])
+                wc[k++] = wc[i];
             else
-                route(c, path, &b[i]);
+                route(c, path, &wc[i]);
         }
         if (r < want)
             break;
