@@ -194,8 +194,10 @@ void op_ep_create(void)
     shift_cq cq = b >= 253 ? lone_cq() : NULL;
     if (cq && b > 253)
         ops = &fz_script_ops_cq;
-    int r = shift_ep_create_on_cq(ops, &l->ctx, b < 250 || cq ? &a : NULL, cq,
-                                  l->ep.live ? NULL : &out);
+    const struct shift_ep_attr *ap = b < 250 || cq ? &a : NULL;
+    shift_ep *op = l->ep.live ? NULL : &out;
+    int r = cq ? shift_ep_create_on_cq(ops, &l->ctx, ap, cq, op)
+               : shift_ep_create(ops, &l->ctx, ap, op);
     if (cq && b == 253)
         FZ_CHECK(r == EINVAL, r, 0);
     if (r || l->ep.live)
