@@ -460,8 +460,36 @@ static void test_shared_cq_inbox_full(void)
     CHECK(shift_cq_destroy(cq) == EINVAL);
 }
 
+/* A backend poll of the shared CQ that fails is the polling endpoint's error, as on a
+ * CQ of its own: nothing read, nothing lost; the other endpoint's completions wait in the
+ * CQ, and the next poll takes them in order. */
+static void test_shared_cq_poll_error(void)
+{
+    two_t *T = calloc(1, sizeof *T);
+    CHECK(T != NULL);
+    if (!T)
+        return;
+    two_open(T, 1, 0, SHIFT_DESIGN_SHIFT, 0);
+    round_(T, 0, 0, 1);
+    round_(T, 1, 0, 1);
+    CHECK(sn_pump(T->f, 1000) > 0);
+    CHECK(shift_sim_fail_op(T->c[1], 0, SHIFT_OP_POLL_CQ, 0, EIO) == 0);
+    struct shift_wc wc[4];
+    CHECK(shift_poll_cq(T->ep[1][0], 4, wc) == -EIO);
+    struct shift_ep_info info;
+    CHECK(shift_ep_query(T->ep[0][0], &info) == 0 && info.cq_kept == 0);
+    CHECK(shift_poll_cq(T->ep[0][0], 4, wc) == 1 && wc[0].wr_id == 2); /* its own */
+    CHECK(shift_ep_query(T->ep[1][0], &info) == 0 && info.cq_kept == 1 &&
+          info.backend_errors == 0); /* (the application's own call: its error, uncounted) */
+    CHECK(shift_poll_cq(T->ep[1][0], 4, wc) == 1 && wc[0].wr_id == 2);
+    CHECK(shift_poll_cq(T->ep[1][0], 4, wc) == 0 && shift_poll_cq(T->ep[0][0], 4, wc) == 0);
+    two_close(T);
+    free(T);
+}
+
 void test_shared_cq(void)
 {
+    test_shared_cq_poll_error();
     test_shared_cq_bad_inputs();
     test_shared_cq_inbox_full();
     test_shared_equals_own(0, SHIFT_DESIGN_SHIFT, 0, 1);
