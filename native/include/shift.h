@@ -323,7 +323,8 @@ enum { SHIFT_EVENT_QUEUE = 32 };
  * number. A completion of another endpoint's QP that a poll reads off the shared CQ is
  * kept for that endpoint, in CQ order, in a ring of its own per path of
  * 2 * (max_send_wr + max_recv_wr) + 2 entries (ShiftCounted: + 2 * max_send_wr), rounded
- * up to a power of two - twice what the layer can have outstanding on one QP; its next
+ * up to a power of two - twice the WRs and receive WRs the layer keeps outstanding, so
+ * that stale flushes fit beside them; its next
  * poll of that path takes them before the CQ. A ring that is full loses nothing
  * silently: the endpoint's polls of that path give what the ring holds, then -EOVERFLOW
  * for good (a CQ overrun, as verbs reports one: the endpoint is to be destroyed), and the

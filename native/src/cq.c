@@ -184,9 +184,9 @@ int cq_create_qp(ep_s *e, int path, const struct shift_backend_qp_cap *cap)
     return e->ops->create_qp_cq(e->ctx, path, cap, c->cq[path], &e->qp[path]);
 }
 
-/* The layer's bound on one QP's completions not yet taken (its WRs and receive WRs,
- * each completing once per post there, and the stale flushes of those it moved),
- * doubled: the inbox of each path. */
+/* The inbox of each path: twice the WRs and receive WRs the layer keeps outstanding
+ * (each completes once per post), so that the stale flushes of those it moved fit
+ * beside them; past it, an overrun (route). */
 static uint64_t inbox_size(const ep_s *e)
 {
     uint64_t kcap = keeps_notes(e) ? e->pcap : 0;
