@@ -116,8 +116,11 @@ class Connection:
                       | (lib.SHIFT_EP_COPY_POSTS if bool_arg("copy_posts", copy_posts) else 0)
                       | (0 if bool_arg("fail_back", fail_back) else lib.SHIFT_EP_NO_FAIL_BACK))
         out = ffi.new("shift_conn *")
-        check_errno(lib.shift_sim_connect_on_cq(fabric.handle, attr, cq[0], cq[1], out),
-                    "shift_sim_connect")
+        if cq[0] == ffi.NULL and cq[1] == ffi.NULL:
+            err = lib.shift_sim_connect(fabric.handle, attr, out)
+        else:  # an endpoint on its host's shared CQ pair (Fabric.shared_cq)
+            err = lib.shift_sim_connect_on_cq(fabric.handle, attr, cq[0], cq[1], out)
+        check_errno(err, "shift_sim_connect")
         self._h = out[0]
         fabric._conns.append(self)
         self._ep = []
