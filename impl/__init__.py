@@ -22,7 +22,7 @@ module is ``shift.impl._native`` (cffi, API mode), built by ``pip install``.
 
 from .connection import Connection, PreparedChain
 from .errors import ClosedError, CompletionError, CoreError, PostError
-from .fabric import Fabric
+from .fabric import Fabric, SharedCq
 from .memory import MemoryRegion
 from .values import (
     Completion,
@@ -42,5 +42,6 @@ __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
     "CoreError", "DesignCode", "EventType", "Fabric", "FailoverEvent", "HostState",
     "ImplObservation", "MemoryRegion", "Op", "PostError", "PreparedChain", "RawRecvWr",
-    "RawSendWr", "ReceiverSeen", "SenderSeen", "Stats", "Status", "WcOpcode", "Wr",
+    "RawSendWr", "ReceiverSeen", "SenderSeen", "SharedCq", "Stats", "Status", "WcOpcode",
+    "Wr",
 ]

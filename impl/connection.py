@@ -97,7 +97,8 @@ class Connection:
 
     def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
                  probe: str, ctl_retries: int, copy_posts: bool = False,
-                 fail_back: bool = True, record: bool = False):
+                 fail_back: bool = True, record: bool = False,
+                 cq: tuple[Any, Any] = (ffi.NULL, ffi.NULL)):
         self._fabric = fabric
         self.design = design
         self.regions = int_arg("regions", regions, 1, 4096)
@@ -115,7 +116,11 @@ class Connection:
                       | (lib.SHIFT_EP_COPY_POSTS if bool_arg("copy_posts", copy_posts) else 0)
                       | (0 if bool_arg("fail_back", fail_back) else lib.SHIFT_EP_NO_FAIL_BACK))
         out = ffi.new("shift_conn *")
-        check_errno(lib.shift_sim_connect(fabric.handle, attr, out), "shift_sim_connect")
+        if cq[0] == ffi.NULL and cq[1] == ffi.NULL:
+            err = lib.shift_sim_connect(fabric.handle, attr, out)
+        else:  # an endpoint on its host's shared CQ pair (Fabric.shared_cq)
+            err = lib.shift_sim_connect_on_cq(fabric.handle, attr, cq[0], cq[1], out)
+        check_errno(err, "shift_sim_connect")
         self._h = out[0]
         fabric._conns.append(self)
         self._ep = []
@@ -639,7 +644,7 @@ class Connection:
         i = self._query(host_arg(host))
         return Stats(i.failovers, i.replayed_wrs, i.skipped_wrs, i.refused_wrs, i.failbacks,
                      i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected,
-                     i.events_dropped, i.kept_notes, i.notes_forgotten)
+                     i.events_dropped, i.kept_notes, i.notes_forgotten, i.cq_kept)
 
     def qp_num(self, host: str) -> int:
         """host's application QP number (the default QP's): what `Completion.qp_num`

@@ -188,6 +188,7 @@ class Stats:
     events_dropped: int = 0  # events the queue lost, oldest first, unpolled (`events`)
     kept_notes: int = 0  # ShiftCounted: notifications completed that no counter covers yet
     notes_forgotten: int = 0  # ShiftCounted: kept ones dropped past the last max_wr
+    cq_kept: int = 0  # on a SharedCq: its completions other endpoints' polls kept for it
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ extern "C" {
 
 /* CDEF-BEGIN */
 typedef struct shift_ep_opaque *shift_ep;
+/* A completion queue per path that several endpoints of one host share
+ * (shift_cq_create), as an application shares one CQ per device among its QPs. */
+typedef struct shift_cq_opaque *shift_cq;
 
 enum shift_design {
     SHIFT_DESIGN_SHIFT = 0,        /* counter handshake, filtered replay, refusal, fail-back */
@@ -183,6 +186,17 @@ struct shift_backend_ops {
      * -errno. Without it (NULL), shift_async_event reads nothing: a NIC that dies in
      * fatal error is seen only through the peer (its counter) or the completion timer. */
     int (*async_event)(void *ctx, void *qp, int *event);
+    /* Optional, all three or none: a CQ several QPs share (shift_cq_create; it needs
+     * query_qp_num too). create_cq makes one of at least cqe entries on this host's NIC
+     * of path (ibv_create_cq), *cq the backend's handle; destroy_cq frees it once no QP
+     * is on it. create_qp_cq is create_qp with the QP's send and receive completions
+     * going to cq (ibv_create_qp with send_cq = recv_cq = cq); poll_cq on such a QP
+     * polls cq: the completions of every QP on it, in the CQ's order, each naming its
+     * QP in qp_num (ibv_poll_cq's wc.qp_num); destroy_qp frees that QP alone. */
+    int (*create_cq)(void *ctx, int path, uint32_t cqe, void **cq);
+    int (*destroy_cq)(void *ctx, void *cq);
+    int (*create_qp_cq)(void *ctx, int path, const struct shift_backend_qp_cap *cap, void *cq,
+                        void **qp);
 };
 
 /* The asynchronous events the layer acts on (ibv_event_type's). */
@@ -252,6 +266,8 @@ struct shift_ep_info {
                              * the peer covers yet, kept for a replay (at most max_send_wr) */
     uint64_t notes_forgotten; /* ShiftCounted: kept notifications dropped, the oldest, to
                              * keep the last max_send_wr: a failover cannot replay them */
+    uint64_t cq_kept;       /* on a shared CQ: completions of its QPs that other endpoints'
+                             * polls read off the CQ and keep for it, not yet taken */
 };
 
 /* What the layer tells the application about its paths (shift_poll_event), in the
@@ -299,9 +315,43 @@ struct shift_event {
  * is dropped (counted in shift_ep_info.events_dropped). */
 enum { SHIFT_EVENT_QUEUE = 32 };
 
+/* ---- a CQ pair several endpoints share ----
+ * One backend CQ per path (path 1's on the default NIC, path 2's on the backup NIC);
+ * an endpoint created on the pair (shift_ep_create_on_cq) puts its QP of each path on
+ * it (create_qp_cq). Each endpoint still polls only its own completions, exactly those and
+ * in the order it would have seen on CQs of its own: the layer demultiplexes by QP
+ * number. A completion of another endpoint's QP that a poll reads off the shared CQ is
+ * kept for that endpoint, in CQ order, in a ring of its own per path of
+ * 2 * (max_send_wr + max_recv_wr) + 2 entries (ShiftCounted: + 2 * max_send_wr), rounded
+ * up to a power of two - twice the WRs and receive WRs the layer keeps outstanding, so
+ * that stale flushes fit beside them; its next
+ * poll of that path takes them before the CQ. A ring that is full loses nothing
+ * silently: the endpoint's polls of that path give what the ring holds, then -EOVERFLOW
+ * for good (a CQ overrun, as verbs reports one: the endpoint is to be destroyed), and the
+ * other endpoints go on. A completion of no endpoint's QP (one destroyed) is dropped. An
+ * endpoint on a shared CQ copies its WRs (no direct mode): a send queue frees a slot
+ * when any endpoint polls its completion, so it no longer bounds what the application
+ * has not polled. */
+struct shift_cq_attr {
+    uint32_t cqe;           /* entries of each path's CQ (1 .. 1 << 20); an endpoint
+                             * joins only while the sum of max_send_wr + max_recv_wr of
+                             * the QPs on a path stays within it (else ENOMEM) */
+};
+/* ops must have create_cq, destroy_cq, create_qp_cq and query_qp_num (else EINVAL); the
+ * endpoints on it use the same ops (their ctx may differ). */
+int shift_cq_create(const struct shift_backend_ops *ops, void *ctx,
+                    const struct shift_cq_attr *attr, shift_cq *out);
+/* EBUSY while an endpoint is on it; EINVAL for a bad handle. */
+int shift_cq_destroy(shift_cq cq);
+
 /* ---- the core API (verbs-like) ---- */
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
                     const struct shift_ep_attr *attr, shift_ep *out);
+/* shift_ep_create with both QPs on a shared CQ pair (cq NULL: shift_ep_create). EINVAL
+ * for a bad cq or one of another ops table; ENOMEM if the QPs' share would pass its
+ * cqe; a backend error of creating the QPs or reading their numbers as it is. */
+int shift_ep_create_on_cq(const struct shift_backend_ops *ops, void *ctx,
+                          const struct shift_ep_attr *attr, shift_cq cq, shift_ep *out);
 int shift_ep_destroy(shift_ep ep);
 int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
                  struct shift_mr_keys *keys);

@@ -80,6 +80,12 @@ static uint64_t kept_bytes(const ep_s *e)
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
                     const struct shift_ep_attr *attr, shift_ep *out)
 {
+    return shift_ep_create_on_cq(ops, ctx, attr, NULL, out);
+}
+
+int shift_ep_create_on_cq(const struct shift_backend_ops *ops, void *ctx,
+                          const struct shift_ep_attr *attr, shift_cq cq, shift_ep *out)
+{
     if (!out)
         return EINVAL;
     *out = NULL;
@@ -94,14 +100,20 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
                                     SHIFT_EP_NO_FAIL_BACK)))
         return EINVAL;
+    struct cq_s *shared = cq ? cq_for(cq, ops) : NULL;
+    if (cq && !shared)
+        return EINVAL; /* not a shared CQ pair, or another backend's */
     ep_s *e = calloc(1, sizeof *e);
     if (!e)
         return ENOMEM;
     e->ops = ops;
     e->ctx = ctx;
     e->attr = *attr;
-    /* ShiftCounted copies every WR: a kept notification outlives its send queue entry */
-    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS) && !keeps_notes(e);
+    e->cq = shared;
+    /* ShiftCounted copies every WR: a kept notification outlives its send queue entry;
+     * so does an endpoint on a shared CQ (any endpoint's poll frees its queue's slots) */
+    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS) &&
+                    !keeps_notes(e) && !shared;
     e->pcap = attr->max_send_wr;
     /* ShiftCounted's kept copies go to the backup QP before the outstanding WRs */
     uint64_t kcap = keeps_notes(e) ? e->pcap : 0;
@@ -137,17 +149,19 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     /* the default QP has the layer's capacity (in direct mode its send queue is the
      * layer's); the backup QP keeps a spare slot */
     struct shift_backend_qp_cap cap = {e->pcap, e->rcap, SHIFT_MAX_INLINE};
-    err = ops->create_qp(ctx, 1, &cap, &e->qp[1]);
+    struct shift_backend_qp_cap cap2 = {e->pcap + 1 + (uint32_t)kcap, e->rcap, SHIFT_MAX_INLINE};
+    err = cq_create_qp(e, 1, &cap);
     if (err)
         goto fail;
-    cap.max_send_wr += 1 + (uint32_t)kcap;
-    err = ops->create_qp(ctx, 2, &cap, &e->qp[2]);
+    err = cq_create_qp(e, 2, &cap2);
     if (err) {
         ops->destroy_qp(ctx, e->qp[1]);
         goto fail;
     }
-    /* the application's QP number, which its completions keep across a failover */
-    if (ops->query_qp_num && (err = ops->query_qp_num(ctx, e->qp[1], &e->qpn)) != 0) {
+    /* the application's QP number, which its completions keep across a failover; on a
+     * shared CQ, both QPs' numbers, which tell its completions from the others' */
+    if ((ops->query_qp_num && (err = ops->query_qp_num(ctx, e->qp[1], &e->qpn)) != 0) ||
+        (shared && (err = cq_join(e, &cap, &cap2)) != 0)) {
         ops->destroy_qp(ctx, e->qp[1]);
         ops->destroy_qp(ctx, e->qp[2]);
         goto fail;
@@ -156,6 +170,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     if (!e->h) {
         ops->destroy_qp(ctx, e->qp[1]);
         ops->destroy_qp(ctx, e->qp[2]);
+        cq_leave(e);
         err = ENOMEM;
         goto fail;
     }
@@ -196,6 +211,7 @@ int shift_ep_destroy(shift_ep h)
         return EBUSY;
     e->ops->destroy_qp(e->ctx, e->qp[1]);
     e->ops->destroy_qp(e->ctx, e->qp[2]);
+    cq_leave(e);
     for (int i = 0; i < e->nreg; i++) {
         e->ops->dereg_mr(e->ctx, e->regs[i].mr[0]);
         e->ops->dereg_mr(e->ctx, e->regs[i].mr[1]);
@@ -386,6 +402,7 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
                                (uint64_t)e->capreg * sizeof(region_t) + kept_bytes(e);
     info->kept_notes = e->ktail - e->khead;
     info->qp_num = e->qpn;
+    info->cq_kept = cq_kept(e);
     return 0;
 }
 

@@ -74,6 +74,17 @@ typedef struct {
     void *mr[2];               /* the default NIC's, the backup NIC's */
 } region_t;
 
+/* the completions of one of an endpoint's QPs that other endpoints' polls read off a
+ * shared CQ, kept for it in CQ order (cq.c); overrun: one was lost, the path's polls
+ * end in -EOVERFLOW once the ring is empty */
+typedef struct {
+    struct shift_wc *ring;
+    uint64_t mask, head, tail;
+    int overrun;
+} inbox_t;
+
+struct cq_s;
+
 typedef struct ep_s {
     uint64_t h;
     const struct shift_backend_ops *ops;
@@ -167,6 +178,11 @@ typedef struct ep_s {
     keypair *rk;               /* the peer's rkeys: the default NIC's, the backup NIC's */
     int nrk, caprk;
     uint32_t qpn;              /* the application's QP number: the default QP's (0: unknown) */
+    /* on a shared CQ pair (cq.c; NULL: CQs of its own): its QPs' numbers, which name
+     * their completions there, and what other endpoints' polls kept for it per path */
+    struct cq_s *cq;
+    uint32_t cq_qpn[3];
+    inbox_t in[3];
     /* the events the application has not polled (shift_poll_event), oldest first */
     struct shift_event evq[SHIFT_EVENT_QUEUE];
     uint32_t evhead, evtail;
@@ -234,6 +250,22 @@ static inline int polls2(const ep_s *e)
     return e->send_mode != SHIFT_STATE_DEFAULT || e->recv_mode != SHIFT_RECV_DEFAULT;
 }
 
+/* cq.c: a QP on the shared CQ pair or on a CQ of its own; joining and leaving the pair;
+ * the poll of path's CQ that takes this endpoint's completions only */
+INTERNAL struct cq_s *cq_for(shift_cq cq, const struct shift_backend_ops *ops);
+INTERNAL int cq_create_qp(ep_s *e, int path, const struct shift_backend_qp_cap *cap);
+INTERNAL int cq_join(ep_s *e, const struct shift_backend_qp_cap *cap1,
+                     const struct shift_backend_qp_cap *cap2);
+INTERNAL void cq_leave(ep_s *e);
+INTERNAL int cq_poll(ep_s *e, int path, int n, struct shift_wc *wc);
+INTERNAL uint64_t cq_kept(const ep_s *e);
+static inline int backend_poll(ep_s *e, int path, int n, struct shift_wc *wc)
+{
+    if (e->cq)
+        return cq_poll(e, path, n, wc);
+    return e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+}
+
 /* The backend's poll: up to n completions, or -errno. A count beyond n is not
  * believed (the layer reads no further than it asked). */
 INTERNAL int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc);
@@ -242,7 +274,7 @@ static inline int poll_path(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     if (e->silent[path] == SILENT_ACTIVE)
         return silent_poll(e, path, n, wc);
-    int r = e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+    int r = backend_poll(e, path, n, wc);
     if (r == 0 && e->silent[path])
         return silent_poll(e, path, n, wc);
     return r > n ? n : r;

@@ -69,6 +69,54 @@ static int b_create_qp(void *c, int path, const struct shift_backend_qp_cap *cap
     return 0;
 }
 
+/* A shared CQ of the host (shift_cq_create): owned, as a connection's own CQs are. */
+static int b_create_cq(void *c, int path, uint32_t cqe, void **cq)
+{
+    sim_ctx *x = c;
+    if (path != 1 && path != 2)
+        return EINVAL;
+    sn_cq h;
+    int err = sn_create_cq(x->fh, x->host, (int)cqe, &h);
+    if (err)
+        return err;
+    sn__cq(h)->owned = 1;
+    *cq = h;
+    return 0;
+}
+
+static int b_destroy_cq(void *c, void *cq)
+{
+    (void)c;
+    sn_cq_s *q = sn__cq(cq);
+    if (!q)
+        return EINVAL;
+    q->owned = 0;
+    return sn_destroy_cq(cq);
+}
+
+/* A QP on a shared CQ: its send and receive completions go there; it is the host's */
+static int b_create_qp_cq(void *c, int path, const struct shift_backend_qp_cap *cap, void *cq,
+                          void **qp)
+{
+    sim_ctx *x = c;
+    sn_cq_s *q = sn__cq(cq);
+    if ((path != 1 && path != 2) || !q || q->host != x->host)
+        return EINVAL;
+    struct sn_qp_init_attr a = {cq, cq, cap->max_send_wr, cap->max_recv_wr,
+                                cap->max_inline_data};
+    sn_qp h;
+    q->owned = 0; /* (owned CQs take no new QP from simnic's callers: this is the owner) */
+    int err = sn_create_qp(x->fh, x->host, path, &a, &h);
+    q->owned = 1;
+    if (err)
+        return err;
+    x->qph[path] = h;
+    x->cqh[path] = NULL; /* not its own: the pair's owner destroys it */
+    *qp = sn__qp(h);
+    ((sn_qp_s *)*qp)->owned = 1;
+    return 0;
+}
+
 static int path_of(sim_ctx *x, void *qp)
 {
     return sn__qp(x->qph[1]) == qp ? 1 : sn__qp(x->qph[2]) == qp ? 2 : 0;
@@ -81,9 +129,11 @@ static int b_destroy_qp(void *c, void *qp)
     if (!p)
         return EINVAL;
     ((sn_qp_s *)qp)->owned = 0;
-    sn__cq(x->cqh[p])->owned = 0;
     sn_destroy_qp(x->qph[p]);
-    sn_destroy_cq(x->cqh[p]);
+    if (x->cqh[p]) {
+        sn__cq(x->cqh[p])->owned = 0;
+        sn_destroy_cq(x->cqh[p]);
+    }
     x->qph[p] = NULL;
     x->cqh[p] = NULL;
     return 0;
@@ -262,6 +312,9 @@ static const struct shift_backend_ops sim_ops = {
     .query_pair = b_query_pair,
     .query_qp_num = b_query_qp_num,
     .async_event = b_async_event,
+    .create_cq = b_create_cq,
+    .destroy_cq = b_destroy_cq,
+    .create_qp_cq = b_create_qp_cq,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
@@ -273,7 +326,61 @@ static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
 
 static conn_s *conn_get(shift_conn c) { return h_get(c, H_CONN); }
 
+/* the context of a shared CQ pair shift_sim_cq_create made on host of f, or NULL */
+static sim_ctx *sim_cq_of(shift_cq cq, const sn_fab *f, int host)
+{
+    const struct shift_backend_ops *ops;
+    sim_ctx *x = shift__cq_ctx(cq, &ops);
+    return x && ops == &sim_ops && x->f == f && x->host == host ? x : NULL;
+}
+
+int shift_sim_cq_create(sn_fabric fh, int host, uint32_t cqe, shift_cq *out)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return EBADF;
+    if (!out || (host != 0 && host != 1) || f->local >= 0)
+        return EINVAL;
+    *out = NULL;
+    sim_ctx *x = calloc(1, sizeof *x);
+    if (!x)
+        return ENOMEM;
+    *x = (sim_ctx){.f = f, .fh = fh, .host = host};
+    struct shift_cq_attr a = {.cqe = cqe};
+    int err = shift_cq_create(&sim_ops, x, &a, out);
+    if (err) {
+        free(x);
+        return err;
+    }
+    shift__cq_own(*out, 1);
+    f->users++;
+    return 0;
+}
+
+int shift_sim_cq_destroy(shift_cq cq)
+{
+    const struct shift_backend_ops *ops;
+    sim_ctx *x = shift__cq_ctx(cq, &ops);
+    if (!x || ops != &sim_ops)
+        return EINVAL;
+    shift__cq_own(cq, 0);
+    int err = shift_cq_destroy(cq);
+    if (err) {
+        shift__cq_own(cq, 1);
+        return err; /* EBUSY: a connection's endpoints are on it */
+    }
+    x->f->users--;
+    free(x);
+    return 0;
+}
+
 int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_conn *out)
+{
+    return shift_sim_connect_on_cq(fh, attr, NULL, NULL, out);
+}
+
+int shift_sim_connect_on_cq(sn_fabric fh, const struct shift_conn_attr *attr, shift_cq cq_a,
+                            shift_cq cq_b, shift_conn *out)
 {
     sn_fab *f = sn__fab(fh);
     if (!f)
@@ -281,6 +388,10 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
     if (!attr || !out)
         return EINVAL;
     *out = NULL;
+    const shift_cq cq[2] = {cq_a, cq_b};
+    for (int h = 0; h < 2; h++)
+        if (cq[h] && !sim_cq_of(cq[h], f, h))
+            return EINVAL; /* not a shared CQ pair of this host of this fabric */
     conn_s *c = calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
@@ -297,7 +408,7 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
         struct shift_ep_attr ea = {h == 0 ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
                                    attr->design, attr->max_send_wr, attr->max_recv_wr,
                                    attr->ctl_retries, attr->flags};
-        err = shift_ep_create(&sim_ops, &c->ctx[h], &ea, &c->ep[h]);
+        err = shift_ep_create_on_cq(&sim_ops, &c->ctx[h], &ea, cq[h], &c->ep[h]);
         if (err)
             goto fail;
         c->ctx[h].ep = c->ep[h];

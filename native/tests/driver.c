@@ -2803,6 +2803,7 @@ int main(void)
     test_ctl_failback_notice_lost(0);
     test_ctl_failback_notice_lost(SHIFT_EP_COPY_POSTS);
     test_ctl_failback_notice_lost(SHIFT_EP_WIRE_PROBE);
+    test_shared_cq();
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
