@@ -98,7 +98,9 @@ enum shift_step {
     SHIFT_STEP_RECONNECT = 4,   /* default QP pair re-established (and probe posted) */
     SHIFT_STEP_PROBE_DONE = 5,  /* the probe completed: waiting for the fence */
     SHIFT_STEP_PROBE_FAILED = 6,/* the probe failed: still on the backup path */
-    SHIFT_STEP_RELEASE = 7      /* fence done: notice sent, held WRs released */
+    SHIFT_STEP_RELEASE = 7,     /* fence done: notice sent, held WRs released */
+    SHIFT_STEP_SETUP = 8        /* two-phase set-up: the backup path's in-band exchange
+                                 * (its QP connected, or the set-up messages sent) */
 };
 
 enum shift_ep_flags {
@@ -123,6 +125,17 @@ struct shift_ep_attr {
     uint32_t max_recv_wr;   /* outstanding receive WRs */
     uint32_t ctl_retries;   /* handshake retransmissions before giving up */
     unsigned int flags;     /* enum shift_ep_flags */
+};
+
+/* What the peer needs to connect its QP of a path to this endpoint's (the first phase
+ * of a verbs set-up: what ibv_rc_pingpong sends over its socket). */
+struct shift_path_info {
+    uint32_t qp_num;        /* the QP's number (24 bits) */
+    uint32_t psn;           /* the first PSN it sends with, the peer's rq_psn (24 bits) */
+    uint16_t lid;           /* its port's LID (0 on RoCE) */
+    uint8_t port;           /* its port number (>= 1) */
+    uint8_t reserved;       /* 0 */
+    uint8_t gid[16];        /* its port's GID */
 };
 
 /* ---- the backend: verbs operations the core uses; ctx is the backend's ---- */
@@ -183,6 +196,16 @@ struct shift_backend_ops {
      * -errno. Without it (NULL), shift_async_event reads nothing: a NIC that dies in
      * fatal error is seen only through the peer (its counter) or the completion timer. */
     int (*async_event)(void *ctx, void *qp, int *event);
+    /* Optional, both or neither: the two-phase set-up (shift_ep_local_info,
+     * shift_ep_connect, the backup path's in-band set-up). local_info: what the peer
+     * needs to connect to qp (its number, the first PSN it will send with, its port's
+     * LID and GID; ibv_query_qp, ibv_query_gid). rtr_qp: move qp from INIT to RTR
+     * against the remote's QP (ibv_modify_qp with dest_qp_num, rq_psn = remote->psn and
+     * an address handle to its LID/GID); EINVAL if the remote cannot be reached from
+     * qp's port. Without them (NULL), the backend connects the QPs itself and the two
+     * calls give EOPNOTSUPP. */
+    int (*local_info)(void *ctx, void *qp, struct shift_path_info *out);
+    int (*rtr_qp)(void *ctx, void *qp, const struct shift_path_info *remote);
 };
 
 /* The asynchronous events the layer acts on (ibv_event_type's). */
@@ -252,6 +275,18 @@ struct shift_ep_info {
                              * the peer covers yet, kept for a replay (at most max_send_wr) */
     uint64_t notes_forgotten; /* ShiftCounted: kept notifications dropped, the oldest, to
                              * keep the last max_send_wr: a failover cannot replay them */
+    /* the two-phase set-up (shift_ep_connect) */
+    int setup_inband;       /* the default path was connected by shift_ep_connect: the
+                             * backup path's set-up travels in-band over it */
+    int backup_ready;       /* failover-ready: 1 for an endpoint its backend connected
+                             * (no two-phase set-up); in-band, once its backup QP is
+                             * connected to the peer's, the peer said its own is, and it
+                             * holds every backup rkey the peer announced. A failure
+                             * before that reaches the application as on plain RC */
+    uint32_t keys_announced; /* its regions' key pairs announced to the peer in-band */
+    uint32_t keys_acked;    /* of them, how many the peer said it holds */
+    uint32_t peer_keys;     /* the peer's key pairs it announced (its last message) */
+    uint32_t peer_keys_held; /* of them, how many this endpoint holds (1..n in order) */
 };
 
 /* What the layer tells the application about its paths (shift_poll_event), in the
@@ -311,7 +346,25 @@ int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
  * verbs: its completion is LOC_PROT_ERR (the lkey), REM_ACCESS_ERR at the peer's WR
  * (the rkey) - the application's error, which no failover hides. */
 int shift_dereg_mr(shift_ep ep, const struct shift_mr_keys *keys);
-/* tell the endpoint the peer's keys of one region on both paths (out of band) */
+/* The two-phase set-up of one path, as a verbs program does it (an endpoint whose
+ * backend has local_info and rtr_qp; its QPs start in RESET). shift_ep_local_info: what
+ * the peer needs to connect to this endpoint's QP of path (1: the default, 2: the
+ * backup), to be sent to it out of band. shift_ep_connect: connect that QP to the
+ * peer's, as remote gives it: INIT, RTR (dest QPN, rq_psn = remote->psn), RTS (sq_psn =
+ * its own first PSN). EINVAL for a bad argument (path, a NULL pointer, a QPN or PSN
+ * beyond 24 bits, a port 0, reserved not 0), EISCONN if that QP is connected already,
+ * EOPNOTSUPP without the backend's ops, else the backend's error (the QP may be left in
+ * INIT; connecting again retries). Connecting path 1 starts the in-band set-up of path
+ * 2: the layer sends its backup QP's information and its regions' backup rkeys over
+ * the default path (shift_progress; resent by shift_timer(ep, 2) while unanswered),
+ * connects its backup QP to the peer's as the peer's layer announces it, and is
+ * failover-ready (shift_ep_info.backup_ready) once both are and it holds the peer's
+ * keys. The application may also connect path 2 itself (out of band); the in-band
+ * exchange then checks the peer's announcement against it. */
+int shift_ep_local_info(shift_ep ep, int path, struct shift_path_info *out);
+int shift_ep_connect(shift_ep ep, int path, const struct shift_path_info *remote);
+/* tell the endpoint the peer's keys of one region on both paths (out of band; an
+ * endpoint set up in two phases learns them in-band) */
 int shift_add_remote_keys(shift_ep ep, uint32_t rkey, uint32_t rkey_backup);
 /* forget the peer's keys of a region it deregistered: EINVAL if rkey is not known */
 int shift_del_remote_keys(shift_ep ep, uint32_t rkey);

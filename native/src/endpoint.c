@@ -28,7 +28,7 @@ uint32_t lkey_backup(const ep_s *e, uint32_t lkey)
     return lkey;
 }
 
-static int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
+int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
 {
     for (int i = 0; i < *n; i++)
         if ((*t)[i].k[0] == a) {
@@ -203,6 +203,7 @@ int shift_ep_destroy(shift_ep h)
     h_free(e->h);
     free(e->regs);
     free(e->rk);
+    setup_free(e);
     free(e->pq);
     free(e->rpend);
     free(e->buf);
@@ -246,6 +247,14 @@ int shift_reg_mr(shift_ep h, uint64_t addr, size_t length, int access,
     g->keys = (struct shift_mr_keys){lk[1], rk[1], lk[2], rk[2]};
     g->mr[0] = mr[1];
     g->mr[1] = mr[2];
+    /* the peer's layer learns its backup rkey in-band (two-phase set-up: setup.c) */
+    err = setup_announce(e, rk[1], rk[2]);
+    if (err) {
+        e->ops->dereg_mr(e->ctx, mr[1]);
+        e->ops->dereg_mr(e->ctx, mr[2]);
+        e->nreg--;
+        return err;
+    }
     *keys = g->keys;
     return 0;
 }
@@ -386,6 +395,12 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
                                (uint64_t)e->capreg * sizeof(region_t) + kept_bytes(e);
     info->kept_notes = e->ktail - e->khead;
     info->qp_num = e->qpn;
+    info->setup_inband = e->su.inband;
+    info->backup_ready = backup_ready(e);
+    info->keys_announced = e->su.nann;
+    info->keys_acked = e->su.acked;
+    info->peer_keys = e->su.peer_keys;
+    info->peer_keys_held = e->su.npk;
     return 0;
 }
 

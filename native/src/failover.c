@@ -198,6 +198,13 @@ static void start_failover(ep_s *e, int status, int seen)
         fail_all(e, status, 1);
         return;
     }
+    if (!backup_ready(e)) {
+        /* the backup path's set-up is not done (setup.c): no failover is possible, the
+         * error reaches the application as on plain RC - the good completions, the
+         * first outstanding WR with the error, the rest flushed - and the endpoint dies */
+        fail_all(e, status, 1);
+        return;
+    }
     e->epoch++;
     e->st.failovers++;
     ep_event(e, SHIFT_EVENT_FAILOVER_STARTED, 2, seen, 0);
@@ -749,6 +756,9 @@ int shift_progress(shift_ep h)
     ep_s *e = ep_get(h);
     if (!e)
         return -EINVAL;
+    int st = setup_step(e); /* (the two-phase set-up's: nothing once it is done) */
+    if (st)
+        return st;
     if (!failover(e) || e->dead)
         return SHIFT_STEP_NONE;
     if (on_path1(e) && e->fresh && !e->sent_ctr) {
@@ -803,7 +813,7 @@ int shift_timer(shift_ep h, int path)
     if (path == 1)
         return completion_timeout(e);
     if (!failover(e) || e->dead || !e->asked || !e->sent_ctr)
-        return 0;
+        return setup_timer(e); /* (the two-phase set-up's resend, if it waits) */
     if (e->ctl_left > 0) {
         e->ctl_left--;
         send_counter(e, 1);
@@ -856,6 +866,8 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
     if (!e)
         return -EINVAL;
     ctl_msg m;
+    if ((path == 1 || path == 2) && is_setup_msg(msg, len))
+        return setup_input(e, path, msg, len); /* (the two-phase set-up's: setup.c) */
     if ((path != 1 && path != 2) || !msg || len != sizeof m) {
         e->st.ctl_rejected++;
         return -EINVAL;
