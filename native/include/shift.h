@@ -115,7 +115,13 @@ enum shift_ep_flags {
     /* Stay on the backup path once the replay is done: no reconnect of the default
      * path, no fail-back (the specification's D.failBack = FALSE, or a bound whose
      * failed path never recovers: Recover = FALSE). */
-    SHIFT_EP_NO_FAIL_BACK = 4
+    SHIFT_EP_NO_FAIL_BACK = 4,
+    /* The application connects the paths itself, in two phases (shift_ep_local_info,
+     * shift_ep_connect: the default path out of band, the backup path in-band by the
+     * layer): the endpoint is failover-ready only once the backup path's set-up is done
+     * (shift_ep_info.backup_ready). Without it, an endpoint whose paths the backend
+     * connected is taken as ready from the start. */
+    SHIFT_EP_TWO_PHASE = 8
 };
 
 struct shift_ep_attr {

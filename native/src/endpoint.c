@@ -92,7 +92,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
         (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
-                                    SHIFT_EP_NO_FAIL_BACK)))
+                                    SHIFT_EP_NO_FAIL_BACK | SHIFT_EP_TWO_PHASE)))
         return EINVAL;
     ep_s *e = calloc(1, sizeof *e);
     if (!e)
@@ -130,6 +130,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
     e->probe_status = -1;
+    e->su.used = (attr->flags & SHIFT_EP_TWO_PHASE) != 0;
     int err = ENOMEM;
     if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1 || !e->fq[1] || !e->fq[2] ||
         (kcap && !e->kq))

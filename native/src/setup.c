@@ -33,7 +33,7 @@ int backup_ready(const ep_s *e)
 {
     const setup_s *s = &e->su;
     if (!s->used)
-        return 1; /* the backend connected both paths itself */
+        return 1; /* the backend connected both paths itself (no SHIFT_EP_TWO_PHASE) */
     return s->connected[2] && s->peer_ready && s->npk >= s->peer_keys;
 }
 

@@ -342,6 +342,8 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
     if (!attr || !out)
         return EINVAL;
     *out = NULL;
+    if (attr->flags & SHIFT_EP_TWO_PHASE)
+        return EINVAL; /* (it connects both paths itself: shift_sim_open sets up in two) */
     conn_s *c = calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
@@ -410,7 +412,7 @@ int shift_sim_open(sn_fabric fh, int host, const struct shift_conn_attr *attr, s
         x->fatal_read[n] = f->host[host].nic[n].fatal_raised;
     struct shift_ep_attr ea = {host == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
                                attr->design, attr->max_send_wr, attr->max_recv_wr,
-                               attr->ctl_retries, attr->flags};
+                               attr->ctl_retries, attr->flags | SHIFT_EP_TWO_PHASE};
     int err = shift_ep_create(&sim_ops, x, &ea, &c->ep[host]);
     if (err) {
         free(c);
