@@ -85,7 +85,8 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     *out = NULL;
     if (!ops || !attr || !ops->create_qp || !ops->destroy_qp || !ops->modify_qp ||
         !ops->query_qp || !ops->reset_qp || !ops->post_send || !ops->post_recv ||
-        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send)
+        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send ||
+        !ops->local_info != !ops->rtr_qp) /* (the two-phase set-up's: both or neither) */
         return EINVAL;
     if ((attr->role != SHIFT_ROLE_REQUESTER && attr->role != SHIFT_ROLE_RESPONDER) ||
         attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_SHIFT_COUNTED ||

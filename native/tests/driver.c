@@ -1218,6 +1218,14 @@ static int f_ctl(void *c, void *qp, const void *msg, uint32_t len)
     return 0;
 }
 
+static int f_local_info(void *c, void *qp, struct shift_path_info *out)
+{
+    (void)c;
+    (void)qp;
+    *out = (struct shift_path_info){.qp_num = 5, .port = 1};
+    return 0;
+}
+
 static void test_fake_backend_failed_post(void)
 {
     static const struct shift_backend_ops ops = {
@@ -1253,7 +1261,13 @@ static void test_fake_backend_failed_post(void)
     ea.flags = 0x80;
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
     ea.flags = 0;
+    broken = ops;
+    broken.local_info = f_local_info; /* (the two-phase set-up's ops: both or neither) */
+    CHECK(shift_ep_create(&broken, &x, &ea, &ep) == EINVAL);
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == 0);
+    struct shift_path_info pi = {.qp_num = 5, .port = 1};
+    CHECK(shift_ep_local_info(ep, 1, &pi) == EOPNOTSUPP); /* its backend connects them */
+    CHECK(shift_ep_connect(ep, 2, &pi) == EOPNOTSUPP);
     struct shift_mr_keys k;
     CHECK(shift_reg_mr(ep, 0, 8, 15, &k) == 0 && k.lkey == 0x100 && k.lkey_backup == 0x200);
     CHECK(shift_add_remote_keys(ep, 0x101, 0x201) == 0);
@@ -2813,7 +2827,7 @@ static int tp_drop_ctl(lay_t *L)
     return n;
 }
 
-/* A WRITE of v at B's region at off, with the default rkey of (B's) region k. */
+/* A's signaled inline WRITE of *v to dst at B, with a default rkey of B's. */
 static void tp_write(lay_t *L, uint64_t id, uint64_t *v, uint64_t dst, uint32_t rkey)
 {
     struct shift_send_wr w = {.wr_id = id, .opcode = SHIFT_WR_RDMA_WRITE,
@@ -2838,7 +2852,6 @@ static void test_setup_two_phase(unsigned flags)
     struct shift_ep_info ia, ib;
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && !ia.backup_ready && !ia.setup_inband &&
           ia.keys_announced == 1);
-    uint64_t v = 7;
     struct shift_send_wr w0 = {.wr_id = 1, .opcode = SHIFT_WR_RDMA_WRITE};
     CHECK(shift_post_send(L.ep[0], &w0, NULL) == EINVAL); /* its QP is in RESET */
     CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE);    /* nothing to set up yet */
@@ -2919,7 +2932,16 @@ static void test_setup_two_phase(unsigned flags)
     }
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 1 && ia.replayed_wrs >= 2 &&
           ia.send_state == SHIFT_STATE_FALLBACK && ia.ctl_rejected == 0);
-    (void)v;
+    /* the NIC returns: fail-back behind a fence (the connection manager re-establishes
+     * the default pair, as for a connection made in one call), then the default path */
+    CHECK(sn_nic_recover(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    uint64_t v7 = 17;
+    tp_write(&L, 7, &v7, L.b_dst + 24, L.k[1].rkey); /* the fence */
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 7 && sa[6].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failbacks == 1 &&
+          ia.send_state == SHIFT_STATE_DEFAULT);
     tp_close(&L, cb);
 }
 
@@ -3060,14 +3082,11 @@ static int su_ok(const struct shift_ep_info *i, const su_model *M, int path, con
     if (!m || path != 1 || len < 5 || rd32(m) != ctl_magic)
         return 0;
     if (m[4] == SU_KIND) {
-        uint8_t info[28];
-        su_put((uint8_t[SU_LEN]){0}, 0, &M->peer, 0, 0);
-        uint8_t ref[SU_LEN];
+        uint8_t ref[SU_LEN]; /* the peer's backup QP as its messages carry it */
         su_put(ref, 0, &M->peer, 0, 0);
-        memcpy(info, ref + 8, 28);
         uint32_t keys = len == SU_LEN ? rd32(m + 36) : 0, seen = len == SU_LEN ? rd32(m + 40) : 0;
         return len == SU_LEN && !m[6] && !m[7] && (m[5] & ~3) == 0 && (m[5] & 1) &&
-               memcmp(m + 8, info, 28) == 0 && keys <= ANN_MAX && keys >= i->peer_keys &&
+               memcmp(m + 8, ref + 8, 28) == 0 && keys <= ANN_MAX && keys >= i->peer_keys &&
                seen >= i->keys_acked && seen <= i->keys_announced;
     }
     if (m[4] != KY_KIND || len != KY_LEN || m[6] || m[7] || rd32(m + 12))
@@ -3261,11 +3280,113 @@ static void test_setup_backend_errors(void)
         CHECK(shift_ep_query(L.ep[h], &i) == 0 && i.backup_ready && i.backend_errors >= 1);
     }
     tp_close(&L, cb);
-    /* a backend without the set-up's ops: the calls say so */
-    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
-    struct sn_fabric_attr fa = {.retry_cnt = 1};
-    (void)fa;
-    lay_close(&L);
+}
+
+/* Each host in a fabric of its own (sn_host_create: what another process holds), the
+ * two joined only by the wire as bytes: the two-phase set-up brings the backup path up
+ * in-band, and a failure of the default path fails over onto it. Nothing else joins
+ * them, so there is no connection manager to fail back through: NO_FAIL_BACK. */
+static int sp_carry(sn_fabric *f, shift_ep *ep)
+{
+    uint8_t pkt[SN_WIRE_MAX];
+    int moved = 0, n;
+    for (int h = 0; h < 2; h++) {
+        moved += shift_progress(ep[h]) > 0;
+        for (int p = 1; p <= 2; p++) {
+            int dir = h == SN_HOST_A ? SN_AtoB : SN_BtoA;
+            while (sn_transmit(f[h], h, p) > 0)
+                moved++;
+            while ((n = sn_wire_take(f[h], p, dir, pkt, sizeof pkt)) > 0) {
+                CHECK(sn_wire_put(f[1 - h], p, dir, pkt, (uint32_t)n) == 0);
+                sn_deliver(f[1 - h], p, dir);
+                moved++;
+            }
+        }
+    }
+    return moved;
+}
+
+static void test_setup_split_hosts(void)
+{
+    struct sn_fabric_attr fa = {.retry_cnt = 1, .rnr_retry = 7};
+    sn_fabric f[2];
+    shift_conn c[2];
+    shift_ep ep[2];
+    uint8_t *mem[2];
+    struct shift_mr_keys k[2];
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 4, SHIFT_EP_NO_FAIL_BACK};
+    for (int h = 0; h < 2; h++) {
+        CHECK(sn_host_create(&fa, h, &f[h]) == 0);
+        CHECK(shift_sim_open(f[h], 1 - h, &ca, &c[h]) == EINVAL); /* not its host */
+        CHECK(shift_sim_open(f[h], h, &ca, &c[h]) == 0 && shift_sim_ep(c[h], h, &ep[h]) == 0);
+        mem[h] = calloc(1, 4096);
+        CHECK(shift_sim_reg_mr(c[h], h, (uint64_t)(uintptr_t)mem[h], 4096, 15, &k[h]) == 0);
+    }
+    struct shift_path_info in[2];
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_local_info(ep[h], 1, &in[h]) == 0);
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_connect(ep[h], 1, &in[1 - h]) == 0);
+    for (int i = 0; i < 100 && sp_carry(f, ep) > 0; i++)
+        ;
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(ep[0], &ia) == 0 && ia.backup_ready && ia.peer_keys_held == 1);
+    CHECK(shift_ep_query(ep[1], &ib) == 0 && ib.backup_ready && ib.peer_keys_held == 1);
+    /* B expects notifications; A WRITEs then WRITE_WITH_IMMs, its default NIC dies */
+    for (uint64_t i = 1; i <= 4; i++) {
+        struct shift_recv_wr r = {.wr_id = i};
+        CHECK(shift_post_recv(ep[1], &r, NULL) == 0);
+    }
+    uint64_t vals[4] = {21, 22, 23, 24};
+    for (int i = 0; i < 4; i++) {
+        struct shift_send_wr w[2] = {
+            {.wr_id = 10 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE,
+             .send_flags = SHIFT_SEND_INLINE, .num_sge = 1,
+             .sg = {(uint64_t)(uintptr_t)&vals[i], 8, 0},
+             .remote_addr = (uint64_t)(uintptr_t)mem[1] + 8 * (uint64_t)i, .rkey = k[1].rkey},
+            {.wr_id = 20 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE_WITH_IMM,
+             .send_flags = SHIFT_SEND_SIGNALED, .imm_data = (uint32_t)i}};
+        w[0].next = &w[1];
+        CHECK(shift_post_send(ep[0], w, NULL) == 0);
+        if (i == 1)
+            for (int j = 0; j < 100 && sp_carry(f, ep) > 0; j++)
+                ;
+    }
+    CHECK(sn_nic_fail(f[0], 0, 1) == 1);
+    struct shift_wc wc;
+    int na = 0, nb = 0;
+    for (int round = 0; round < 200; round++) {
+        int moved = sp_carry(f, ep);
+        int r;
+        while ((r = shift_poll_step(ep[0], &wc)) > 0) {
+            moved = 1;
+            if (r == 1) {
+                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.wr_id == 20 + (uint64_t)na);
+                na++;
+            }
+        }
+        while ((r = shift_poll_step(ep[1], &wc)) > 0) {
+            moved = 1;
+            if (r == 1) {
+                uint64_t x;
+                memcpy(&x, mem[1] + 8 * (uint64_t)nb, 8);
+                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.imm_data == (uint32_t)nb &&
+                      x == vals[nb]);
+                nb++;
+            }
+        }
+        if (!moved)
+            moved = sn_timeout(f[0], 0, 1) > 0 || shift_timer(ep[0], 2) > 0;
+        if (!moved)
+            break;
+    }
+    CHECK(na == 4 && nb == 4);
+    CHECK(shift_ep_query(ep[0], &ia) == 0 && ia.failovers == 1 && ia.ctl_rejected == 0);
+    for (int h = 0; h < 2; h++) {
+        CHECK(shift_sim_close(c[h]) == 0);
+        CHECK(sn_fabric_destroy(f[h]) == 0);
+        free(mem[h]);
+    }
 }
 
 int main(void)
@@ -3340,6 +3461,7 @@ int main(void)
     test_setup_lost_retransmitted();
     test_setup_failure_before_ready();
     test_setup_backend_errors();
+    test_setup_split_hosts();
     test_setup_ctl_random(0x15c74, 40000);
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
