@@ -91,7 +91,7 @@ class Fabric:
     def connect(self, design: DesignCode | str = DesignCode.SHIFT, *, regions: int = 4,
                 max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3,
                 copy_posts: bool = False, fail_back: bool = True,
-                record: bool = False) -> Connection:
+                record: bool = False, two_phase: bool = False) -> Connection:
         """Open a resilient connection from A (requester) to B (responder). With
         copy_posts the layer keeps its own copy of every WR it posts instead of reading
         the WRs to replay back from the default QP's send queue at a failure; without
@@ -99,10 +99,14 @@ class Fabric:
         connection keeps a history for `Connection.completions` and `observe()` (tests,
         the differential runner): every completion is kept and each receive completion
         copies all of the host's regions, so memory grows with every completion and a
-        poll costs O(regions) per notification."""
+        poll costs O(regions) per notification. With two_phase each host's endpoint is
+        made alone and the hosts exchange their default QPs' information only, as a verbs
+        program does over its socket (`Connection.local_info`, `connect_path`); the
+        layers set the backup path up in-band as they progress, and a host is
+        failover-ready once `Connection.setup_state` says so."""
         return Connection(self, design_arg(design), regions=regions, max_wr=max_wr,
                           probe=probe, ctl_retries=ctl_retries, copy_posts=copy_posts,
-                          fail_back=fail_back, record=record)
+                          fail_back=fail_back, record=record, two_phase=two_phase)
 
     # -- the fabric's events: True if the event did something
     def transmit(self, host: str, path: int) -> bool:
