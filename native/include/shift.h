@@ -422,7 +422,16 @@ int shift_async_event(shift_ep ep, int path);
  * its sender posted up to its fence; the receive side moves back once its counter
  * reaches that number (at once, or at the poll that takes the last of them: their
  * completions may not be in host memory yet, F11). A bad handle is -EINVAL, counted
- * nowhere. */
+ * nowhere. The two-phase set-up's messages (CTL_SETUP, CTL_KEYS: src/setup.c) are
+ * taken only on the default path of an endpoint whose default path shift_ep_connect
+ * connected, at exactly their kind's length, and rejected likewise when: a reserved
+ * field or an unused key slot is not 0; a flag is unknown; the backup QP announced has
+ * a QPN or PSN beyond 24 bits, port 0, or is not the one announced (or given to
+ * shift_ep_connect) before; the peer, once ready, says it is not; its count of key
+ * pairs announced shrinks or passes 2^20; its count of this endpoint's pairs it holds
+ * shrinks or passes what this endpoint announced; a key message has no pair or more
+ * than 8, numbers one 0 or past 2^20, or repeats a pair this endpoint holds with
+ * another value (a pair's number is its for good). */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 /* The oldest event the application has not taken: 1 and *ev, 0 if there is none, or
