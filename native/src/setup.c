@@ -83,7 +83,9 @@ int shift_ep_local_info(shift_ep h, int path, struct shift_path_info *out)
     return 0;
 }
 
-/* INIT, RTR against remote, RTS with this QP's first PSN: the verbs sequence */
+/* INIT, RTR against remote, RTS with this QP's first PSN: the verbs sequence. A step
+ * that fails past INIT takes the QP back to RESET (a failed reset is counted), so that
+ * connecting again starts afresh. */
 static int connect_qp(ep_s *e, int path, const struct shift_path_info *remote)
 {
     struct shift_path_info mine;
@@ -92,13 +94,17 @@ static int connect_qp(ep_s *e, int path, const struct shift_path_info *remote)
         err = EIO;
     if (!err)
         err = e->ops->modify_qp(e->ctx, e->qp[path], SHIFT_QPS_INIT, 0, 0);
-    if (!err)
-        err = e->ops->rtr_qp(e->ctx, e->qp[path], remote);
+    if (err)
+        return err;
+    err = e->ops->rtr_qp(e->ctx, e->qp[path], remote);
     if (!err)
         err = e->ops->modify_qp(e->ctx, e->qp[path], SHIFT_QPS_RTS, 0, mine.psn);
-    if (!err)
-        e->su.connected[path] = 1;
-    return err;
+    if (err) {
+        backend_error(e, e->ops->modify_qp(e->ctx, e->qp[path], SHIFT_QPS_RESET, 0, 0));
+        return err;
+    }
+    e->su.connected[path] = 1;
+    return 0;
 }
 
 int shift_ep_connect(shift_ep h, int path, const struct shift_path_info *remote)

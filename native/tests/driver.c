@@ -3389,6 +3389,92 @@ static void test_setup_split_hosts(void)
     }
 }
 
+/* One run of the two-phase set-up and a failover under WRITEs, with (host, op)'s k-th
+ * call failing with err (op < 0: none); calls[h][op] gets the calls each host made. Every
+ * WR completes once; all succeed, with B's memory right, exactly when both ends became
+ * failover-ready; a failed connect of the default path is retried, as an application
+ * would. 1 if it held. */
+static int fi_setup_run(int host, int op, uint32_t k, int err, uint64_t calls[2][SHIFT_OP_COUNT])
+{
+    lay_t L;
+    shift_conn cb;
+    int bad = 0;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_NO_FAIL_BACK, 3);
+    shift_conn hc[2] = {L.c, cb};
+    if (op >= 0)
+        CHECK(shift_sim_fail_op(hc[host], host, op, k, err) == 0);
+    struct shift_path_info in[2];
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2 && shift_ep_local_info(L.ep[h], 1, &in[h]) != 0; t++)
+            ;
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2 && shift_ep_connect(L.ep[h], 1, &in[1 - h]) != 0; t++)
+            ;
+    for (int round = 0; round < 20; round++) {
+        tp_run(&L);
+        int moved = 0;
+        for (int h = 0; h < 2; h++)
+            moved |= shift_timer(L.ep[h], 2) > 0;
+        if (!moved)
+            break;
+    }
+    int ready = tp_ready(&L, 0) && tp_ready(&L, 1);
+    struct shift_wc sa[16], sb[16];
+    int na = 0, nb = 0;
+    uint64_t vals[4] = {31, 32, 33, 34};
+    for (int i = 0; i < 4; i++) {
+        tp_write(&L, (uint64_t)i + 1, &vals[i], L.b_dst + 8 * (uint64_t)i, L.k[1].rkey);
+        if (i == 1)
+            CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    }
+    for (int round = 0; round < 50; round++) {
+        int before = na;
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        for (int h = 0; h < 2; h++)
+            shift_timer(L.ep[h], 2);
+        if (na == before && round > 5)
+            break;
+    }
+    int good = 0;
+    for (int i = 0; i < na; i++)
+        good += sa[i].status == SHIFT_WC_SUCCESS && sa[i].wr_id == (uint64_t)i + 1;
+    bad |= na != 4;
+    bad |= ready && good != 4;
+    if (good == 4)
+        for (int i = 0; i < 4; i++)
+            bad |= memcmp(L.mem[1] + 8 * i, &vals[i], 8) != 0;
+    if (calls)
+        for (int h = 0; h < 2; h++)
+            for (int o = 0; o < SHIFT_OP_COUNT; o++)
+                calls[h][o] = shift__sim_calls(hc[h], h, o);
+    tp_close(&L, cb);
+    return !bad;
+}
+
+/* Every call of the backend ops the two-phase set-up makes (and the failover after it
+ * makes of them: its moves to ERR, its counters), failed in turn (EIO, then ENOMEM):
+ * each run still completes every WR once, and succeeds when both ends were ready.
+ * (test_backend_faults fails the data path's calls in a failover.) */
+static void test_setup_backend_faults(void)
+{
+    static const int ops[] = {SHIFT_OP_LOCAL_INFO, SHIFT_OP_RTR_QP, SHIFT_OP_MODIFY_QP,
+                              SHIFT_OP_CTL_SEND, SHIFT_OP_QUERY_QP};
+    uint64_t calls[2][SHIFT_OP_COUNT];
+    CHECK(fi_setup_run(0, -1, 0, 0, calls));
+    CHECK(calls[0][SHIFT_OP_LOCAL_INFO] > 0 && calls[1][SHIFT_OP_RTR_QP] > 0);
+    int runs = 0, f0 = failures;
+    for (int e = 0; e < 2; e++)
+        for (int h = 0; h < 2; h++)
+            for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+                for (uint32_t k = 0, op = (uint32_t)ops[i]; k < calls[h][op]; k++, runs++)
+                    if (!fi_setup_run(h, op, k, e ? ENOMEM : EIO, NULL)) {
+                        failures++;
+                        fprintf(stderr, "  set-up fault: host %d %s call %u err %d\n", h,
+                                fi_op_names[op], k, e ? ENOMEM : EIO);
+                    }
+    fprintf(stderr, "set-up backend faults: %d runs, %d failed\n", runs, failures - f0);
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -3462,6 +3548,7 @@ int main(void)
     test_setup_failure_before_ready();
     test_setup_backend_errors();
     test_setup_split_hosts();
+    test_setup_backend_faults();
     test_setup_ctl_random(0x15c74, 40000);
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
