@@ -2861,6 +2861,19 @@ static void test_setup_two_phase(unsigned flags)
     CHECK(shift_ep_local_info(L.ep[0], 1, NULL) == EINVAL);
     CHECK(shift_ep_local_info(NULL, 1, &in[0]) == EINVAL);
     CHECK(shift_ep_connect(L.ep[0], 1, NULL) == EINVAL);
+    CHECK(shift_ep_connect(NULL, 1, &in[0]) == EINVAL);
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 8, 8, 2, 0};
+    shift_conn cx;
+    CHECK(shift_sim_open(NULL, 0, &ca, &cx) == EBADF);
+    CHECK(shift_sim_open(L.f, 2, &ca, &cx) == EINVAL);
+    CHECK(shift_sim_open(L.f, 0, NULL, &cx) == EINVAL);
+    CHECK(shift_sim_open(L.f, 0, &ca, NULL) == EINVAL);
+    ca.flags = 0x80;
+    CHECK(shift_sim_open(L.f, 0, &ca, &cx) == EINVAL);
+    ca.flags = SHIFT_EP_TWO_PHASE;
+    CHECK(shift_sim_connect(L.f, &ca, &cx) == EINVAL); /* it connects both paths itself */
+    CHECK(shift_sim_timeout(L.c, 1, 1) == -EINVAL);   /* not this handle's host */
+    CHECK(shift_sim_qp(L.c, 1, 1, &(sn_qp){0}) == EINVAL);
     for (int h = 0; h < 2; h++)
         CHECK(shift_ep_local_info(L.ep[h], 1, &in[h]) == 0 && in[h].port == 1 &&
               in[h].psn <= 0xffffff && in[h].qp_num <= 0xffffff);
