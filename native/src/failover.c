@@ -127,13 +127,17 @@ static int post_backup(ep_s *e, pend_t *p)
 static void trigger_default(ep_s *e, int status)
 {
     int refuse = 0;
-    if (is_shift(e))
-        for (uint64_t s = e->phead; s < e->ptail; s++) {
-            pend_t *p = &e->pq[s & e->pmask];
-            if (!(p->flags & PF_DONE) &&
-                (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
-                refuse = 1;
-        }
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if (p->flags & PF_DONE)
+            continue;
+        if (is_shift(e) && (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
+            refuse = 1;
+        /* (two-phase set-up: a peer's rkey whose backup key has not arrived in-band
+         * cannot be replayed - on the backup NIC it names no region, or another's) */
+        if (rkey_unlearnt(e, &p->wr))
+            refuse = 1;
+    }
     if (refuse) {
         uint64_t n = 0;
         for (uint64_t s = e->phead; s < e->ptail; s++) {

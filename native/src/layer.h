@@ -431,6 +431,7 @@ INTERNAL int setup_step(ep_s *e);
 INTERNAL int setup_timer(ep_s *e);
 INTERNAL int setup_announce(ep_s *e, uint32_t rkey, uint32_t rkey_backup);
 INTERNAL int backup_ready(const ep_s *e);
+INTERNAL int rkey_unlearnt(const ep_s *e, const struct shift_send_wr *w);
 INTERNAL void setup_free(ep_s *e);
 
 #endif

@@ -37,6 +37,25 @@ int backup_ready(const ep_s *e)
     return s->connected[2] && s->peer_ready && s->npk >= s->peer_keys;
 }
 
+/* Does w name a peer's rkey whose backup key this endpoint has not learnt in-band (a
+ * region the peer registered after its last announcement reached here)? Its replay
+ * would carry the default NIC's key to the backup NIC. Only with the two-phase set-up:
+ * otherwise the keys are the application's to give (shift_add_remote_keys). */
+int rkey_unlearnt(const ep_s *e, const struct shift_send_wr *w)
+{
+    /* (a SEND names no rkey; a zero-length WRITE or READ has its rkey unchecked, as
+     * IBTA says, and an atomic is always 8 bytes) */
+    int atomic = w->opcode == SHIFT_WR_ATOMIC_CMP_AND_SWP ||
+                 w->opcode == SHIFT_WR_ATOMIC_FETCH_AND_ADD;
+    if (!e->su.used || w->opcode == SHIFT_WR_SEND || w->opcode == SHIFT_WR_SEND_WITH_IMM ||
+        (!atomic && (w->num_sge == 0 || w->sg.length == 0)))
+        return 0;
+    for (int i = 0; i < e->nrk; i++)
+        if (e->rk[i].k[0] == w->rkey)
+            return 0;
+    return 1;
+}
+
 /* does this endpoint lack something the peer gives: its backup QP, its readiness, its
  * keys, or its word that it holds ours? */
 static int lacks(const ep_s *e)

@@ -3488,6 +3488,46 @@ static void test_setup_backend_faults(void)
     fprintf(stderr, "set-up backend faults: %d runs, %d failed\n", runs, failures - f0);
 }
 
+/* B registers a region after the set-up and A WRITEs to it (B's application gave A its
+ * default rkey out of band) before B's layer announced its backup rkey: A's default path
+ * then fails. The WRITE cannot be replayed - its key on the backup NIC names no region,
+ * or another's - so the failover is refused and its WRs fail, as an atomic's. */
+static void test_setup_unlearnt_key_refused(void)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 4);
+    tp_connect_default(&L);
+    tp_run(&L);
+    CHECK(tp_ready(&L, 0));
+    struct shift_mr_keys k2;
+    uint64_t r2 = (uint64_t)(uintptr_t)L.mem[1] + 8192;
+    CHECK(shift_sim_reg_mr(cb, 1, r2, 4096, 15, &k2) == 0); /* not yet announced */
+    uint64_t vals[2] = {41, 42};
+    tp_write(&L, 1, &vals[0], L.b_dst, L.k[1].rkey);
+    tp_write(&L, 2, &vals[1], r2, k2.rkey);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    struct shift_wc sa[8];
+    struct shift_wc wc;
+    int na = 0, r;
+    for (int i = 0; i < 20; i++) {
+        sn_timeout(L.f, 0, 1);
+        while ((r = shift_poll_step(L.ep[0], &wc)) > 0)
+            if (r == 1 && na < 8)
+                sa[na++] = wc;
+    }
+    CHECK(na == 2 && sa[0].status != SHIFT_WC_SUCCESS && sa[1].status == SHIFT_WC_WR_FLUSH_ERR);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.refused_wrs == 2 &&
+          ia.send_state == SHIFT_STATE_ERROR);
+    struct shift_event ev;
+    int refused = 0;
+    while (shift_poll_event(L.ep[0], &ev) == 1)
+        refused += ev.type == SHIFT_EVENT_FAILOVER_REFUSED && ev.wrs == 2;
+    CHECK(refused == 1);
+    tp_close(&L, cb);
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -3561,6 +3601,7 @@ int main(void)
     test_setup_failure_before_ready();
     test_setup_backend_errors();
     test_setup_split_hosts();
+    test_setup_unlearnt_key_refused();
     test_setup_backend_faults();
     test_setup_ctl_random(0x15c74, 40000);
     printf("%d checks, %d failed\n", checks, failures);
