@@ -2415,6 +2415,15 @@ static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *bu
     case 8: /* a length no buffer has (not read) */
         *len = (uint32_t)(CTL_LEN + 41 + rng_next(s) % (UINT32_MAX - CTL_LEN - 41));
         break;
+    case 9: /* a two-phase set-up's message, well formed: a connection made in one call
+             * takes none (test_setup_ctl_random has those of one set up in two) */
+        *len = rng_next(s) % 2 ? 44 : 80;
+        memset(buf + 4, 0, *len - 4); /* (the magic stays) */
+        buf[4] = *len == 44 ? 4 : 5;
+        buf[5] = 1;
+        buf[*len == 44 ? 18 : 8] = 1;
+        *path = 1;
+        break;
     default: /* as made: valid, or out of range by its number or value */
         break;
     }
@@ -2445,7 +2454,7 @@ static void test_ctl_input_random(int design, unsigned flags, uint64_t seed, int
     CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.peer_seq == 1 && b.peer_ctr == 0 &&
           b.recv_state == SHIFT_RECV_FALLBACK);
     uint64_t s = seed, taken = 0, rejected = 0, wrong = 0;
-    uint8_t buf[64];
+    uint8_t buf[96];
     for (int t = 0; t < n; t++) {
         shift_ep ep = L.ep[rng_next(&s) % 2];
         uint32_t len;
