@@ -172,8 +172,9 @@ static void send_keys(ep_s *e, uint32_t from)
     }
 }
 
-/* what it lacks of the peer's (the pairs the peer's last CTL_SETUP did not count as
- * held, then its state): a backup QP it cannot tell sends nothing (counted) */
+/* Tell the peer where this endpoint's set-up is: the pairs the peer has not said it
+ * holds, then its state (CTL_SETUP). A backup QP the backend cannot tell sends nothing
+ * (counted): the next step tries again. */
 static int send_setup(ep_s *e)
 {
     setup_s *s = &e->su;
@@ -222,8 +223,8 @@ int setup_timer(ep_s *e)
     return send_setup(e);
 }
 
-/* a region registered: its pair is announced at the next step (the set-up's, or now
- * if the default path is not connected yet: with the first message) */
+/* A region registered: its pair is numbered and announced at the next step (or with
+ * the first message, if the default path is not connected yet). */
 int setup_announce(ep_s *e, uint32_t rkey, uint32_t rkey_backup)
 {
     setup_s *s = &e->su;
