@@ -29,10 +29,12 @@ from .values import (
     FailoverEvent,
     HostState,
     ImplObservation,
+    PathInfo,
     RawRecvWr,
     RawSendWr,
     ReceiverSeen,
     SenderSeen,
+    SetupState,
     Stats,
     Wr,
 )
@@ -41,7 +43,7 @@ from .verbs import ALL_ACCESS, Access, DesignCode, EventType, Op, Status, WcOpco
 __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
     "CoreError", "DesignCode", "EventType", "Fabric", "FailoverEvent", "HostState",
-    "ImplObservation", "MemoryRegion", "Op", "PostError", "PreparedChain", "RawRecvWr",
-    "RawSendWr", "ReceiverSeen", "SenderSeen", "SharedCq", "Stats", "Status", "WcOpcode",
-    "Wr",
+    "ImplObservation", "MemoryRegion", "Op", "PathInfo", "PostError", "PreparedChain",
+    "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen", "SetupState", "SharedCq", "Stats",
+    "Status", "WcOpcode", "Wr",
 ]

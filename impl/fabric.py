@@ -95,7 +95,7 @@ class Fabric:
     def connect(self, design: DesignCode | str = DesignCode.SHIFT, *, regions: int = 4,
                 max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3,
                 copy_posts: bool = False, fail_back: bool = True,
-                record: bool = False,
+                record: bool = False, two_phase: bool = False,
                 cq: Mapping[str, SharedCq] | None = None) -> Connection:
         """Open a resilient connection from A (requester) to B (responder). With
         copy_posts the layer keeps its own copy of every WR it posts instead of reading
@@ -104,13 +104,19 @@ class Fabric:
         connection keeps a history for `Connection.completions` and `observe()` (tests,
         the differential runner): every completion is kept and each receive completion
         copies all of the host's regions, so memory grows with every completion and a
-        poll costs O(regions) per notification. With cq, a host's endpoint puts its QPs on
-        that host's `SharedCq` (``{"A": fab.shared_cq("A")}``), which other connections'
-        endpoints on the host share; each still polls its own completions only, those it
-        would have polled alone, in the same order."""
+        poll costs O(regions) per notification. With two_phase each host's endpoint is
+        made alone and the hosts exchange their default QPs' information only, as a verbs
+        program does over its socket (`Connection.local_info`, `connect_path`); the
+        layers set the backup path up in-band as they progress, and a host is
+        failover-ready once `Connection.setup_state` says so. With cq, a host's endpoint
+        puts its QPs on that host's `SharedCq` (``{"A": fab.shared_cq("A")}``), which
+        other connections' endpoints on the host share; each still polls its own
+        completions only, those it would have polled alone, in the same order (not with
+        two_phase)."""
         return Connection(self, design_arg(design), regions=regions, max_wr=max_wr,
                           probe=probe, ctl_retries=ctl_retries, copy_posts=copy_posts,
-                          fail_back=fail_back, record=record, cq=_cq_arg(self, cq))
+                          fail_back=fail_back, record=record, two_phase=two_phase,
+                          cq=_cq_arg(self, cq))
 
     def shared_cq(self, host: str, cqe: int = 1024) -> SharedCq:
         """A CQ pair of host (one CQ of cqe entries per path) for several connections'

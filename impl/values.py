@@ -192,6 +192,30 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class PathInfo:
+    """What the peer needs to connect to one QP (`struct shift_path_info`): what a verbs
+    program such as ibv_rc_pingpong sends over its socket."""
+
+    qp_num: int
+    psn: int  # the first PSN it sends with: the peer's rq_psn
+    lid: int
+    port: int
+    gid: bytes  # 16 bytes
+
+
+@dataclass(frozen=True)
+class SetupState:
+    """How far a host's two-phase set-up got (`Connection.setup_state`)."""
+
+    inband: bool  # its default path was connected by the application: path 2 in-band
+    backup_ready: bool  # failover-ready: before it, a failure reaches the application
+    keys_announced: int  # its regions' key pairs sent to the peer in-band
+    keys_acked: int  # of them, how many the peer said it holds
+    peer_keys: int  # the peer's pairs announced, as its last message said
+    peer_keys_held: int  # of them, how many it holds
+
+
+@dataclass(frozen=True)
 class ImplObservation:
     """The C core's observable projection: what each application saw, failover states,
     counters. The model's (`shift.model.observe.Observation`) is the same projection of

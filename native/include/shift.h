@@ -101,7 +101,9 @@ enum shift_step {
     SHIFT_STEP_RECONNECT = 4,   /* default QP pair re-established (and probe posted) */
     SHIFT_STEP_PROBE_DONE = 5,  /* the probe completed: waiting for the fence */
     SHIFT_STEP_PROBE_FAILED = 6,/* the probe failed: still on the backup path */
-    SHIFT_STEP_RELEASE = 7      /* fence done: notice sent, held WRs released */
+    SHIFT_STEP_RELEASE = 7,     /* fence done: notice sent, held WRs released */
+    SHIFT_STEP_SETUP = 8        /* two-phase set-up: the backup path's in-band exchange
+                                 * (its QP connected, or the set-up messages sent) */
 };
 
 enum shift_ep_flags {
@@ -116,7 +118,13 @@ enum shift_ep_flags {
     /* Stay on the backup path once the replay is done: no reconnect of the default
      * path, no fail-back (the specification's D.failBack = FALSE, or a bound whose
      * failed path never recovers: Recover = FALSE). */
-    SHIFT_EP_NO_FAIL_BACK = 4
+    SHIFT_EP_NO_FAIL_BACK = 4,
+    /* The application connects the paths itself, in two phases (shift_ep_local_info,
+     * shift_ep_connect: the default path out of band, the backup path in-band by the
+     * layer): the endpoint is failover-ready only once the backup path's set-up is done
+     * (shift_ep_info.backup_ready). Without it, an endpoint whose paths the backend
+     * connected is taken as ready from the start. */
+    SHIFT_EP_TWO_PHASE = 8
 };
 
 struct shift_ep_attr {
@@ -126,6 +134,17 @@ struct shift_ep_attr {
     uint32_t max_recv_wr;   /* outstanding receive WRs */
     uint32_t ctl_retries;   /* handshake retransmissions before giving up */
     unsigned int flags;     /* enum shift_ep_flags */
+};
+
+/* What the peer needs to connect its QP of a path to this endpoint's (the first phase
+ * of a verbs set-up: what ibv_rc_pingpong sends over its socket). */
+struct shift_path_info {
+    uint32_t qp_num;        /* the QP's number (24 bits) */
+    uint32_t psn;           /* the first PSN it sends with, the peer's rq_psn (24 bits) */
+    uint16_t lid;           /* its port's LID (0 on RoCE) */
+    uint8_t port;           /* its port number (>= 1) */
+    uint8_t reserved;       /* 0 */
+    uint8_t gid[16];        /* its port's GID */
 };
 
 /* ---- the backend: verbs operations the core uses; ctx is the backend's ---- */
@@ -197,6 +216,16 @@ struct shift_backend_ops {
     int (*destroy_cq)(void *ctx, void *cq);
     int (*create_qp_cq)(void *ctx, int path, const struct shift_backend_qp_cap *cap, void *cq,
                         void **qp);
+    /* Optional, both or neither: the two-phase set-up (shift_ep_local_info,
+     * shift_ep_connect, the backup path's in-band set-up). local_info: what the peer
+     * needs to connect to qp (its number, the first PSN it will send with, its port's
+     * LID and GID; ibv_query_qp, ibv_query_gid). rtr_qp: move qp from INIT to RTR
+     * against the remote's QP (ibv_modify_qp with dest_qp_num, rq_psn = remote->psn and
+     * an address handle to its LID/GID); EINVAL if the remote cannot be reached from
+     * qp's port. Without them (NULL), the backend connects the QPs itself and the two
+     * calls give EOPNOTSUPP. */
+    int (*local_info)(void *ctx, void *qp, struct shift_path_info *out);
+    int (*rtr_qp)(void *ctx, void *qp, const struct shift_path_info *remote);
 };
 
 /* The asynchronous events the layer acts on (ibv_event_type's). */
@@ -268,6 +297,18 @@ struct shift_ep_info {
                              * keep the last max_send_wr: a failover cannot replay them */
     uint64_t cq_kept;       /* on a shared CQ: completions of its QPs that other endpoints'
                              * polls read off the CQ and keep for it, not yet taken */
+    /* the two-phase set-up (shift_ep_connect) */
+    int setup_inband;       /* the default path was connected by shift_ep_connect: the
+                             * backup path's set-up travels in-band over it */
+    int backup_ready;       /* failover-ready: 1 for an endpoint its backend connected
+                             * (no two-phase set-up); in-band, once its backup QP is
+                             * connected to the peer's, the peer said its own is, and it
+                             * holds every backup rkey the peer announced. A failure
+                             * before that reaches the application as on plain RC */
+    uint32_t keys_announced; /* its regions' key pairs announced to the peer in-band */
+    uint32_t keys_acked;    /* of them, how many the peer said it holds */
+    uint32_t peer_keys;     /* the peer's key pairs it announced (its last message) */
+    uint32_t peer_keys_held; /* of them, how many this endpoint holds (1..n in order) */
 };
 
 /* What the layer tells the application about its paths (shift_poll_event), in the
@@ -361,7 +402,25 @@ int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
  * verbs: its completion is LOC_PROT_ERR (the lkey), REM_ACCESS_ERR at the peer's WR
  * (the rkey) - the application's error, which no failover hides. */
 int shift_dereg_mr(shift_ep ep, const struct shift_mr_keys *keys);
-/* tell the endpoint the peer's keys of one region on both paths (out of band) */
+/* The two-phase set-up of one path, as a verbs program does it (an endpoint whose
+ * backend has local_info and rtr_qp; its QPs start in RESET). shift_ep_local_info: what
+ * the peer needs to connect to this endpoint's QP of path (1: the default, 2: the
+ * backup), to be sent to it out of band. shift_ep_connect: connect that QP to the
+ * peer's, as remote gives it: INIT, RTR (dest QPN, rq_psn = remote->psn), RTS (sq_psn =
+ * its own first PSN). EINVAL for a bad argument (path, a NULL pointer, a QPN or PSN
+ * beyond 24 bits, a port 0, reserved not 0), EISCONN if that QP is connected already,
+ * EOPNOTSUPP without the backend's ops, else the backend's error (the QP may be left in
+ * INIT; connecting again retries). Connecting path 1 starts the in-band set-up of path
+ * 2: the layer sends its backup QP's information and its regions' backup rkeys over
+ * the default path (shift_progress; resent by shift_timer(ep, 2) while unanswered),
+ * connects its backup QP to the peer's as the peer's layer announces it, and is
+ * failover-ready (shift_ep_info.backup_ready) once both are and it holds the peer's
+ * keys. The application may also connect path 2 itself (out of band); the in-band
+ * exchange then checks the peer's announcement against it. */
+int shift_ep_local_info(shift_ep ep, int path, struct shift_path_info *out);
+int shift_ep_connect(shift_ep ep, int path, const struct shift_path_info *remote);
+/* tell the endpoint the peer's keys of one region on both paths (out of band; an
+ * endpoint set up in two phases learns them in-band) */
 int shift_add_remote_keys(shift_ep ep, uint32_t rkey, uint32_t rkey_backup);
 /* forget the peer's keys of a region it deregistered: EINVAL if rkey is not known */
 int shift_del_remote_keys(shift_ep ep, uint32_t rkey);
@@ -413,7 +472,16 @@ int shift_async_event(shift_ep ep, int path);
  * its sender posted up to its fence; the receive side moves back once its counter
  * reaches that number (at once, or at the poll that takes the last of them: their
  * completions may not be in host memory yet, F11). A bad handle is -EINVAL, counted
- * nowhere. */
+ * nowhere. The two-phase set-up's messages (CTL_SETUP, CTL_KEYS: src/setup.c) are
+ * taken only on the default path of an endpoint whose default path shift_ep_connect
+ * connected, at exactly their kind's length, and rejected likewise when: a reserved
+ * field or an unused key slot is not 0; a flag is unknown; the backup QP announced has
+ * a QPN or PSN beyond 24 bits, port 0, or is not the one announced (or given to
+ * shift_ep_connect) before; the peer, once ready, says it is not; its count of key
+ * pairs announced shrinks or passes 2^20; its count of this endpoint's pairs it holds
+ * shrinks or passes what this endpoint announced; a key message has no pair or more
+ * than 8, numbers one 0 or past 2^20, or repeats a pair this endpoint holds with
+ * another value (a pair's number is its for good). */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 /* The oldest event the application has not taken: 1 and *ev, 0 if there is none, or

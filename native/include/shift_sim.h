@@ -39,6 +39,15 @@ int shift_sim_connect(sn_fabric f, const struct shift_conn_attr *attr, shift_con
  * shift_sim_cq_create for that host of f (NULL: CQs of the endpoint's own; else EINVAL) */
 int shift_sim_connect_on_cq(sn_fabric f, const struct shift_conn_attr *attr, shift_cq cq_a,
                             shift_cq cq_b, shift_conn *out);
+/* One host's endpoint alone (two-phase set-up, as a verbs program on one host): its QPs
+ * stay in RESET; the application exchanges path 1's information with the peer itself
+ * (shift_ep_local_info, shift_ep_connect) and the layers set path 2 up in-band over it
+ * (shift_progress). Nothing joins the two hosts' endpoints but the wire, except the
+ * connection manager's re-establishment of the default QP pair at fail-back (reset_qp,
+ * query_pair), which spans both hosts as in shift_sim_connect. The other calls below
+ * take the handle with this host alone (the other host is EINVAL); shift_sim_reg_mr
+ * registers without telling the peer (its layer learns the keys in-band). */
+int shift_sim_open(sn_fabric f, int host, const struct shift_conn_attr *attr, shift_conn *out);
 int shift_sim_close(shift_conn c);
 /* the endpoint of a host (SN_HOST_A: requester, SN_HOST_B: responder) */
 int shift_sim_ep(shift_conn c, int host, shift_ep *out);
@@ -67,7 +76,9 @@ enum shift_backend_op {
     SHIFT_OP_SQ_PENDING = 9,
     SHIFT_OP_QUERY_PAIR = 10,
     SHIFT_OP_ASYNC_EVENT = 11,
-    SHIFT_OP_COUNT = 12
+    SHIFT_OP_LOCAL_INFO = 12,
+    SHIFT_OP_RTR_QP = 13,
+    SHIFT_OP_COUNT = 14
 };
 /* Fault injection at the backend: host's endpoint's call of op after `after` more
  * calls of it fails with err (a positive errno; poll_cq, sq_pending and async_event return -err)

@@ -28,7 +28,7 @@ uint32_t lkey_backup(const ep_s *e, uint32_t lkey)
     return lkey;
 }
 
-static int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
+int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
 {
     for (int i = 0; i < *n; i++)
         if ((*t)[i].k[0] == a) {
@@ -91,14 +91,15 @@ int shift_ep_create_on_cq(const struct shift_backend_ops *ops, void *ctx,
     *out = NULL;
     if (!ops || !attr || !ops->create_qp || !ops->destroy_qp || !ops->modify_qp ||
         !ops->query_qp || !ops->reset_qp || !ops->post_send || !ops->post_recv ||
-        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send)
+        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send ||
+        !ops->local_info != !ops->rtr_qp) /* (the two-phase set-up's: both or neither) */
         return EINVAL;
     if ((attr->role != SHIFT_ROLE_REQUESTER && attr->role != SHIFT_ROLE_RESPONDER) ||
         attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_SHIFT_COUNTED ||
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
         (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
-                                    SHIFT_EP_NO_FAIL_BACK)))
+                                    SHIFT_EP_NO_FAIL_BACK | SHIFT_EP_TWO_PHASE)))
         return EINVAL;
     struct cq_s *shared = cq ? cq_for(cq, ops) : NULL;
     if (cq && !shared)
@@ -142,6 +143,7 @@ int shift_ep_create_on_cq(const struct shift_backend_ops *ops, void *ctx,
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
     e->probe_status = -1;
+    e->su.used = (attr->flags & SHIFT_EP_TWO_PHASE) != 0;
     int err = ENOMEM;
     if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1 || !e->fq[1] || !e->fq[2] ||
         (kcap && !e->kq))
@@ -219,6 +221,7 @@ int shift_ep_destroy(shift_ep h)
     h_free(e->h);
     free(e->regs);
     free(e->rk);
+    setup_free(e);
     free(e->pq);
     free(e->rpend);
     free(e->buf);
@@ -262,6 +265,14 @@ int shift_reg_mr(shift_ep h, uint64_t addr, size_t length, int access,
     g->keys = (struct shift_mr_keys){lk[1], rk[1], lk[2], rk[2]};
     g->mr[0] = mr[1];
     g->mr[1] = mr[2];
+    /* the peer's layer learns its backup rkey in-band (two-phase set-up: setup.c) */
+    err = setup_announce(e, rk[1], rk[2]);
+    if (err) {
+        e->ops->dereg_mr(e->ctx, mr[1]);
+        e->ops->dereg_mr(e->ctx, mr[2]);
+        e->nreg--;
+        return err;
+    }
     *keys = g->keys;
     return 0;
 }
@@ -403,6 +414,12 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->kept_notes = e->ktail - e->khead;
     info->qp_num = e->qpn;
     info->cq_kept = cq_kept(e);
+    info->setup_inband = e->su.inband;
+    info->backup_ready = backup_ready(e);
+    info->keys_announced = e->su.nann;
+    info->keys_acked = e->su.acked;
+    info->peer_keys = e->su.peer_keys;
+    info->peer_keys_held = e->su.npk;
     return 0;
 }
 

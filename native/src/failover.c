@@ -127,13 +127,17 @@ static int post_backup(ep_s *e, pend_t *p)
 static void trigger_default(ep_s *e, int status)
 {
     int refuse = 0;
-    if (is_shift(e))
-        for (uint64_t s = e->phead; s < e->ptail; s++) {
-            pend_t *p = &e->pq[s & e->pmask];
-            if (!(p->flags & PF_DONE) &&
-                (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
-                refuse = 1;
-        }
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if (p->flags & PF_DONE)
+            continue;
+        if (is_shift(e) && (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
+            refuse = 1;
+        /* (two-phase set-up: a peer's rkey whose backup key has not arrived in-band
+         * cannot be replayed - on the backup NIC it names no region, or another's) */
+        if (rkey_unlearnt(e, &p->wr))
+            refuse = 1;
+    }
     if (refuse) {
         uint64_t n = 0;
         for (uint64_t s = e->phead; s < e->ptail; s++) {
@@ -195,6 +199,13 @@ static void start_failover(ep_s *e, int status, int seen)
         /* the send queue cannot be read back: the WRs to replay are not all known, and
          * no failover can be safe. The endpoint dies as after a device's fatal error:
          * what the layer knows completes in error, the rest has no completion. */
+        fail_all(e, status, 1);
+        return;
+    }
+    if (!backup_ready(e)) {
+        /* the backup path's set-up is not done (setup.c): no failover is possible, the
+         * error reaches the application as on plain RC - the good completions, the
+         * first outstanding WR with the error, the rest flushed - and the endpoint dies */
         fail_all(e, status, 1);
         return;
     }
@@ -749,6 +760,9 @@ int shift_progress(shift_ep h)
     ep_s *e = ep_get(h);
     if (!e)
         return -EINVAL;
+    int st = setup_step(e); /* (the two-phase set-up's: nothing once it is done) */
+    if (st)
+        return st;
     if (!failover(e) || e->dead)
         return SHIFT_STEP_NONE;
     if (on_path1(e) && e->fresh && !e->sent_ctr) {
@@ -803,7 +817,7 @@ int shift_timer(shift_ep h, int path)
     if (path == 1)
         return completion_timeout(e);
     if (!failover(e) || e->dead || !e->asked || !e->sent_ctr)
-        return 0;
+        return setup_timer(e); /* (the two-phase set-up's resend, if it waits) */
     if (e->ctl_left > 0) {
         e->ctl_left--;
         send_counter(e, 1);
@@ -856,6 +870,8 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
     if (!e)
         return -EINVAL;
     ctl_msg m;
+    if ((path == 1 || path == 2) && is_setup_msg(msg, len))
+        return setup_input(e, path, msg, len); /* (the two-phase set-up's: setup.c) */
     if ((path != 1 && path != 2) || !msg || len != sizeof m) {
         e->st.ctl_rejected++;
         return -EINVAL;

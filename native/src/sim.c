@@ -178,6 +178,18 @@ static int b_reset_qp(void *c, void *qp)
     return err ? err : sn__reconnect(qp);
 }
 
+static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len);
+
+/* The peer's endpoint, as the connection manager knows it: the other end of a
+ * connection made in one call, or whoever opened the QP at the pair's other end (a host
+ * opened alone: shift_sim_open). NULL if it is none of this fabric's. */
+static sim_ctx *peer_ctx(sim_ctx *x, sn_qp_s *peer)
+{
+    if (x->peer)
+        return x->peer;
+    return peer->ctl_fn == on_ctl ? peer->ctl_arg : NULL;
+}
+
 /* The connection manager's view of a QP pair (shift_backend_ops.query_pair): the
  * simulator sees both hosts, and asks the peer's layer whether it holds WRs on its end. */
 static int b_query_pair(void *c, void *qp, unsigned *flags)
@@ -196,7 +208,8 @@ static int b_query_pair(void *c, void *qp, unsigned *flags)
         fl |= SHIFT_PAIR_HEALTHY;
     if (q->state == SHIFT_QPS_RTS && peer->state == SHIFT_QPS_RTS)
         fl |= SHIFT_PAIR_READY;
-    if (x->peer && shift__ep_holds_default(x->peer->ep))
+    sim_ctx *pc = peer_ctx(x, peer);
+    if (pc && pc->ep && shift__ep_holds_default(pc->ep))
         fl |= SHIFT_PAIR_PEER_BUSY;
     *flags = fl;
     return 0;
@@ -295,6 +308,52 @@ static int b_async_event(void *c, void *qp, int *event)
     return sn__async_event(&x->f->host[x->host].nic[nic], &x->fatal_read[nic], event);
 }
 
+/* The first PSN a QP sends with, as a verbs program draws one (lrand48() & 0xffffff):
+ * from its number here, so that a run stays reproducible. */
+static uint32_t first_psn(uint32_t qpn) { return (qpn * 2654435761u >> 8) & 0xffffff; }
+
+/* Simnic's port address of host's NIC nic: a link-local GID whose interface ID names
+ * them (RoCE: LID 0), what ibv_query_gid gives. */
+static void sim_gid(int host, int nic, uint8_t gid[16])
+{
+    memset(gid, 0, 16);
+    gid[0] = 0xfe;
+    gid[1] = 0x80;
+    gid[8] = 0x02;
+    gid[11] = 0xff;
+    gid[12] = 0xfe;
+    gid[14] = (uint8_t)host;
+    gid[15] = (uint8_t)nic;
+}
+
+static int b_local_info(void *c, void *qp, struct shift_path_info *out)
+{
+    sn_qp_s *q = qp;
+    int err = fault(c, SHIFT_OP_LOCAL_INFO);
+    if (err)
+        return err;
+    *out = (struct shift_path_info){.qp_num = q->qpn, .psn = first_psn(q->qpn), .port = 1};
+    sim_gid(q->host, q->nic, out->gid);
+    return 0;
+}
+
+/* RTR against the remote's QP: reachable from this QP's port only on its path, at the
+ * other host's NIC of the same index (rail-aligned), as an address handle is */
+static int b_rtr_qp(void *c, void *qp, const struct shift_path_info *remote)
+{
+    sn_qp_s *q = qp;
+    int err = fault(c, SHIFT_OP_RTR_QP);
+    if (err)
+        return err;
+    uint8_t gid[16];
+    sim_gid(1 - q->host, q->nic, gid);
+    if (memcmp(gid, remote->gid, sizeof gid) != 0 || remote->lid != 0 || remote->port != 1)
+        return EINVAL;
+    struct sn_qp_attr a = {.qp_state = SHIFT_QPS_RTR, .dest_qp_num = remote->qp_num,
+                           .rq_psn = remote->psn};
+    return sn__modify(q, &a, SN_QP_STATE | SN_QP_DEST_QPN | SN_QP_RQ_PSN);
+}
+
 static const struct shift_backend_ops sim_ops = {
     .create_qp = b_create_qp,
     .destroy_qp = b_destroy_qp,
@@ -315,6 +374,8 @@ static const struct shift_backend_ops sim_ops = {
     .create_cq = b_create_cq,
     .destroy_cq = b_destroy_cq,
     .create_qp_cq = b_create_qp_cq,
+    .local_info = b_local_info,
+    .rtr_qp = b_rtr_qp,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
@@ -392,6 +453,8 @@ int shift_sim_connect_on_cq(sn_fabric fh, const struct shift_conn_attr *attr, sh
     for (int h = 0; h < 2; h++)
         if (cq[h] && !sim_cq_of(cq[h], f, h))
             return EINVAL; /* not a shared CQ pair of this host of this fabric */
+    if (attr->flags & SHIFT_EP_TWO_PHASE)
+        return EINVAL; /* (it connects both paths itself: shift_sim_open sets up in two) */
     conn_s *c = calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
@@ -441,12 +504,58 @@ fail:
     return err;
 }
 
+/* One host's endpoint, made alone: its QPs stay in RESET until the application
+ * connects them (shift_ep_connect); only the wire joins it to the peer's. */
+int shift_sim_open(sn_fabric fh, int host, const struct shift_conn_attr *attr, shift_conn *out)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return EBADF;
+    if (!attr || !out || (host != SN_HOST_A && host != SN_HOST_B))
+        return EINVAL;
+    *out = NULL;
+    conn_s *c = calloc(1, sizeof *c);
+    if (!c)
+        return ENOMEM;
+    sim_ctx *x = &c->ctx[host];
+    *x = (sim_ctx){.f = f, .fh = fh, .host = host};
+    for (int n = 1; n <= 2; n++)
+        x->fatal_read[n] = f->host[host].nic[n].fatal_raised;
+    struct shift_ep_attr ea = {host == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
+                               attr->design, attr->max_send_wr, attr->max_recv_wr,
+                               attr->ctl_retries, attr->flags | SHIFT_EP_TWO_PHASE};
+    int err = shift_ep_create(&sim_ops, x, &ea, &c->ep[host]);
+    if (err) {
+        free(c);
+        return err;
+    }
+    x->ep = c->ep[host];
+    c->f = f;
+    c->h = h_new(c, H_CONN);
+    if (!c->h) {
+        shift_ep_destroy(c->ep[host]);
+        free(c);
+        return ENOMEM;
+    }
+    for (int p = 1; p <= 2; p++) {
+        sn_qp_s *q = sn__qp(x->qph[p]);
+        q->ctl_fn = on_ctl;
+        q->ctl_arg = x;
+    }
+    shift__ep_own(c->ep[host], 1);
+    f->users++;
+    *out = H_PTR(c->h);
+    return 0;
+}
+
 int shift_sim_close(shift_conn ch)
 {
     conn_s *c = conn_get(ch);
     if (!c)
         return EINVAL;
     for (int h = 0; h < 2; h++) {
+        if (!c->ep[h])
+            continue; /* (a host opened alone) */
         shift__ep_own(c->ep[h], 0);
         shift_ep_destroy(c->ep[h]);
     }
@@ -459,7 +568,7 @@ int shift_sim_close(shift_conn ch)
 int shift_sim_ep(shift_conn ch, int host, shift_ep *out)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !out || (host != 0 && host != 1))
+    if (!c || !out || (host != 0 && host != 1) || !c->ep[host])
         return EINVAL;
     *out = c->ep[host];
     return 0;
@@ -468,7 +577,7 @@ int shift_sim_ep(shift_conn ch, int host, shift_ep *out)
 int shift_sim_qp(shift_conn ch, int host, int path, sn_qp *out)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !out || (host != 0 && host != 1) || (path != 1 && path != 2))
+    if (!c || !out || (host != 0 && host != 1) || (path != 1 && path != 2) || !c->ep[host])
         return EINVAL;
     *out = c->ctx[host].qph[path];
     return 0;
@@ -478,21 +587,21 @@ int shift_sim_reg_mr(shift_conn ch, int host, uint64_t addr, size_t length, int 
                      struct shift_mr_keys *keys)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !keys || (host != 0 && host != 1))
+    if (!c || !keys || (host != 0 && host != 1) || !c->ep[host])
         return EINVAL;
     int err = shift_reg_mr(c->ep[host], addr, length, access, keys);
-    if (err)
-        return err;
+    if (err || !c->ep[1 - host])
+        return err; /* (a host opened alone: its layer announces the keys in-band) */
     return shift_add_remote_keys(c->ep[1 - host], keys->rkey, keys->rkey_backup);
 }
 
 int shift_sim_dereg_mr(shift_conn ch, int host, const struct shift_mr_keys *keys)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !keys || (host != 0 && host != 1))
+    if (!c || !keys || (host != 0 && host != 1) || !c->ep[host])
         return EINVAL;
     int err = shift_dereg_mr(c->ep[host], keys);
-    if (err)
+    if (err || !c->ep[1 - host])
         return err;
     /* (a region registered on the endpoint alone left the peer's keys unknown) */
     shift_del_remote_keys(c->ep[1 - host], keys->rkey);
@@ -504,7 +613,7 @@ int shift_sim_timeout(shift_conn ch, int host, int path)
     conn_s *c = conn_get(ch);
     if (!c)
         return -EINVAL;
-    if ((host != 0 && host != 1) || (path != 1 && path != 2))
+    if ((host != 0 && host != 1) || (path != 1 && path != 2) || !c->ep[host])
         return -EINVAL;
     if (sn__timeout(c->f, host, path) > 0)
         return 1;
@@ -514,8 +623,8 @@ int shift_sim_timeout(shift_conn ch, int host, int path)
 int shift_sim_fail_op(shift_conn ch, int host, int op, uint32_t after, int err)
 {
     conn_s *c = conn_get(ch);
-    if (!c || (host != 0 && host != 1) || op < 0 || op >= SHIFT_OP_COUNT || err < 0 ||
-        err > 4095)
+    if (!c || (host != 0 && host != 1) || !c->ep[host] || op < 0 || op >= SHIFT_OP_COUNT ||
+        err < 0 || err > 4095)
         return EINVAL;
     c->ctx[host].fault[op].after = after;
     c->ctx[host].fault[op].err = err;
