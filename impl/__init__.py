@@ -22,17 +22,19 @@ module is ``shift.impl._native`` (cffi, API mode), built by ``pip install``.
 
 from .connection import Connection, PreparedChain
 from .errors import ClosedError, CompletionError, CoreError, PostError
-from .fabric import Fabric
+from .fabric import Fabric, SharedCq
 from .memory import MemoryRegion
 from .values import (
     Completion,
     FailoverEvent,
     HostState,
     ImplObservation,
+    PathInfo,
     RawRecvWr,
     RawSendWr,
     ReceiverSeen,
     SenderSeen,
+    SetupState,
     Stats,
     Wr,
 )
@@ -41,6 +43,7 @@ from .verbs import ALL_ACCESS, Access, DesignCode, EventType, Op, Status, WcOpco
 __all__ = [
     "ALL_ACCESS", "Access", "ClosedError", "Completion", "CompletionError", "Connection",
     "CoreError", "DesignCode", "EventType", "Fabric", "FailoverEvent", "HostState",
-    "ImplObservation", "MemoryRegion", "Op", "PostError", "PreparedChain", "RawRecvWr",
-    "RawSendWr", "ReceiverSeen", "SenderSeen", "Stats", "Status", "WcOpcode", "Wr",
+    "ImplObservation", "MemoryRegion", "Op", "PathInfo", "PostError", "PreparedChain",
+    "RawRecvWr", "RawSendWr", "ReceiverSeen", "SenderSeen", "SetupState", "SharedCq", "Stats",
+    "Status", "WcOpcode", "Wr",
 ]

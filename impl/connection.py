@@ -19,10 +19,12 @@ from .values import (
     FailoverEvent,
     HostState,
     ImplObservation,
+    PathInfo,
     RawRecvWr,
     RawSendWr,
     ReceiverSeen,
     SenderSeen,
+    SetupState,
     Stats,
     Wr,
 )
@@ -97,7 +99,8 @@ class Connection:
 
     def __init__(self, fabric: Fabric, design: DesignCode, *, regions: int, max_wr: int,
                  probe: str, ctl_retries: int, copy_posts: bool = False,
-                 fail_back: bool = True, record: bool = False):
+                 fail_back: bool = True, record: bool = False, two_phase: bool = False,
+                 cq: tuple[Any, Any] = (ffi.NULL, ffi.NULL)):
         self._fabric = fabric
         self.design = design
         self.regions = int_arg("regions", regions, 1, 4096)
@@ -114,17 +117,25 @@ class Connection:
         attr.flags = ((lib.SHIFT_EP_WIRE_PROBE if probe == "wire" else 0)
                       | (lib.SHIFT_EP_COPY_POSTS if bool_arg("copy_posts", copy_posts) else 0)
                       | (0 if bool_arg("fail_back", fail_back) else lib.SHIFT_EP_NO_FAIL_BACK))
-        out = ffi.new("shift_conn *")
-        check_errno(lib.shift_sim_connect(fabric.handle, attr, out), "shift_sim_connect")
-        self._h = out[0]
+        # one handle for both hosts (shift_sim_connect, on shared CQs or not), or one per
+        # host made alone (shift_sim_open: the two-phase set-up)
+        self.two_phase = bool_arg("two_phase", two_phase)
+        if self.two_phase and not (cq[0] == ffi.NULL and cq[1] == ffi.NULL):
+            raise ValueError("a two-phase connection has CQs of its own (no shared CQ)")
+        self._hs = self._open(fabric, attr, cq)
+        self._h = self._hs[0]
         fabric._conns.append(self)
         self._ep = []
         for h in (0, 1):
             ep = ffi.new("shift_ep *")
-            check_errno(lib.shift_sim_ep(self._h, h, ep), "shift_sim_ep")
+            check_errno(lib.shift_sim_ep(self._hs[h], h, ep), "shift_sim_ep")
             self._ep.append(ep[0])
         nbytes = (self.regions + 2 * self.max_wr) * SLOT
         self._mr = (self.register("A", nbytes, ALL_ACCESS), self.register("B", nbytes, ALL_ACCESS))
+        if self.two_phase:  # the applications' own exchange: the default path alone
+            infos = (self.local_info("A", 1), self.local_info("B", 1))
+            self.connect_path("A", 1, infos[1])
+            self.connect_path("B", 1, infos[0])
         self._src, self._dst = self._mr  # A's and B's (one-way names: A sends to B)
         self._wc = ffi.new("struct shift_wc *")
         self._ev = ffi.new("struct shift_event *")
@@ -140,6 +151,51 @@ class Connection:
         # copies all of the host's regions; memory grows without bound.
         self.record = bool_arg("record", record)
 
+    def _open(self, fabric: Fabric, attr: Any, cq: tuple[Any, Any]) -> list[Any]:
+        out = ffi.new("shift_conn *")
+        if not self.two_phase:
+            if cq[0] == ffi.NULL and cq[1] == ffi.NULL:
+                err = lib.shift_sim_connect(fabric.handle, attr, out)
+            else:  # an endpoint on its host's shared CQ pair (Fabric.shared_cq)
+                err = lib.shift_sim_connect_on_cq(fabric.handle, attr, cq[0], cq[1], out)
+            check_errno(err, "shift_sim_connect")
+            return [out[0], out[0]]
+        check_errno(lib.shift_sim_open(fabric.handle, 0, attr, out), "shift_sim_open")
+        hs = [out[0]]
+        r = lib.shift_sim_open(fabric.handle, 1, attr, out)
+        if r:
+            lib.shift_sim_close(hs[0])
+            check_errno(r, "shift_sim_open")
+        return hs + [out[0]]
+
+    # -- the two-phase set-up (two_phase=True)
+    def local_info(self, host: str, path: int) -> PathInfo:
+        """What the peer needs to connect to host's QP of path (`shift_ep_local_info`):
+        the first phase of a verbs set-up, sent to the peer out of band."""
+        i = ffi.new("struct shift_path_info *")
+        check_errno(lib.shift_ep_local_info(self._eph(host), path_arg(path), i),
+                    "shift_ep_local_info")
+        return PathInfo(i.qp_num, i.psn, i.lid, i.port, bytes(i.gid))
+
+    def connect_path(self, host: str, path: int, remote: PathInfo) -> None:
+        """Connect host's QP of path to the peer's, as remote describes it
+        (`shift_ep_connect`: INIT, RTR, RTS). A two-phase connection's constructor
+        connects path 1 so; path 2 the layers set up in-band."""
+        if not isinstance(remote, PathInfo):
+            raise TypeError(f"remote: PathInfo expected, got {type(remote).__name__}")
+        i = ffi.new("struct shift_path_info *")
+        i.qp_num, i.psn, i.lid, i.port = remote.qp_num, remote.psn, remote.lid, remote.port
+        if len(remote.gid) != 16:
+            raise ValueError("remote.gid: 16 bytes expected")
+        ffi.memmove(i.gid, remote.gid, 16)
+        check_errno(lib.shift_ep_connect(self._eph(host), path_arg(path), i), "shift_ep_connect")
+
+    def setup_state(self, host: str) -> SetupState:
+        """How far host's two-phase set-up got: failover-ready or not, the keys."""
+        i = self._query(host_arg(host))
+        return SetupState(bool(i.setup_inband), bool(i.backup_ready), i.keys_announced,
+                          i.keys_acked, i.peer_keys, i.peer_keys_held)
+
     # -- plumbing
     @property
     def handle(self) -> Any:
@@ -154,19 +210,22 @@ class Connection:
     def close(self) -> None:
         if self._h is None:
             return
-        check_errno(lib.shift_sim_close(self._h), "shift_sim_close")
+        for h in dict.fromkeys(self._hs):  # (once each: one handle, or one per host)
+            check_errno(lib.shift_sim_close(h), "shift_sim_close")
         self._h = None
         self._fabric._conns.remove(self)
 
     def register(self, host: str, nbytes: int, access: int = ALL_ACCESS) -> MemoryRegion:
-        """Register nbytes of host's memory on both its NICs; the peer learns the keys."""
+        """Register nbytes of host's memory on both its NICs; the peer learns the keys
+        (two_phase: its layer, in-band)."""
         h = host_arg(host)
         int_arg("nbytes", nbytes, 1, self._fabric.mem_size)
         int_arg("access", access, 0, 0xFFFFFFFF)
         off = self._fabric._alloc(h, nbytes)
         keys = ffi.new("struct shift_mr_keys *")
-        check_errno(lib.shift_sim_reg_mr(self.handle, h, self._fabric._base_addr[h] + off, nbytes,
-                                    access, keys), "shift_reg_mr")
+        self.handle  # noqa: B018 - raises once closed
+        check_errno(lib.shift_sim_reg_mr(self._hs[h], h, self._fabric._base_addr[h] + off,
+                                         nbytes, access, keys), "shift_reg_mr")
         return MemoryRegion(self, host, off, nbytes, keys)
 
     # -- regions
@@ -475,7 +534,9 @@ class Connection:
     def timeout(self, host: str, path: int) -> bool:
         """Timeout(host, path): the NIC's retransmission timers on that path fire; if none
         was armed, the layer's handshake timer does."""
-        r = lib.shift_sim_timeout(self.handle, host_arg(host), path_arg(path))
+        self.handle  # noqa: B018 - raises once closed
+        h = host_arg(host)
+        r = lib.shift_sim_timeout(self._hs[h], h, path_arg(path))
         return event_result(r, "timeout") > 0
 
     def handshake_timeout(self, host: str) -> bool:
@@ -639,7 +700,7 @@ class Connection:
         i = self._query(host_arg(host))
         return Stats(i.failovers, i.replayed_wrs, i.skipped_wrs, i.refused_wrs, i.failbacks,
                      i.ctl_sent, i.ctl_received, i.backup_state_bytes, i.ctl_rejected,
-                     i.events_dropped, i.kept_notes, i.notes_forgotten)
+                     i.events_dropped, i.kept_notes, i.notes_forgotten, i.cq_kept)
 
     def qp_num(self, host: str) -> int:
         """host's application QP number (the default QP's): what `Completion.qp_num`

@@ -3,6 +3,7 @@ faults. Nothing moves unless an event says so."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ._native import ffi, lib
@@ -45,6 +46,7 @@ class Fabric:
         check_errno(lib.sn_fabric_create(attr, out), "sn_fabric_create")
         self._h = out[0]
         self._conns: list[Connection] = []
+        self._cqs: list[SharedCq] = []
         self._base_addr = []
         self._buffers = []
         for h in (0, 1):
@@ -79,6 +81,8 @@ class Fabric:
             return
         for c in list(self._conns):
             c.close()
+        for q in list(self._cqs):
+            q.close()
         check_errno(lib.sn_fabric_destroy(self._h), "sn_fabric_destroy")
         self._h = None
 
@@ -91,7 +95,8 @@ class Fabric:
     def connect(self, design: DesignCode | str = DesignCode.SHIFT, *, regions: int = 4,
                 max_wr: int = 64, probe: str = "wire", ctl_retries: int = 3,
                 copy_posts: bool = False, fail_back: bool = True,
-                record: bool = False) -> Connection:
+                record: bool = False, two_phase: bool = False,
+                cq: Mapping[str, SharedCq] | None = None) -> Connection:
         """Open a resilient connection from A (requester) to B (responder). With
         copy_posts the layer keeps its own copy of every WR it posts instead of reading
         the WRs to replay back from the default QP's send queue at a failure; without
@@ -99,10 +104,26 @@ class Fabric:
         connection keeps a history for `Connection.completions` and `observe()` (tests,
         the differential runner): every completion is kept and each receive completion
         copies all of the host's regions, so memory grows with every completion and a
-        poll costs O(regions) per notification."""
+        poll costs O(regions) per notification. With two_phase each host's endpoint is
+        made alone and the hosts exchange their default QPs' information only, as a verbs
+        program does over its socket (`Connection.local_info`, `connect_path`); the
+        layers set the backup path up in-band as they progress, and a host is
+        failover-ready once `Connection.setup_state` says so. With cq, a host's endpoint
+        puts its QPs on that host's `SharedCq` (``{"A": fab.shared_cq("A")}``), which
+        other connections' endpoints on the host share; each still polls its own
+        completions only, those it would have polled alone, in the same order (not with
+        two_phase)."""
         return Connection(self, design_arg(design), regions=regions, max_wr=max_wr,
                           probe=probe, ctl_retries=ctl_retries, copy_posts=copy_posts,
-                          fail_back=fail_back, record=record)
+                          fail_back=fail_back, record=record, two_phase=two_phase,
+                          cq=_cq_arg(self, cq))
+
+    def shared_cq(self, host: str, cqe: int = 1024) -> SharedCq:
+        """A CQ pair of host (one CQ of cqe entries per path) for several connections'
+        endpoints on it (`connect`'s cq). An endpoint joins while the QPs' shares fit:
+        max_wr + max_wr each (the backup QP's one more), else `connect` raises
+        (ENOMEM)."""
+        return SharedCq(self, host, cqe)
 
     # -- the fabric's events: True if the event did something
     def transmit(self, host: str, path: int) -> bool:
@@ -180,6 +201,62 @@ class Fabric:
         check_errno(lib.sn_counters_get(self.handle, c), "sn_counters_get")
         return {k: getattr(c, k) for k in ("transmitted", "delivered", "dropped", "lost",
                                            "executed", "duplicates", "timeouts")}
+
+
+class SharedCq:
+    """A CQ pair of one host of a fabric (one CQ per path) that several connections'
+    endpoints on that host share (`Fabric.shared_cq`, `Fabric.connect`'s cq). The layer
+    demultiplexes by QP number: a completion of another endpoint's QP that a poll reads
+    is kept for that endpoint, in order, and its next poll takes it (`Stats.cq_kept`).
+    Closed by `close` once no open connection uses it (else CoreError, EBUSY), or with
+    its fabric."""
+
+    def __init__(self, fabric: Fabric, host: str, cqe: int):
+        self.fabric = fabric
+        self.host = HOST_NAMES[host_arg(host)]
+        out = ffi.new("shift_cq *")
+        check_errno(lib.shift_sim_cq_create(fabric.handle, HOSTS[self.host],
+                                            int_arg("cqe", cqe, 1, 1 << 20), out),
+                    "shift_sim_cq_create")
+        self._h = out[0]
+        fabric._cqs.append(self)
+
+    @property
+    def handle(self) -> Any:
+        if self._h is None:
+            raise ClosedError("shared CQ is closed")
+        return self._h
+
+    def close(self) -> None:
+        if self._h is None:
+            return
+        check_errno(lib.shift_sim_cq_destroy(self._h), "shift_sim_cq_destroy")
+        self._h = None
+        self.fabric._cqs.remove(self)
+
+    def __enter__(self) -> SharedCq:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cq_arg(fabric: Fabric, cq: Mapping[str, SharedCq] | None) -> tuple[Any, Any]:
+    """connect's cq as the C call's two handles (ffi.NULL: the endpoint's own CQs)."""
+    if cq is None:
+        return (ffi.NULL, ffi.NULL)
+    if not isinstance(cq, Mapping):
+        raise TypeError("cq must map host names to SharedCq, e.g. {'A': fab.shared_cq('A')}")
+    out = [ffi.NULL, ffi.NULL]
+    for host, q in cq.items():
+        h = host_arg(host)
+        if not isinstance(q, SharedCq):
+            raise TypeError(f"cq[{host!r}] must be a SharedCq, not {type(q).__name__}")
+        if q.fabric is not fabric or q.host != HOST_NAMES[h]:
+            raise ValueError(f"cq[{host!r}] is a CQ pair of host {q.host} of "
+                             f"{'this' if q.fabric is fabric else 'another'} fabric")
+        out[h] = q.handle
+    return (out[0], out[1])
 
 
 def _did(r: int, what: str) -> bool:

@@ -188,6 +188,31 @@ class Stats:
     events_dropped: int = 0  # events the queue lost, oldest first, unpolled (`events`)
     kept_notes: int = 0  # ShiftCounted: notifications completed that no counter covers yet
     notes_forgotten: int = 0  # ShiftCounted: kept ones dropped past the last max_wr
+    cq_kept: int = 0  # on a SharedCq: its completions other endpoints' polls kept for it
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """What the peer needs to connect to one QP (`struct shift_path_info`): what a verbs
+    program such as ibv_rc_pingpong sends over its socket."""
+
+    qp_num: int
+    psn: int  # the first PSN it sends with: the peer's rq_psn
+    lid: int
+    port: int
+    gid: bytes  # 16 bytes
+
+
+@dataclass(frozen=True)
+class SetupState:
+    """How far a host's two-phase set-up got (`Connection.setup_state`)."""
+
+    inband: bool  # its default path was connected by the application: path 2 in-band
+    backup_ready: bool  # failover-ready: before it, a failure reaches the application
+    keys_announced: int  # its regions' key pairs sent to the peer in-band
+    keys_acked: int  # of them, how many the peer said it holds
+    peer_keys: int  # the peer's pairs announced, as its last message said
+    peer_keys_held: int  # of them, how many it holds
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ RECV_MODES = ("Default", "Moving", "Fallback")
 # What one Progress(h) did, as `Connection.progress` names it. The specification's
 # Progress has five steps (trigger, handshake, replay, reconnect, release; TLC labels them
 # all `Progress`); the C core adds probe_done and probe_failed for its optional wire probe,
-# and says none when no step was enabled.
+# setup for the two-phase set-up's in-band exchange (the spec's paths are connected from
+# the start), and says none when no step was enabled.
 PROGRESS_STEPS = ("none", "trigger", "handshake", "replay", "reconnect", "probe_done",
-                  "probe_failed", "release")
+                  "probe_failed", "release", "setup")

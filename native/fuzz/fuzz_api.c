@@ -9,7 +9,7 @@
  *
  *   make -C native fuzz && native/build/fuzz/fuzz_api native/fuzz/corpus
  */
-#include "world.h"
+#include "ops.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,12 +71,18 @@ static void teardown(void)
     for (int i = 0; i < NLONE; i++)
         if (W->lone[i].ep.live)
             FZ_CHECK(shift_ep_destroy(W->lone[i].ep.h) == 0, i, 0);
+    if (W->lone_cq) {
+        FZ_CHECK(shift_cq_destroy(W->lone_cq) == 0, 0, 0);
+        FZ_CHECK(shift_cq_destroy(W->lone_cq) == EINVAL, 0, 0);
+    }
     for (int i = 0; i < NCONN; i++)
         if (W->conn[i].live)
             FZ_CHECK(shift_sim_close(W->conn[i].h) == 0, i, 0);
     for (int i = 0; i < NFAB; i++)
-        if (W->fab[i].live)
+        if (W->fab[i].live) {
+            drop_shared_cqs(&W->fab[i], 0);
             FZ_CHECK(sn_fabric_destroy(W->fab[i].h) == 0, i, 0);
+        }
     memset(W, 0, sizeof *W);
 }
 

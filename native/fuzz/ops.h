@@ -35,6 +35,7 @@ void read_events(fz_fab *f, int host, int nic, int r, int ev);
 
 /* ops_layer.c: connections and endpoints */
 void op_sim_connect(void);
+void drop_shared_cqs(fz_fab *f, int busy);
 fz_conn *conn_of(shift_conn h);
 void op_sim_close(void);
 void op_sim_misc(void);

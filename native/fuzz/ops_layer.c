@@ -10,6 +10,37 @@
 
 /* ---------------------------------------------------------- connections ------- */
 
+/* A fabric's shared CQ pairs, one per host, made once (a small cqe: the QPs' shares
+ * run out, ENOMEM). 0 if h is no live fabric or a pair could not be made. */
+static int shared_cqs(sn_fabric h)
+{
+    fz_fab *f = fab_of(h);
+    for (int host = 0; f && host < 2; host++) {
+        if (f->cq[host])
+            continue;
+        int r = shift_sim_cq_create(h, host, 48, &f->cq[host]);
+        FZ_CHECK(r == 0 || r == ENOMEM, r, host);
+        if (r)
+            return 0;
+    }
+    return f != NULL;
+}
+
+/* Destroy a fabric's shared CQ pairs: EBUSY while a live connection of it is on them
+ * (busy), else gone. */
+void drop_shared_cqs(fz_fab *f, int busy)
+{
+    for (int host = 0; host < 2; host++) {
+        if (!f->cq[host])
+            continue;
+        int r = shift_sim_cq_destroy(f->cq[host]);
+        FZ_CHECK(busy ? r == EBUSY : r == 0, r, busy);
+        FZ_CHECK(shift_cq_destroy(f->cq[host]) == (busy ? EBUSY : EINVAL), busy, 0);
+        if (!busy)
+            f->cq[host] = NULL;
+    }
+}
+
 void op_sim_connect(void)
 {
     unsigned ci = fz_pick(W->in, NCONN), fi = fz_pick(W->in, NFAB);
@@ -19,7 +50,17 @@ void op_sim_connect(void)
                                 1 + fz_small(W->in, 8), fz_small(W->in, 4),
                                 fz_small(W->in, 4)};
     shift_conn out;
-    int r = shift_sim_connect(h, fz_u8(W->in) < 250 ? &a : NULL, c->live ? NULL : &out);
+    /* the byte that chose a NULL attr at 250 and above: at 253 and above (few inputs of
+     * the corpus change), the connection goes on the fabric's shared CQ pairs - at 253
+     * with the hosts' pairs swapped, which the call refuses */
+    uint8_t b = fz_u8(W->in);
+    int on_cq = b >= 253 && shared_cqs(h);
+    fz_fab *f = fab_of(h);
+    shift_cq qa = on_cq ? f->cq[b == 253] : NULL, qb = on_cq ? f->cq[b != 253] : NULL;
+    int r = shift_sim_connect_on_cq(h, b < 250 || on_cq ? &a : NULL, qa, qb,
+                                    c->live ? NULL : &out);
+    if (on_cq && b == 253)
+        FZ_CHECK(r == EINVAL, r, 0);
     if (r || c->live)
         return;
     fz_note("connection %u: design %d, max_send_wr %u, max_recv_wr %u, flags %u", ci,
@@ -29,6 +70,7 @@ void op_sim_connect(void)
     c->h = out;
     c->live = 1;
     c->fab = (int)(fab_of(h) - W->fab);
+    c->on_cq = on_cq;
     for (int host = 0; host < 2; host++) {
         fz_ep *e = &c->ep[host];
         FZ_CHECK(shift_sim_ep(out, host, &e->h) == 0, host, 0);
@@ -104,6 +146,20 @@ void op_sim_reg_mr(void)
 
 /* ------------------------------------------------------------ endpoints ------- */
 
+/* The lone endpoints' shared CQ pair over the forged backend, made once (NULL if the
+ * backend refused it); its answers, as every answer of that backend, are the input's. */
+static shift_cq lone_cq(void)
+{
+    if (!W->lone_cq) {
+        W->cq_ctx.in = W->in;
+        struct shift_cq_attr qa = {.cqe = 40};
+        int r = shift_cq_create(&fz_script_ops_cq, &W->cq_ctx, &qa, &W->lone_cq);
+        FZ_CHECK(r == 0 || r == EINVAL || r == ENOMEM || r == EIO || r == ENETDOWN ||
+                     r == ENETUNREACH || r == EAGAIN || r == EBUSY, r, 0);
+    }
+    return W->lone_cq;
+}
+
 void op_ep_create(void)
 {
     fz_lone *l = &W->lone[fz_pick(W->in, NLONE)];
@@ -131,8 +187,19 @@ void op_ep_create(void)
                               fz_small(W->in, 4), fz_small(W->in, 4)};
     l->ctx.in = W->in;
     shift_ep out;
-    int r = shift_ep_create(ops, &l->ctx, fz_u8(W->in) < 250 ? &a : NULL,
-                            l->ep.live ? NULL : &out);
+    /* the byte that chose a NULL attr at 250 and above: at 253 and above (few inputs of
+     * the corpus change), the endpoint goes on the lone endpoints' shared CQ pair - at
+     * 253 with the table chosen above, of another backend than the pair's: refused */
+    uint8_t b = fz_u8(W->in);
+    shift_cq cq = b >= 253 ? lone_cq() : NULL;
+    if (cq && b > 253)
+        ops = &fz_script_ops_cq;
+    const struct shift_ep_attr *ap = b < 250 || cq ? &a : NULL;
+    shift_ep *op = l->ep.live ? NULL : &out;
+    int r = cq ? shift_ep_create_on_cq(ops, &l->ctx, ap, cq, op)
+               : shift_ep_create(ops, &l->ctx, ap, op);
+    if (cq && b == 253)
+        FZ_CHECK(r == EINVAL, r, 0);
     if (r || l->ep.live)
         return;
     FZ_CHECK(ops && ops != &broken, 0, 0);

@@ -63,9 +63,14 @@ void op_fabric_destroy(void)
 {
     sn_fabric h = pick(T_FAB);
     fz_fab *f = fab_of(h);
-    int users = 0;
-    for (int i = 0; i < NCONN; i++)
+    int users = 0, on_cq = 0;
+    for (int i = 0; i < NCONN; i++) {
         users += W->conn[i].live && f && &W->fab[W->conn[i].fab] == f;
+        on_cq += W->conn[i].live && f && &W->fab[W->conn[i].fab] == f && W->conn[i].on_cq;
+    }
+    if (f) /* (reads no input: the corpus's meaning stays) */
+        drop_shared_cqs(f, on_cq > 0);
+    users += f && (f->cq[0] || f->cq[1]);
     int r = sn_fabric_destroy(h);
     if (!f) {
         FZ_CHECK(r == EBADF, r, 0);

@@ -15,5 +15,6 @@ extern const struct shift_backend_ops fz_script_ops;    /* without sq_pending */
 extern const struct shift_backend_ops fz_script_ops_sq; /* with it: direct mode */
 extern const struct shift_backend_ops fz_script_ops_ev;    /* both with async_event */
 extern const struct shift_backend_ops fz_script_ops_sq_ev;
+extern const struct shift_backend_ops fz_script_ops_cq;    /* a shared CQ's, forged */
 
 #endif

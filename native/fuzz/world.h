@@ -36,6 +36,8 @@ typedef struct {
     int fatal;                 /* device_fatal: a NIC that dies raises an event */
     uint32_t events[2][3];     /* its NICs' deaths sn_async_event has not read */
     struct sn_counters last;
+    shift_cq cq[2];            /* each host's shared CQ pair, made at the first
+                                * connection on it (shift_sim_connect_on_cq) */
 } fz_fab;
 
 typedef struct {
@@ -45,6 +47,7 @@ typedef struct {
     struct shift_mr_keys keys[2];
     int nkeys;
     sn_qp qp[2][3];            /* its QPs, once shift_sim_qp has handed them out */
+    int on_cq;                 /* its endpoints are on their fabric's shared CQ pairs */
 } fz_conn;
 
 typedef struct {
@@ -75,6 +78,8 @@ typedef struct {
     fz_fab fab[NFAB];
     fz_conn conn[NCONN];
     fz_lone lone[NLONE];
+    fz_script cq_ctx;          /* the lone endpoints' shared CQ pair (fz_script_ops_cq) */
+    shift_cq lone_cq;
     fz_raw raw[NRAW];
     fz_id id[MAXID];
     uint32_t nid;

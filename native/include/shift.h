@@ -50,6 +50,9 @@ extern "C" {
 
 /* CDEF-BEGIN */
 typedef struct shift_ep_opaque *shift_ep;
+/* A completion queue per path that several endpoints of one host share
+ * (shift_cq_create), as an application shares one CQ per device among its QPs. */
+typedef struct shift_cq_opaque *shift_cq;
 
 enum shift_design {
     SHIFT_DESIGN_SHIFT = 0,        /* counter handshake, filtered replay, refusal, fail-back */
@@ -98,7 +101,9 @@ enum shift_step {
     SHIFT_STEP_RECONNECT = 4,   /* default QP pair re-established (and probe posted) */
     SHIFT_STEP_PROBE_DONE = 5,  /* the probe completed: waiting for the fence */
     SHIFT_STEP_PROBE_FAILED = 6,/* the probe failed: still on the backup path */
-    SHIFT_STEP_RELEASE = 7      /* fence done: notice sent, held WRs released */
+    SHIFT_STEP_RELEASE = 7,     /* fence done: notice sent, held WRs released */
+    SHIFT_STEP_SETUP = 8        /* two-phase set-up: the backup path's in-band exchange
+                                 * (its QP connected, or the set-up messages sent) */
 };
 
 enum shift_ep_flags {
@@ -113,7 +118,13 @@ enum shift_ep_flags {
     /* Stay on the backup path once the replay is done: no reconnect of the default
      * path, no fail-back (the specification's D.failBack = FALSE, or a bound whose
      * failed path never recovers: Recover = FALSE). */
-    SHIFT_EP_NO_FAIL_BACK = 4
+    SHIFT_EP_NO_FAIL_BACK = 4,
+    /* The application connects the paths itself, in two phases (shift_ep_local_info,
+     * shift_ep_connect: the default path out of band, the backup path in-band by the
+     * layer): the endpoint is failover-ready only once the backup path's set-up is done
+     * (shift_ep_info.backup_ready). Without it, an endpoint whose paths the backend
+     * connected is taken as ready from the start. */
+    SHIFT_EP_TWO_PHASE = 8
 };
 
 struct shift_ep_attr {
@@ -123,6 +134,17 @@ struct shift_ep_attr {
     uint32_t max_recv_wr;   /* outstanding receive WRs */
     uint32_t ctl_retries;   /* handshake retransmissions before giving up */
     unsigned int flags;     /* enum shift_ep_flags */
+};
+
+/* What the peer needs to connect its QP of a path to this endpoint's (the first phase
+ * of a verbs set-up: what ibv_rc_pingpong sends over its socket). */
+struct shift_path_info {
+    uint32_t qp_num;        /* the QP's number (24 bits) */
+    uint32_t psn;           /* the first PSN it sends with, the peer's rq_psn (24 bits) */
+    uint16_t lid;           /* its port's LID (0 on RoCE) */
+    uint8_t port;           /* its port number (>= 1) */
+    uint8_t reserved;       /* 0 */
+    uint8_t gid[16];        /* its port's GID */
 };
 
 /* ---- the backend: verbs operations the core uses; ctx is the backend's ---- */
@@ -180,6 +202,27 @@ struct shift_backend_ops {
      * -errno. Without it (NULL), shift_async_event reads nothing: a NIC that dies in
      * fatal error is seen only through the peer (its counter) or the completion timer. */
     int (*async_event)(void *ctx, void *qp, int *event);
+    /* Optional, all three or none: a CQ several QPs share (shift_cq_create; it needs
+     * query_qp_num too). create_cq makes one of at least cqe entries on this host's NIC
+     * of path (ibv_create_cq), *cq the backend's handle; destroy_cq frees it once no QP
+     * is on it. create_qp_cq is create_qp with the QP's send and receive completions
+     * going to cq (ibv_create_qp with send_cq = recv_cq = cq); poll_cq on such a QP
+     * polls cq: the completions of every QP on it, in the CQ's order, each naming its
+     * QP in qp_num (ibv_poll_cq's wc.qp_num); destroy_qp frees that QP alone. */
+    int (*create_cq)(void *ctx, int path, uint32_t cqe, void **cq);
+    int (*destroy_cq)(void *ctx, void *cq);
+    int (*create_qp_cq)(void *ctx, int path, const struct shift_backend_qp_cap *cap, void *cq,
+                        void **qp);
+    /* Optional, both or neither: the two-phase set-up (shift_ep_local_info,
+     * shift_ep_connect, the backup path's in-band set-up). local_info: what the peer
+     * needs to connect to qp (its number, the first PSN it will send with, its port's
+     * LID and GID; ibv_query_qp, ibv_query_gid). rtr_qp: move qp from INIT to RTR
+     * against the remote's QP (ibv_modify_qp with dest_qp_num, rq_psn = remote->psn and
+     * an address handle to its LID/GID); EINVAL if the remote cannot be reached from
+     * qp's port. Without them (NULL), the backend connects the QPs itself and the two
+     * calls give EOPNOTSUPP. */
+    int (*local_info)(void *ctx, void *qp, struct shift_path_info *out);
+    int (*rtr_qp)(void *ctx, void *qp, const struct shift_path_info *remote);
 };
 
 /* The asynchronous events the layer acts on (ibv_event_type's). */
@@ -243,6 +286,20 @@ struct shift_ep_info {
                              * the peer covers yet, kept for a replay (at most max_send_wr) */
     uint64_t notes_forgotten; /* ShiftCounted: kept notifications dropped, the oldest, to
                              * keep the last max_send_wr: a failover cannot replay them */
+    uint64_t cq_kept;       /* on a shared CQ: completions of its QPs that other endpoints'
+                             * polls read off the CQ and keep for it, not yet taken */
+    /* the two-phase set-up (shift_ep_connect) */
+    int setup_inband;       /* the default path was connected by shift_ep_connect: the
+                             * backup path's set-up travels in-band over it */
+    int backup_ready;       /* failover-ready: 1 for an endpoint its backend connected
+                             * (no two-phase set-up); in-band, once its backup QP is
+                             * connected to the peer's, the peer said its own is, and it
+                             * holds every backup rkey the peer announced. A failure
+                             * before that reaches the application as on plain RC */
+    uint32_t keys_announced; /* its regions' key pairs announced to the peer in-band */
+    uint32_t keys_acked;    /* of them, how many the peer said it holds */
+    uint32_t peer_keys;     /* the peer's key pairs it announced (its last message) */
+    uint32_t peer_keys_held; /* of them, how many this endpoint holds (1..n in order) */
     uint32_t incarnation;   /* the default QP's incarnation: one per reset (spec: epoch) */
     uint32_t reconnecting;  /* the incarnation it reset its default QP into and asked the
                              * peer to reset its end into, awaiting the answer; 0: none
@@ -294,9 +351,43 @@ struct shift_event {
  * is dropped (counted in shift_ep_info.events_dropped). */
 enum { SHIFT_EVENT_QUEUE = 32 };
 
+/* ---- a CQ pair several endpoints share ----
+ * One backend CQ per path (path 1's on the default NIC, path 2's on the backup NIC);
+ * an endpoint created on the pair (shift_ep_create_on_cq) puts its QP of each path on
+ * it (create_qp_cq). Each endpoint still polls only its own completions, exactly those and
+ * in the order it would have seen on CQs of its own: the layer demultiplexes by QP
+ * number. A completion of another endpoint's QP that a poll reads off the shared CQ is
+ * kept for that endpoint, in CQ order, in a ring of its own per path of
+ * 2 * (max_send_wr + max_recv_wr) + 2 entries (ShiftCounted: + 2 * max_send_wr), rounded
+ * up to a power of two - twice the WRs and receive WRs the layer keeps outstanding, so
+ * that stale flushes fit beside them; its next
+ * poll of that path takes them before the CQ. A ring that is full loses nothing
+ * silently: the endpoint's polls of that path give what the ring holds, then -EOVERFLOW
+ * for good (a CQ overrun, as verbs reports one: the endpoint is to be destroyed), and the
+ * other endpoints go on. A completion of no endpoint's QP (one destroyed) is dropped. An
+ * endpoint on a shared CQ copies its WRs (no direct mode): a send queue frees a slot
+ * when any endpoint polls its completion, so it no longer bounds what the application
+ * has not polled. */
+struct shift_cq_attr {
+    uint32_t cqe;           /* entries of each path's CQ (1 .. 1 << 20); an endpoint
+                             * joins only while the sum of max_send_wr + max_recv_wr of
+                             * the QPs on a path stays within it (else ENOMEM) */
+};
+/* ops must have create_cq, destroy_cq, create_qp_cq and query_qp_num (else EINVAL); the
+ * endpoints on it use the same ops (their ctx may differ). */
+int shift_cq_create(const struct shift_backend_ops *ops, void *ctx,
+                    const struct shift_cq_attr *attr, shift_cq *out);
+/* EBUSY while an endpoint is on it; EINVAL for a bad handle. */
+int shift_cq_destroy(shift_cq cq);
+
 /* ---- the core API (verbs-like) ---- */
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
                     const struct shift_ep_attr *attr, shift_ep *out);
+/* shift_ep_create with both QPs on a shared CQ pair (cq NULL: shift_ep_create). EINVAL
+ * for a bad cq or one of another ops table; ENOMEM if the QPs' share would pass its
+ * cqe; a backend error of creating the QPs or reading their numbers as it is. */
+int shift_ep_create_on_cq(const struct shift_backend_ops *ops, void *ctx,
+                          const struct shift_ep_attr *attr, shift_cq cq, shift_ep *out);
 int shift_ep_destroy(shift_ep ep);
 int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
                  struct shift_mr_keys *keys);
@@ -306,7 +397,25 @@ int shift_reg_mr(shift_ep ep, uint64_t addr, size_t length, int access,
  * verbs: its completion is LOC_PROT_ERR (the lkey), REM_ACCESS_ERR at the peer's WR
  * (the rkey) - the application's error, which no failover hides. */
 int shift_dereg_mr(shift_ep ep, const struct shift_mr_keys *keys);
-/* tell the endpoint the peer's keys of one region on both paths (out of band) */
+/* The two-phase set-up of one path, as a verbs program does it (an endpoint whose
+ * backend has local_info and rtr_qp; its QPs start in RESET). shift_ep_local_info: what
+ * the peer needs to connect to this endpoint's QP of path (1: the default, 2: the
+ * backup), to be sent to it out of band. shift_ep_connect: connect that QP to the
+ * peer's, as remote gives it: INIT, RTR (dest QPN, rq_psn = remote->psn), RTS (sq_psn =
+ * its own first PSN). EINVAL for a bad argument (path, a NULL pointer, a QPN or PSN
+ * beyond 24 bits, a port 0, reserved not 0), EISCONN if that QP is connected already,
+ * EOPNOTSUPP without the backend's ops, else the backend's error (the QP may be left in
+ * INIT; connecting again retries). Connecting path 1 starts the in-band set-up of path
+ * 2: the layer sends its backup QP's information and its regions' backup rkeys over
+ * the default path (shift_progress; resent by shift_timer(ep, 2) while unanswered),
+ * connects its backup QP to the peer's as the peer's layer announces it, and is
+ * failover-ready (shift_ep_info.backup_ready) once both are and it holds the peer's
+ * keys. The application may also connect path 2 itself (out of band); the in-band
+ * exchange then checks the peer's announcement against it. */
+int shift_ep_local_info(shift_ep ep, int path, struct shift_path_info *out);
+int shift_ep_connect(shift_ep ep, int path, const struct shift_path_info *remote);
+/* tell the endpoint the peer's keys of one region on both paths (out of band; an
+ * endpoint set up in two phases learns them in-band) */
 int shift_add_remote_keys(shift_ep ep, uint32_t rkey, uint32_t rkey_backup);
 /* forget the peer's keys of a region it deregistered: EINVAL if rkey is not known */
 int shift_del_remote_keys(shift_ep ep, uint32_t rkey);
@@ -358,7 +467,16 @@ int shift_async_event(shift_ep ep, int path);
  * its sender posted up to its fence; the receive side moves back once its counter
  * reaches that number (at once, or at the poll that takes the last of them: their
  * completions may not be in host memory yet, F11). A bad handle is -EINVAL, counted
- * nowhere. */
+ * nowhere. The two-phase set-up's messages (CTL_SETUP, CTL_KEYS: src/setup.c) are
+ * taken only on the default path of an endpoint whose default path shift_ep_connect
+ * connected, at exactly their kind's length, and rejected likewise when: a reserved
+ * field or an unused key slot is not 0; a flag is unknown; the backup QP announced has
+ * a QPN or PSN beyond 24 bits, port 0, or is not the one announced (or given to
+ * shift_ep_connect) before; the peer, once ready, says it is not; its count of key
+ * pairs announced shrinks or passes 2^20; its count of this endpoint's pairs it holds
+ * shrinks or passes what this endpoint announced; a key message has no pair or more
+ * than 8, numbers one 0 or past 2^20, or repeats a pair this endpoint holds with
+ * another value (a pair's number is its for good). */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 /* The oldest event the application has not taken: 1 and *ev, 0 if there is none, or

@@ -25,10 +25,29 @@ struct shift_conn_attr {
     uint32_t ctl_retries;
     unsigned int flags;     /* enum shift_ep_flags, both endpoints */
 };
+/* A CQ pair of host (one CQ per path, cqe entries each) that several connections'
+ * endpoints on that host share (shift_sim_connect_on_cq; shift.h: shift_cq); EINVAL for
+ * a one-host fabric. The fabric is busy until shift_sim_cq_destroy, which gives EBUSY
+ * while a connection's endpoint is on it (shift_cq_destroy on it: EBUSY, the binding's). */
+int shift_sim_cq_create(sn_fabric f, int host, uint32_t cqe, shift_cq *out);
+int shift_sim_cq_destroy(shift_cq cq);
 /* The connection owns both endpoints and the QPs, CQs and MRs they make: those are
  * released by shift_sim_close alone (shift_ep_destroy, sn_destroy_qp, sn_dereg_mr on
  * them give EBUSY, as do simnic's data-path calls on its QPs). */
 int shift_sim_connect(sn_fabric f, const struct shift_conn_attr *attr, shift_conn *out);
+/* shift_sim_connect with host A's endpoint on the pair cq_a and B's on cq_b, each made by
+ * shift_sim_cq_create for that host of f (NULL: CQs of the endpoint's own; else EINVAL) */
+int shift_sim_connect_on_cq(sn_fabric f, const struct shift_conn_attr *attr, shift_cq cq_a,
+                            shift_cq cq_b, shift_conn *out);
+/* One host's endpoint alone (two-phase set-up, as a verbs program on one host): its QPs
+ * stay in RESET; the application exchanges path 1's information with the peer itself
+ * (shift_ep_local_info, shift_ep_connect) and the layers set path 2 up in-band over it
+ * (shift_progress). Nothing joins the two hosts' endpoints but the wire (a fail-back's
+ * reconnect too: each host resets its own end, asked by a control message). The other
+ * calls below
+ * take the handle with this host alone (the other host is EINVAL); shift_sim_reg_mr
+ * registers without telling the peer (its layer learns the keys in-band). */
+int shift_sim_open(sn_fabric f, int host, const struct shift_conn_attr *attr, shift_conn *out);
 int shift_sim_close(shift_conn c);
 /* the endpoint of a host (SN_HOST_A: requester, SN_HOST_B: responder) */
 int shift_sim_ep(shift_conn c, int host, shift_ep *out);
@@ -56,7 +75,9 @@ enum shift_backend_op {
     SHIFT_OP_CTL_SEND = 8,
     SHIFT_OP_SQ_PENDING = 9,
     SHIFT_OP_ASYNC_EVENT = 10,
-    SHIFT_OP_COUNT = 11
+    SHIFT_OP_LOCAL_INFO = 11,
+    SHIFT_OP_RTR_QP = 12,
+    SHIFT_OP_COUNT = 13
 };
 /* Fault injection at the backend: host's endpoint's call of op after `after` more
  * calls of it fails with err (a positive errno; poll_cq, sq_pending and async_event return -err)

@@ -28,7 +28,7 @@ uint32_t lkey_backup(const ep_s *e, uint32_t lkey)
     return lkey;
 }
 
-static int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
+int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b)
 {
     for (int i = 0; i < *n; i++)
         if ((*t)[i].k[0] == a) {
@@ -80,28 +80,41 @@ static uint64_t kept_bytes(const ep_s *e)
 int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
                     const struct shift_ep_attr *attr, shift_ep *out)
 {
+    return shift_ep_create_on_cq(ops, ctx, attr, NULL, out);
+}
+
+int shift_ep_create_on_cq(const struct shift_backend_ops *ops, void *ctx,
+                          const struct shift_ep_attr *attr, shift_cq cq, shift_ep *out)
+{
     if (!out)
         return EINVAL;
     *out = NULL;
     if (!ops || !attr || !ops->create_qp || !ops->destroy_qp || !ops->modify_qp ||
         !ops->query_qp || !ops->reset_qp || !ops->post_send || !ops->post_recv ||
-        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send)
+        !ops->ring || !ops->poll_cq || !ops->reg_mr || !ops->dereg_mr || !ops->ctl_send ||
+        !ops->local_info != !ops->rtr_qp) /* (the two-phase set-up's: both or neither) */
         return EINVAL;
     if ((attr->role != SHIFT_ROLE_REQUESTER && attr->role != SHIFT_ROLE_RESPONDER) ||
         attr->design < SHIFT_DESIGN_SHIFT || attr->design > SHIFT_DESIGN_SHIFT_COUNTED ||
         attr->max_send_wr < 1 || attr->max_send_wr > MAX_WR || attr->max_recv_wr < 1 ||
         attr->max_recv_wr > MAX_WR || attr->ctl_retries > 255 ||
         (attr->flags & ~(unsigned)(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS |
-                                    SHIFT_EP_NO_FAIL_BACK)))
+                                    SHIFT_EP_NO_FAIL_BACK | SHIFT_EP_TWO_PHASE)))
         return EINVAL;
+    struct cq_s *shared = cq ? cq_for(cq, ops) : NULL;
+    if (cq && !shared)
+        return EINVAL; /* not a shared CQ pair, or another backend's */
     ep_s *e = calloc(1, sizeof *e);
     if (!e)
         return ENOMEM;
     e->ops = ops;
     e->ctx = ctx;
     e->attr = *attr;
-    /* ShiftCounted copies every WR: a kept notification outlives its send queue entry */
-    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS) && !keeps_notes(e);
+    e->cq = shared;
+    /* ShiftCounted copies every WR: a kept notification outlives its send queue entry;
+     * so does an endpoint on a shared CQ (any endpoint's poll frees its queue's slots) */
+    e->can_direct = ops->sq_pending && !(attr->flags & SHIFT_EP_COPY_POSTS) &&
+                    !keeps_notes(e) && !shared;
     e->pcap = attr->max_send_wr;
     /* ShiftCounted's kept copies go to the backup QP before the outstanding WRs */
     uint64_t kcap = keeps_notes(e) ? e->pcap : 0;
@@ -130,6 +143,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     e->recv_mode = SHIFT_RECV_DEFAULT;
     e->peer_ctr = -1;
     e->probe_status = -1;
+    e->su.used = (attr->flags & SHIFT_EP_TWO_PHASE) != 0;
     int err = ENOMEM;
     if (!e->pq || !e->rpend || !e->buf || !e->q2 || !e->q1 || !e->fq[1] || !e->fq[2] ||
         (kcap && !e->kq))
@@ -137,17 +151,19 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     /* the default QP has the layer's capacity (in direct mode its send queue is the
      * layer's); the backup QP keeps a spare slot */
     struct shift_backend_qp_cap cap = {e->pcap, e->rcap, SHIFT_MAX_INLINE};
-    err = ops->create_qp(ctx, 1, &cap, &e->qp[1]);
+    struct shift_backend_qp_cap cap2 = {e->pcap + 1 + (uint32_t)kcap, e->rcap, SHIFT_MAX_INLINE};
+    err = cq_create_qp(e, 1, &cap);
     if (err)
         goto fail;
-    cap.max_send_wr += 1 + (uint32_t)kcap;
-    err = ops->create_qp(ctx, 2, &cap, &e->qp[2]);
+    err = cq_create_qp(e, 2, &cap2);
     if (err) {
         ops->destroy_qp(ctx, e->qp[1]);
         goto fail;
     }
-    /* the application's QP number, which its completions keep across a failover */
-    if (ops->query_qp_num && (err = ops->query_qp_num(ctx, e->qp[1], &e->qpn)) != 0) {
+    /* the application's QP number, which its completions keep across a failover; on a
+     * shared CQ, both QPs' numbers, which tell its completions from the others' */
+    if ((ops->query_qp_num && (err = ops->query_qp_num(ctx, e->qp[1], &e->qpn)) != 0) ||
+        (shared && (err = cq_join(e, &cap, &cap2)) != 0)) {
         ops->destroy_qp(ctx, e->qp[1]);
         ops->destroy_qp(ctx, e->qp[2]);
         goto fail;
@@ -156,6 +172,7 @@ int shift_ep_create(const struct shift_backend_ops *ops, void *ctx,
     if (!e->h) {
         ops->destroy_qp(ctx, e->qp[1]);
         ops->destroy_qp(ctx, e->qp[2]);
+        cq_leave(e);
         err = ENOMEM;
         goto fail;
     }
@@ -190,6 +207,7 @@ int shift_ep_destroy(shift_ep h)
         return EBUSY;
     e->ops->destroy_qp(e->ctx, e->qp[1]);
     e->ops->destroy_qp(e->ctx, e->qp[2]);
+    cq_leave(e);
     for (int i = 0; i < e->nreg; i++) {
         e->ops->dereg_mr(e->ctx, e->regs[i].mr[0]);
         e->ops->dereg_mr(e->ctx, e->regs[i].mr[1]);
@@ -197,6 +215,7 @@ int shift_ep_destroy(shift_ep h)
     h_free(e->h);
     free(e->regs);
     free(e->rk);
+    setup_free(e);
     free(e->pq);
     free(e->rpend);
     free(e->buf);
@@ -240,6 +259,14 @@ int shift_reg_mr(shift_ep h, uint64_t addr, size_t length, int access,
     g->keys = (struct shift_mr_keys){lk[1], rk[1], lk[2], rk[2]};
     g->mr[0] = mr[1];
     g->mr[1] = mr[2];
+    /* the peer's layer learns its backup rkey in-band (two-phase set-up: setup.c) */
+    err = setup_announce(e, rk[1], rk[2]);
+    if (err) {
+        e->ops->dereg_mr(e->ctx, mr[1]);
+        e->ops->dereg_mr(e->ctx, mr[2]);
+        e->nreg--;
+        return err;
+    }
     *keys = g->keys;
     return 0;
 }
@@ -382,6 +409,13 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
                                (uint64_t)e->capreg * sizeof(region_t) + kept_bytes(e);
     info->kept_notes = e->ktail - e->khead;
     info->qp_num = e->qpn;
+    info->cq_kept = cq_kept(e);
+    info->setup_inband = e->su.inband;
+    info->backup_ready = backup_ready(e);
+    info->keys_announced = e->su.nann;
+    info->keys_acked = e->su.acked;
+    info->peer_keys = e->su.peer_keys;
+    info->peer_keys_held = e->su.npk;
     return 0;
 }
 

@@ -127,13 +127,17 @@ static int post_backup(ep_s *e, pend_t *p)
 static void trigger_default(ep_s *e, int status)
 {
     int refuse = 0;
-    if (is_shift(e))
-        for (uint64_t s = e->phead; s < e->ptail; s++) {
-            pend_t *p = &e->pq[s & e->pmask];
-            if (!(p->flags & PF_DONE) &&
-                (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
-                refuse = 1;
-        }
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if (p->flags & PF_DONE)
+            continue;
+        if (is_shift(e) && (atomic_op(p->wr.opcode) || (p->flags & PF_INELIGIBLE)))
+            refuse = 1;
+        /* (two-phase set-up: a peer's rkey whose backup key has not arrived in-band
+         * cannot be replayed - on the backup NIC it names no region, or another's) */
+        if (rkey_unlearnt(e, &p->wr))
+            refuse = 1;
+    }
     if (refuse) {
         uint64_t n = 0;
         for (uint64_t s = e->phead; s < e->ptail; s++) {
@@ -195,6 +199,13 @@ static void start_failover(ep_s *e, int status, int seen)
         /* the send queue cannot be read back: the WRs to replay are not all known, and
          * no failover can be safe. The endpoint dies as after a device's fatal error:
          * what the layer knows completes in error, the rest has no completion. */
+        fail_all(e, status, 1);
+        return;
+    }
+    if (!backup_ready(e)) {
+        /* the backup path's set-up is not done (setup.c): no failover is possible, the
+         * error reaches the application as on plain RC - the good completions, the
+         * first outstanding WR with the error, the rest flushed - and the endpoint dies */
         fail_all(e, status, 1);
         return;
     }
@@ -809,6 +820,9 @@ int shift_progress(shift_ep h)
     ep_s *e = ep_get(h);
     if (!e)
         return -EINVAL;
+    int st = setup_step(e); /* (the two-phase set-up's: nothing once it is done) */
+    if (st)
+        return st;
     if (!failover(e) || e->dead)
         return SHIFT_STEP_NONE;
     if (on_path1(e) && e->fresh && !e->sent_ctr) {
@@ -870,7 +884,7 @@ int shift_timer(shift_ep h, int path)
     int counter = e->asked && e->sent_ctr;
     int asking = e->reconnecting && e->reconnect_left > 0;
     if (!failover(e) || e->dead || (!counter && !asking))
-        return 0;
+        return setup_timer(e); /* (the two-phase set-up's resend, if it waits) */
     if (asking) {
         e->reconnect_left--;
         send_reconnect(e, CTL_RECONNECT, e->reconnecting);
@@ -911,7 +925,9 @@ static int reconnect_valid(const ep_s *e, const ctl_msg *m)
  * received no more than were posted (NaiveReplay's replay may deliver one twice). */
 static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
 {
-    if (m->magic != CTL_MAGIC || m->kind < CTL_COUNTER || m->kind > CTL_RECONNECTED)
+    if (m->magic != CTL_MAGIC ||
+        (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK && m->kind != CTL_APP_ERROR &&
+         m->kind != CTL_RECONNECT && m->kind != CTL_RECONNECTED))
         return 0;
     if (m->want_reply > 1 || m->pad != 0 || m->pad2 != 0)
         return 0;
@@ -945,6 +961,8 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
     if (!e)
         return -EINVAL;
     ctl_msg m;
+    if ((path == 1 || path == 2) && is_setup_msg(msg, len))
+        return setup_input(e, path, msg, len); /* (the two-phase set-up's: setup.c) */
     if ((path != 1 && path != 2) || !msg || len != sizeof m) {
         e->st.ctl_rejected++;
         return -EINVAL;

@@ -17,7 +17,7 @@
 /* ---------------------------------------------------------------- handles ---- */
 /* A handle is (generation << 32 | slot) disguised as a pointer: NULL, freed and
  * forged handles are recognised without dereferencing anything. Single-threaded. */
-enum h_type { H_FABRIC = 1, H_CQ, H_QP, H_MR, H_EP, H_CONN };
+enum h_type { H_FABRIC = 1, H_CQ, H_QP, H_MR, H_EP, H_CONN, H_SHARED_CQ };
 INTERNAL uint64_t h_new(void *obj, int type);
 INTERNAL void *h_get(const void *handle, int type);
 INTERNAL void h_free(uint64_t handle);
@@ -32,6 +32,10 @@ INTERNAL void h_free(uint64_t handle);
 
 /* ownership: an object a connection owns is destroyed only by it (EBUSY otherwise) */
 INTERNAL void shift__ep_own(shift_ep ep, int owned);
+/* a shared CQ pair the simnic binding made (shift_sim_cq_create) is its to destroy
+ * (shift_cq_destroy says EBUSY); its backend and context, NULL for a bad handle */
+INTERNAL void shift__cq_own(shift_cq cq, int owned);
+INTERNAL void *shift__cq_ctx(shift_cq cq, const struct shift_backend_ops **ops);
 /* the connection manager's question to the peer's layer before it resets the default
  * QP pair: does a side of the endpoint hold WRs on the default QP (spec: Holds1)? */
 /* tests: how many times host's endpoint of a simnic connection called backend op (the

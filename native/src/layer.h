@@ -18,8 +18,9 @@ enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4,
 enum { SILENT_NO = 0, SILENT_DRAIN = 1, SILENT_ACTIVE = 2 };
 enum {
     CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2, CTL_APP_ERROR = 3,
-    CTL_RECONNECT = 4,   /* reset your end of the default path into incarnation seq */
-    CTL_RECONNECTED = 5  /* done: my end is in incarnation seq */
+    CTL_SETUP = 4, CTL_KEYS = 5, /* the two-phase set-up's (setup.c) */
+    CTL_RECONNECT = 6,   /* reset your end of the default path into incarnation seq */
+    CTL_RECONNECTED = 7  /* done: my end is in incarnation seq */
 };
 #define PROBE_ID UINT64_MAX
 #define KEPT_ID (UINT64_MAX - 1) /* a kept copy's completion, once polled (kept_polled) */
@@ -71,12 +72,73 @@ typedef struct {
     uint32_t k[2];
 } keypair;
 
+/* The two-phase set-up's messages, on the default path (setup.c). CTL_SETUP: the
+ * sender's backup QP and how far the exchange got, its whole state each time (a
+ * retransmission is the latest state); every field only grows, so the FIFO channel
+ * never shows an older one. CTL_KEYS: some of the sender's key pairs (default rkey,
+ * backup rkey), numbered from 1 in the order its regions were announced. */
+enum { SETUP_READY = 1, /* its backup QP is connected to the receiver's */
+       SETUP_ASK = 2 /* it lacks something of the receiver's: answer */ };
+enum { CTL_KEYS_MAX = 8, MAX_ANNOUNCED = 1u << 20 };
+typedef struct {
+    uint32_t magic;
+    uint8_t kind;
+    uint8_t flags;
+    uint16_t pad;
+    struct shift_path_info info; /* the sender's backup QP */
+    uint32_t keys;             /* key pairs it announced (numbered 1..keys) */
+    uint32_t keys_seen;        /* the receiver's pairs it holds (1..keys_seen) */
+} ctl_setup;
+
+typedef struct {
+    uint32_t magic;
+    uint8_t kind;
+    uint8_t n;                 /* pairs: 1..CTL_KEYS_MAX */
+    uint16_t pad;
+    uint32_t first;            /* the first pair's number (>= 1) */
+    uint32_t pad2;
+    keypair k[CTL_KEYS_MAX];   /* past n: 0 */
+} ctl_keys;
+
+/* An endpoint's two-phase set-up (setup.c): the paths the application connected, and
+ * the backup path's in-band exchange. */
+typedef struct {
+    int used;                  /* shift_ep_connect was called: backup_ready means in-band */
+    int inband;                /* path 1 connected by it: the exchange runs over it */
+    int connected[3];          /* path p's QP connected by the layer (RTS) */
+    int have_peer;             /* peer: the peer's backup QP (announced, or given) */
+    struct shift_path_info peer;
+    int peer_ready;            /* the peer's backup QP is connected to this one's */
+    int owed;                  /* the peer asked: a set-up message is due */
+    int sent;                  /* set-up messages sent; the last one's READY flag, keys */
+    int sent_ready;
+    uint32_t sent_keys;
+    uint32_t left;             /* retransmissions left to the handshake timer */
+    keypair *ann;              /* its own pairs announced, numbered from 1 */
+    uint32_t nann, capann;
+    uint32_t acked;            /* of them, how many the peer holds */
+    keypair *pk;               /* the peer's pairs it holds (1..npk), as numbered */
+    uint32_t npk, cappk;
+    uint32_t peer_keys;        /* the peer's pairs announced, as its last message said */
+} setup_s;
+
 /* a region the application registered (shift_reg_mr): its keys on both NICs and the
  * backend's registrations of it */
 typedef struct {
     struct shift_mr_keys keys;
     void *mr[2];               /* the default NIC's, the backup NIC's */
 } region_t;
+
+/* the completions of one of an endpoint's QPs that other endpoints' polls read off a
+ * shared CQ, kept for it in CQ order (cq.c); overrun: one was lost, the path's polls
+ * end in -EOVERFLOW once the ring is empty */
+typedef struct {
+    struct shift_wc *ring;
+    uint64_t mask, head, tail;
+    int overrun;
+} inbox_t;
+
+struct cq_s;
 
 typedef struct ep_s {
     uint64_t h;
@@ -176,6 +238,12 @@ typedef struct ep_s {
     keypair *rk;               /* the peer's rkeys: the default NIC's, the backup NIC's */
     int nrk, caprk;
     uint32_t qpn;              /* the application's QP number: the default QP's (0: unknown) */
+    /* on a shared CQ pair (cq.c; NULL: CQs of its own): its QPs' numbers, which name
+     * their completions there, and what other endpoints' polls kept for it per path */
+    struct cq_s *cq;
+    uint32_t cq_qpn[3];
+    inbox_t in[3];
+    setup_s su;                /* the two-phase set-up (setup.c) */
     /* the events the application has not polled (shift_poll_event), oldest first */
     struct shift_event evq[SHIFT_EVENT_QUEUE];
     uint32_t evhead, evtail;
@@ -243,6 +311,22 @@ static inline int polls2(const ep_s *e)
     return e->send_mode != SHIFT_STATE_DEFAULT || e->recv_mode != SHIFT_RECV_DEFAULT;
 }
 
+/* cq.c: a QP on the shared CQ pair or on a CQ of its own; joining and leaving the pair;
+ * the poll of path's CQ that takes this endpoint's completions only */
+INTERNAL struct cq_s *cq_for(shift_cq cq, const struct shift_backend_ops *ops);
+INTERNAL int cq_create_qp(ep_s *e, int path, const struct shift_backend_qp_cap *cap);
+INTERNAL int cq_join(ep_s *e, const struct shift_backend_qp_cap *cap1,
+                     const struct shift_backend_qp_cap *cap2);
+INTERNAL void cq_leave(ep_s *e);
+INTERNAL int cq_poll(ep_s *e, int path, int n, struct shift_wc *wc);
+INTERNAL uint64_t cq_kept(const ep_s *e);
+static inline int backend_poll(ep_s *e, int path, int n, struct shift_wc *wc)
+{
+    if (e->cq)
+        return cq_poll(e, path, n, wc);
+    return e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+}
+
 /* The backend's poll: up to n completions, or -errno. A count beyond n is not
  * believed (the layer reads no further than it asked). */
 INTERNAL int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc);
@@ -251,7 +335,7 @@ static inline int poll_path(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     if (e->silent[path] == SILENT_ACTIVE)
         return silent_poll(e, path, n, wc);
-    int r = e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+    int r = backend_poll(e, path, n, wc);
     if (r == 0 && e->silent[path])
         return silent_poll(e, path, n, wc);
     return r > n ? n : r;
@@ -377,5 +461,18 @@ INTERNAL uint32_t xlate(const keypair *t, int n, uint32_t key);
 INTERNAL uint32_t lkey_backup(const ep_s *e, uint32_t lkey);
 /* an event for the application (shift_poll_event); a full queue drops its oldest */
 INTERNAL void ep_event(ep_s *e, int type, int path, int status, uint64_t wrs);
+INTERNAL int keys_add(keypair **t, int *n, int *cap, uint32_t a, uint32_t b);
+/* setup.c: the two-phase set-up and the backup path's in-band exchange. setup_input
+ * takes (or rejects) a CTL_SETUP or CTL_KEYS message: 0 or -EINVAL, as shift_ctl_input;
+ * setup_step is shift_progress's set-up step (SHIFT_STEP_SETUP or 0); setup_timer the
+ * handshake timer's resend (1 if it resent); setup_announce a region's keys, registered */
+INTERNAL int is_setup_msg(const void *msg, uint32_t len);
+INTERNAL int setup_input(ep_s *e, int path, const void *msg, uint32_t len);
+INTERNAL int setup_step(ep_s *e);
+INTERNAL int setup_timer(ep_s *e);
+INTERNAL int setup_announce(ep_s *e, uint32_t rkey, uint32_t rkey_backup);
+INTERNAL int backup_ready(const ep_s *e);
+INTERNAL int rkey_unlearnt(const ep_s *e, const struct shift_send_wr *w);
+INTERNAL void setup_free(ep_s *e);
 
 #endif

@@ -189,7 +189,7 @@ uint64_t silent_sends_owed(const ep_s *e, int path)
 int silent_poll(ep_s *e, int path, int n, struct shift_wc *wc)
 {
     if (!silent_now(e, path)) {
-        int r = e->ops->poll_cq(e->ctx, e->qp[path], n, wc);
+        int r = backend_poll(e, path, n, wc);
         return r > n ? n : r;
     }
     if (e->silent[path] == SILENT_DRAIN)

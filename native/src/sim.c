@@ -68,6 +68,54 @@ static int b_create_qp(void *c, int path, const struct shift_backend_qp_cap *cap
     return 0;
 }
 
+/* A shared CQ of the host (shift_cq_create): owned, as a connection's own CQs are. */
+static int b_create_cq(void *c, int path, uint32_t cqe, void **cq)
+{
+    sim_ctx *x = c;
+    if (path != 1 && path != 2)
+        return EINVAL;
+    sn_cq h;
+    int err = sn_create_cq(x->fh, x->host, (int)cqe, &h);
+    if (err)
+        return err;
+    sn__cq(h)->owned = 1;
+    *cq = h;
+    return 0;
+}
+
+static int b_destroy_cq(void *c, void *cq)
+{
+    (void)c;
+    sn_cq_s *q = sn__cq(cq);
+    if (!q)
+        return EINVAL;
+    q->owned = 0;
+    return sn_destroy_cq(cq);
+}
+
+/* A QP on a shared CQ: its send and receive completions go there; it is the host's */
+static int b_create_qp_cq(void *c, int path, const struct shift_backend_qp_cap *cap, void *cq,
+                          void **qp)
+{
+    sim_ctx *x = c;
+    sn_cq_s *q = sn__cq(cq);
+    if ((path != 1 && path != 2) || !q || q->host != x->host)
+        return EINVAL;
+    struct sn_qp_init_attr a = {cq, cq, cap->max_send_wr, cap->max_recv_wr,
+                                cap->max_inline_data};
+    sn_qp h;
+    q->owned = 0; /* (owned CQs take no new QP from simnic's callers: this is the owner) */
+    int err = sn_create_qp(x->fh, x->host, path, &a, &h);
+    q->owned = 1;
+    if (err)
+        return err;
+    x->qph[path] = h;
+    x->cqh[path] = NULL; /* not its own: the pair's owner destroys it */
+    *qp = sn__qp(h);
+    ((sn_qp_s *)*qp)->owned = 1;
+    return 0;
+}
+
 static int path_of(sim_ctx *x, void *qp)
 {
     return sn__qp(x->qph[1]) == qp ? 1 : sn__qp(x->qph[2]) == qp ? 2 : 0;
@@ -80,9 +128,11 @@ static int b_destroy_qp(void *c, void *qp)
     if (!p)
         return EINVAL;
     ((sn_qp_s *)qp)->owned = 0;
-    sn__cq(x->cqh[p])->owned = 0;
     sn_destroy_qp(x->qph[p]);
-    sn_destroy_cq(x->cqh[p]);
+    if (x->cqh[p]) {
+        sn__cq(x->cqh[p])->owned = 0;
+        sn_destroy_cq(x->cqh[p]);
+    }
     x->qph[p] = NULL;
     x->cqh[p] = NULL;
     return 0;
@@ -220,6 +270,52 @@ static int b_async_event(void *c, void *qp, int *event)
     return sn__async_event(&x->f->host[x->host].nic[nic], &x->fatal_read[nic], event);
 }
 
+/* The first PSN a QP sends with, as a verbs program draws one (lrand48() & 0xffffff):
+ * from its number here, so that a run stays reproducible. */
+static uint32_t first_psn(uint32_t qpn) { return (qpn * 2654435761u >> 8) & 0xffffff; }
+
+/* Simnic's port address of host's NIC nic: a link-local GID whose interface ID names
+ * them (RoCE: LID 0), what ibv_query_gid gives. */
+static void sim_gid(int host, int nic, uint8_t gid[16])
+{
+    memset(gid, 0, 16);
+    gid[0] = 0xfe;
+    gid[1] = 0x80;
+    gid[8] = 0x02;
+    gid[11] = 0xff;
+    gid[12] = 0xfe;
+    gid[14] = (uint8_t)host;
+    gid[15] = (uint8_t)nic;
+}
+
+static int b_local_info(void *c, void *qp, struct shift_path_info *out)
+{
+    sn_qp_s *q = qp;
+    int err = fault(c, SHIFT_OP_LOCAL_INFO);
+    if (err)
+        return err;
+    *out = (struct shift_path_info){.qp_num = q->qpn, .psn = first_psn(q->qpn), .port = 1};
+    sim_gid(q->host, q->nic, out->gid);
+    return 0;
+}
+
+/* RTR against the remote's QP: reachable from this QP's port only on its path, at the
+ * other host's NIC of the same index (rail-aligned), as an address handle is */
+static int b_rtr_qp(void *c, void *qp, const struct shift_path_info *remote)
+{
+    sn_qp_s *q = qp;
+    int err = fault(c, SHIFT_OP_RTR_QP);
+    if (err)
+        return err;
+    uint8_t gid[16];
+    sim_gid(1 - q->host, q->nic, gid);
+    if (memcmp(gid, remote->gid, sizeof gid) != 0 || remote->lid != 0 || remote->port != 1)
+        return EINVAL;
+    struct sn_qp_attr a = {.qp_state = SHIFT_QPS_RTR, .dest_qp_num = remote->qp_num,
+                           .rq_psn = remote->psn};
+    return sn__modify(q, &a, SN_QP_STATE | SN_QP_DEST_QPN | SN_QP_RQ_PSN);
+}
+
 static const struct shift_backend_ops sim_ops = {
     .create_qp = b_create_qp,
     .destroy_qp = b_destroy_qp,
@@ -236,6 +332,11 @@ static const struct shift_backend_ops sim_ops = {
     .sq_pending = b_sq_pending,
     .query_qp_num = b_query_qp_num,
     .async_event = b_async_event,
+    .create_cq = b_create_cq,
+    .destroy_cq = b_destroy_cq,
+    .create_qp_cq = b_create_qp_cq,
+    .local_info = b_local_info,
+    .rtr_qp = b_rtr_qp,
 };
 
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
@@ -247,7 +348,61 @@ static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
 
 static conn_s *conn_get(shift_conn c) { return h_get(c, H_CONN); }
 
+/* the context of a shared CQ pair shift_sim_cq_create made on host of f, or NULL */
+static sim_ctx *sim_cq_of(shift_cq cq, const sn_fab *f, int host)
+{
+    const struct shift_backend_ops *ops;
+    sim_ctx *x = shift__cq_ctx(cq, &ops);
+    return x && ops == &sim_ops && x->f == f && x->host == host ? x : NULL;
+}
+
+int shift_sim_cq_create(sn_fabric fh, int host, uint32_t cqe, shift_cq *out)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return EBADF;
+    if (!out || (host != 0 && host != 1) || f->local >= 0)
+        return EINVAL;
+    *out = NULL;
+    sim_ctx *x = calloc(1, sizeof *x);
+    if (!x)
+        return ENOMEM;
+    *x = (sim_ctx){.f = f, .fh = fh, .host = host};
+    struct shift_cq_attr a = {.cqe = cqe};
+    int err = shift_cq_create(&sim_ops, x, &a, out);
+    if (err) {
+        free(x);
+        return err;
+    }
+    shift__cq_own(*out, 1);
+    f->users++;
+    return 0;
+}
+
+int shift_sim_cq_destroy(shift_cq cq)
+{
+    const struct shift_backend_ops *ops;
+    sim_ctx *x = shift__cq_ctx(cq, &ops);
+    if (!x || ops != &sim_ops)
+        return EINVAL;
+    shift__cq_own(cq, 0);
+    int err = shift_cq_destroy(cq);
+    if (err) {
+        shift__cq_own(cq, 1);
+        return err; /* EBUSY: a connection's endpoints are on it */
+    }
+    x->f->users--;
+    free(x);
+    return 0;
+}
+
 int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_conn *out)
+{
+    return shift_sim_connect_on_cq(fh, attr, NULL, NULL, out);
+}
+
+int shift_sim_connect_on_cq(sn_fabric fh, const struct shift_conn_attr *attr, shift_cq cq_a,
+                            shift_cq cq_b, shift_conn *out)
 {
     sn_fab *f = sn__fab(fh);
     if (!f)
@@ -255,6 +410,12 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
     if (!attr || !out)
         return EINVAL;
     *out = NULL;
+    const shift_cq cq[2] = {cq_a, cq_b};
+    for (int h = 0; h < 2; h++)
+        if (cq[h] && !sim_cq_of(cq[h], f, h))
+            return EINVAL; /* not a shared CQ pair of this host of this fabric */
+    if (attr->flags & SHIFT_EP_TWO_PHASE)
+        return EINVAL; /* (it connects both paths itself: shift_sim_open sets up in two) */
     conn_s *c = calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
@@ -269,7 +430,7 @@ int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_co
         struct shift_ep_attr ea = {h == 0 ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
                                    attr->design, attr->max_send_wr, attr->max_recv_wr,
                                    attr->ctl_retries, attr->flags};
-        err = shift_ep_create(&sim_ops, &c->ctx[h], &ea, &c->ep[h]);
+        err = shift_ep_create_on_cq(&sim_ops, &c->ctx[h], &ea, cq[h], &c->ep[h]);
         if (err)
             goto fail;
         c->ctx[h].ep = c->ep[h];
@@ -302,12 +463,58 @@ fail:
     return err;
 }
 
+/* One host's endpoint, made alone: its QPs stay in RESET until the application
+ * connects them (shift_ep_connect); only the wire joins it to the peer's. */
+int shift_sim_open(sn_fabric fh, int host, const struct shift_conn_attr *attr, shift_conn *out)
+{
+    sn_fab *f = sn__fab(fh);
+    if (!f)
+        return EBADF;
+    if (!attr || !out || (host != SN_HOST_A && host != SN_HOST_B))
+        return EINVAL;
+    *out = NULL;
+    conn_s *c = calloc(1, sizeof *c);
+    if (!c)
+        return ENOMEM;
+    sim_ctx *x = &c->ctx[host];
+    *x = (sim_ctx){.f = f, .fh = fh, .host = host};
+    for (int n = 1; n <= 2; n++)
+        x->fatal_read[n] = f->host[host].nic[n].fatal_raised;
+    struct shift_ep_attr ea = {host == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
+                               attr->design, attr->max_send_wr, attr->max_recv_wr,
+                               attr->ctl_retries, attr->flags | SHIFT_EP_TWO_PHASE};
+    int err = shift_ep_create(&sim_ops, x, &ea, &c->ep[host]);
+    if (err) {
+        free(c);
+        return err;
+    }
+    x->ep = c->ep[host];
+    c->f = f;
+    c->h = h_new(c, H_CONN);
+    if (!c->h) {
+        shift_ep_destroy(c->ep[host]);
+        free(c);
+        return ENOMEM;
+    }
+    for (int p = 1; p <= 2; p++) {
+        sn_qp_s *q = sn__qp(x->qph[p]);
+        q->ctl_fn = on_ctl;
+        q->ctl_arg = x;
+    }
+    shift__ep_own(c->ep[host], 1);
+    f->users++;
+    *out = H_PTR(c->h);
+    return 0;
+}
+
 int shift_sim_close(shift_conn ch)
 {
     conn_s *c = conn_get(ch);
     if (!c)
         return EINVAL;
     for (int h = 0; h < 2; h++) {
+        if (!c->ep[h])
+            continue; /* (a host opened alone) */
         shift__ep_own(c->ep[h], 0);
         shift_ep_destroy(c->ep[h]);
     }
@@ -320,7 +527,7 @@ int shift_sim_close(shift_conn ch)
 int shift_sim_ep(shift_conn ch, int host, shift_ep *out)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !out || (host != 0 && host != 1))
+    if (!c || !out || (host != 0 && host != 1) || !c->ep[host])
         return EINVAL;
     *out = c->ep[host];
     return 0;
@@ -329,7 +536,7 @@ int shift_sim_ep(shift_conn ch, int host, shift_ep *out)
 int shift_sim_qp(shift_conn ch, int host, int path, sn_qp *out)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !out || (host != 0 && host != 1) || (path != 1 && path != 2))
+    if (!c || !out || (host != 0 && host != 1) || (path != 1 && path != 2) || !c->ep[host])
         return EINVAL;
     *out = c->ctx[host].qph[path];
     return 0;
@@ -339,21 +546,21 @@ int shift_sim_reg_mr(shift_conn ch, int host, uint64_t addr, size_t length, int 
                      struct shift_mr_keys *keys)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !keys || (host != 0 && host != 1))
+    if (!c || !keys || (host != 0 && host != 1) || !c->ep[host])
         return EINVAL;
     int err = shift_reg_mr(c->ep[host], addr, length, access, keys);
-    if (err)
-        return err;
+    if (err || !c->ep[1 - host])
+        return err; /* (a host opened alone: its layer announces the keys in-band) */
     return shift_add_remote_keys(c->ep[1 - host], keys->rkey, keys->rkey_backup);
 }
 
 int shift_sim_dereg_mr(shift_conn ch, int host, const struct shift_mr_keys *keys)
 {
     conn_s *c = conn_get(ch);
-    if (!c || !keys || (host != 0 && host != 1))
+    if (!c || !keys || (host != 0 && host != 1) || !c->ep[host])
         return EINVAL;
     int err = shift_dereg_mr(c->ep[host], keys);
-    if (err)
+    if (err || !c->ep[1 - host])
         return err;
     /* (a region registered on the endpoint alone left the peer's keys unknown) */
     shift_del_remote_keys(c->ep[1 - host], keys->rkey);
@@ -365,7 +572,7 @@ int shift_sim_timeout(shift_conn ch, int host, int path)
     conn_s *c = conn_get(ch);
     if (!c)
         return -EINVAL;
-    if ((host != 0 && host != 1) || (path != 1 && path != 2))
+    if ((host != 0 && host != 1) || (path != 1 && path != 2) || !c->ep[host])
         return -EINVAL;
     if (sn__timeout(c->f, host, path) > 0)
         return 1;
@@ -375,8 +582,8 @@ int shift_sim_timeout(shift_conn ch, int host, int path)
 int shift_sim_fail_op(shift_conn ch, int host, int op, uint32_t after, int err)
 {
     conn_s *c = conn_get(ch);
-    if (!c || (host != 0 && host != 1) || op < 0 || op >= SHIFT_OP_COUNT || err < 0 ||
-        err > 4095)
+    if (!c || (host != 0 && host != 1) || !c->ep[host] || op < 0 || op >= SHIFT_OP_COUNT ||
+        err < 0 || err > 4095)
         return EINVAL;
     c->ctx[host].fault[op].after = after;
     c->ctx[host].fault[op].err = err;

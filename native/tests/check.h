@@ -16,5 +16,7 @@ extern int checks, failures;
 
 /* wire.c: one-host fabrics joined by the wire as bytes */
 void test_wire(void);
+/* shared_cq.c: several endpoints on one CQ pair */
+void test_shared_cq(void);
 
 #endif

@@ -769,7 +769,7 @@ static void test_layer_no_fail_back(void)
     sn_fabric f;
     shift_conn c;
     CHECK(sn_fabric_create(&fa, &f) == 0);
-    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 8, 8, 2, SHIFT_EP_NO_FAIL_BACK << 1};
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 8, 8, 2, SHIFT_EP_TWO_PHASE << 1};
     CHECK(shift_sim_connect(f, &ca, &c) == EINVAL);
     CHECK(sn_fabric_destroy(f) == 0);
 }
@@ -1222,6 +1222,14 @@ static int f_ctl(void *c, void *qp, const void *msg, uint32_t len)
     return 0;
 }
 
+static int f_local_info(void *c, void *qp, struct shift_path_info *out)
+{
+    (void)c;
+    (void)qp;
+    *out = (struct shift_path_info){.qp_num = 5, .port = 1};
+    return 0;
+}
+
 static void test_fake_backend_failed_post(void)
 {
     static const struct shift_backend_ops ops = {
@@ -1257,7 +1265,13 @@ static void test_fake_backend_failed_post(void)
     ea.flags = 0x80;
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == EINVAL);
     ea.flags = 0;
+    broken = ops;
+    broken.local_info = f_local_info; /* (the two-phase set-up's ops: both or neither) */
+    CHECK(shift_ep_create(&broken, &x, &ea, &ep) == EINVAL);
     CHECK(shift_ep_create(&ops, &x, &ea, &ep) == 0);
+    struct shift_path_info pi = {.qp_num = 5, .port = 1};
+    CHECK(shift_ep_local_info(ep, 1, &pi) == EOPNOTSUPP); /* its backend connects them */
+    CHECK(shift_ep_connect(ep, 2, &pi) == EOPNOTSUPP);
     struct shift_mr_keys k;
     CHECK(shift_reg_mr(ep, 0, 8, 15, &k) == 0 && k.lkey == 0x100 && k.lkey_backup == 0x200);
     CHECK(shift_add_remote_keys(ep, 0x101, 0x201) == 0);
@@ -2166,7 +2180,8 @@ static void fi_settle(fi_t *F, int timers)
 
 static const char *const fi_op_names[SHIFT_OP_COUNT] = {
     "modify_qp", "query_qp", "reset_qp", "post_send", "post_recv", "ring",
-    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "async_event"};
+    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "async_event", "local_info",
+    "rtr_qp"};
 
 /* the scenario; a fault on (host, op) at call index k if op >= 0; with fatal, the NIC
  * dies as a device in fatal error (no completions, an event the layer reads) */
@@ -2408,6 +2423,15 @@ static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *bu
     case 8: /* a length no buffer has (not read) */
         *len = (uint32_t)(CTL_LEN + 41 + rng_next(s) % (UINT32_MAX - CTL_LEN - 41));
         break;
+    case 9: /* a two-phase set-up's message, well formed: a connection made in one call
+             * takes none (test_setup_ctl_random has those of one set up in two) */
+        *len = rng_next(s) % 2 ? 44 : 80;
+        memset(buf + 4, 0, *len - 4); /* (the magic stays) */
+        buf[4] = *len == 44 ? 4 : 5;
+        buf[5] = 1;
+        buf[*len == 44 ? 18 : 8] = 1;
+        *path = 1;
+        break;
     default: /* as made: valid, or out of range by its number or value */
         break;
     }
@@ -2438,7 +2462,7 @@ static void test_ctl_input_random(int design, unsigned flags, uint64_t seed, int
     CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.peer_seq == 1 && b.peer_ctr == 0 &&
           b.recv_state == SHIFT_RECV_FALLBACK);
     uint64_t s = seed, taken = 0, rejected = 0, wrong = 0;
-    uint8_t buf[64];
+    uint8_t buf[96];
     for (int t = 0; t < n; t++) {
         shift_ep ep = L.ep[rng_next(&s) % 2];
         uint32_t len;
@@ -2744,6 +2768,783 @@ static void test_ctl_failback_notice_lost(unsigned flags)
     lay_close(&L);
 }
 
+/* ------------------------------- the two-phase set-up (issue 15, item 4) ---------- */
+
+/* Each host's endpoint made alone (shift_sim_open), its QPs in RESET; L->c is A's,
+ * *cb B's. A region of each host is registered before any connect (its keys are
+ * announced in-band once the default path is up). */
+static void tp_open(lay_t *L, shift_conn *cb, int design, int retries, unsigned flags,
+                    uint32_t ctl_retries)
+{
+    struct sn_fabric_attr a = {.retry_cnt = (uint32_t)retries, .rnr_retry = 7};
+    memset(L, 0, sizeof *L);
+    CHECK(sn_fabric_create(&a, &L->f) == 0);
+    struct shift_conn_attr ca = {design, 32, 32, ctl_retries, flags};
+    shift_conn c[2];
+    for (int h = 0; h < 2; h++) {
+        size_t size;
+        CHECK(shift_sim_open(L->f, h, &ca, &c[h]) == 0);
+        CHECK(shift_sim_ep(c[h], h, &L->ep[h]) == 0);
+        CHECK(shift_sim_ep(c[h], 1 - h, &(shift_ep){0}) == EINVAL); /* one host alone */
+        CHECK(sn_host_mem(L->f, h, &L->mem[h], &size) == 0);
+        CHECK(shift_sim_reg_mr(c[h], h, (uint64_t)(uintptr_t)L->mem[h], 4096, 15, &L->k[h]) == 0);
+    }
+    L->c = c[0];
+    *cb = c[1];
+    L->a_src = (uint64_t)(uintptr_t)L->mem[0];
+    L->b_dst = (uint64_t)(uintptr_t)L->mem[1];
+}
+
+static void tp_close(lay_t *L, shift_conn cb)
+{
+    CHECK(sn_fabric_destroy(L->f) == EBUSY);
+    CHECK(shift_sim_close(L->c) == 0);
+    CHECK(shift_sim_close(cb) == 0);
+    CHECK(sn_fabric_destroy(L->f) == 0);
+}
+
+/* The application's out-of-band exchange of the default path, as ibv_rc_pingpong's
+ * over TCP: each host's local information to the other, then each connects. */
+static void tp_connect_default(lay_t *L)
+{
+    struct shift_path_info in[2];
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_local_info(L->ep[h], 1, &in[h]) == 0);
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_connect(L->ep[h], 1, &in[1 - h]) == 0);
+}
+
+/* wire and layers (no timers) until quiet */
+static void tp_run(lay_t *L)
+{
+    for (int round = 0; round < 100; round++) {
+        int moved = sn_pump(L->f, 100000) > 0;
+        for (int h = 0; h < 2; h++)
+            while (shift_progress(L->ep[h]) > 0)
+                moved = 1;
+        if (!moved)
+            return;
+    }
+    CHECK(0); /* never quiet */
+}
+
+static int tp_ready(lay_t *L, int h)
+{
+    struct shift_ep_info i;
+    return shift_ep_query(L->ep[h], &i) == 0 && i.backup_ready;
+}
+
+/* drop every control message heading path 1 both ways */
+static int tp_drop_ctl(lay_t *L)
+{
+    int n = 0;
+    for (int d = 0; d < 2; d++)
+        while (sn_wire_head_kind(L->f, 1, d) == KIND_CTL)
+            n += sn_drop(L->f, 1, d);
+    return n;
+}
+
+/* A's signaled inline WRITE of *v to dst at B, with a default rkey of B's. */
+static void tp_write(lay_t *L, uint64_t id, uint64_t *v, uint64_t dst, uint32_t rkey)
+{
+    struct shift_send_wr w = {.wr_id = id, .opcode = SHIFT_WR_RDMA_WRITE,
+                              .send_flags = SHIFT_SEND_SIGNALED | SHIFT_SEND_INLINE,
+                              .num_sge = 1, .remote_addr = dst, .rkey = rkey};
+    w.sg.addr = (uint64_t)(uintptr_t)v;
+    w.sg.length = 8;
+    CHECK(shift_post_send(L->ep[0], &w, NULL) == 0);
+}
+
+/* Two phases: A and B exchange only their default QPs' information; the layers set the
+ * backup path up in-band (both backup QPs connected to each other at RTS, with the
+ * peer's first PSN), the keys of regions registered before and after the connect
+ * travel with it, and a failure of the default path then fails over: WRITEs posted with
+ * B's default rkeys are replayed on the backup path with the backup rkeys learnt
+ * in-band, and B's memory holds every value. */
+static void test_setup_two_phase(unsigned flags)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, flags, 4);
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && !ia.backup_ready && !ia.setup_inband &&
+          ia.keys_announced == 1);
+    struct shift_send_wr w0 = {.wr_id = 1, .opcode = SHIFT_WR_RDMA_WRITE};
+    CHECK(shift_post_send(L.ep[0], &w0, NULL) == EINVAL); /* its QP is in RESET */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE);    /* nothing to set up yet */
+    /* bad arguments */
+    struct shift_path_info in[2], bad;
+    CHECK(shift_ep_local_info(L.ep[0], 3, &in[0]) == EINVAL);
+    CHECK(shift_ep_local_info(L.ep[0], 1, NULL) == EINVAL);
+    CHECK(shift_ep_local_info(NULL, 1, &in[0]) == EINVAL);
+    CHECK(shift_ep_connect(L.ep[0], 1, NULL) == EINVAL);
+    CHECK(shift_ep_connect(NULL, 1, &in[0]) == EINVAL);
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 8, 8, 2, 0};
+    shift_conn cx;
+    CHECK(shift_sim_open(NULL, 0, &ca, &cx) == EBADF);
+    CHECK(shift_sim_open(L.f, 2, &ca, &cx) == EINVAL);
+    CHECK(shift_sim_open(L.f, 0, NULL, &cx) == EINVAL);
+    CHECK(shift_sim_open(L.f, 0, &ca, NULL) == EINVAL);
+    ca.flags = 0x80;
+    CHECK(shift_sim_open(L.f, 0, &ca, &cx) == EINVAL);
+    ca.flags = SHIFT_EP_TWO_PHASE;
+    CHECK(shift_sim_connect(L.f, &ca, &cx) == EINVAL); /* it connects both paths itself */
+    CHECK(shift_sim_timeout(L.c, 1, 1) == -EINVAL);   /* not this handle's host */
+    CHECK(shift_sim_qp(L.c, 1, 1, &(sn_qp){0}) == EINVAL);
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_local_info(L.ep[h], 1, &in[h]) == 0 && in[h].port == 1 &&
+              in[h].psn <= 0xffffff && in[h].qp_num <= 0xffffff);
+    const struct shift_path_info nope[] = {
+        {.qp_num = 0, .psn = 1, .port = 1},        {.qp_num = 1u << 24, .psn = 1, .port = 1},
+        {.qp_num = 5, .psn = 1u << 24, .port = 1}, {.qp_num = 5, .psn = 1, .port = 0},
+        {.qp_num = 5, .psn = 1, .port = 1, .reserved = 1}};
+    for (size_t i = 0; i < sizeof nope / sizeof *nope; i++)
+        CHECK(shift_ep_connect(L.ep[0], 1, &nope[i]) == EINVAL);
+    bad = in[1];
+    bad.gid[15] = 2; /* B's other NIC: not on this path */
+    CHECK(shift_ep_connect(L.ep[0], 1, &bad) == EINVAL);
+    CHECK(shift_ep_connect(L.ep[0], 3, &in[1]) == EINVAL);
+    /* phase two of the default path: each connects to the other's */
+    CHECK(shift_ep_connect(L.ep[0], 1, &in[1]) == 0);
+    CHECK(shift_ep_connect(L.ep[0], 1, &in[1]) == EISCONN);
+    CHECK(shift_ep_connect(L.ep[1], 1, &in[0]) == 0);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.setup_inband && !ia.backup_ready);
+    tp_run(&L);
+    for (int h = 0; h < 2; h++) {
+        struct shift_ep_info i;
+        CHECK(shift_ep_query(L.ep[h], &i) == 0 && i.backup_ready && i.peer_keys == 1 &&
+              i.peer_keys_held == 1 && i.keys_acked == 1 && i.ctl_rejected == 0);
+    }
+    /* the backup QPs: each at RTS toward the other's, expecting its first PSN */
+    struct shift_path_info b2[2];
+    sn_qp q[2];
+    struct sn_qp_attr qa[2];
+    for (int h = 0; h < 2; h++) {
+        CHECK(shift_ep_local_info(L.ep[h], 2, &b2[h]) == 0);
+        CHECK(shift_sim_qp(h ? cb : L.c, h, 2, &q[h]) == 0 && sn_query_qp(q[h], &qa[h]) == 0);
+    }
+    for (int h = 0; h < 2; h++)
+        CHECK(qa[h].qp_state == SHIFT_QPS_RTS && qa[h].dest_qp_num == b2[1 - h].qp_num &&
+              qa[h].rq_psn == b2[1 - h].psn && qa[h].sq_psn == b2[h].psn);
+    CHECK(shift_ep_connect(L.ep[0], 2, &b2[1]) == EISCONN);
+    /* a region of B registered after the connect: announced in-band too */
+    struct shift_mr_keys k2;
+    uint64_t r2 = (uint64_t)(uintptr_t)L.mem[1] + 8192;
+    CHECK(shift_sim_reg_mr(cb, 1, r2, 4096, 15, &k2) == 0);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.peer_keys_held == 1);
+    tp_run(&L);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.peer_keys == 2 && ia.peer_keys_held == 2 &&
+          ia.backup_ready);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.keys_announced == 2 && ib.keys_acked == 2);
+    /* traffic, then the default NIC of A dies under WRITEs to both regions */
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    uint64_t vals[6] = {11, 12, 13, 14, 15, 16};
+    tp_write(&L, 1, &vals[0], L.b_dst, L.k[1].rkey);
+    tp_write(&L, 2, &vals[1], r2, k2.rkey);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 2);
+    tp_write(&L, 3, &vals[2], L.b_dst + 8, L.k[1].rkey);
+    tp_write(&L, 4, &vals[3], r2 + 8, k2.rkey);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    tp_write(&L, 5, &vals[4], L.b_dst + 16, L.k[1].rkey); /* on the backup path */
+    tp_write(&L, 6, &vals[5], r2 + 16, k2.rkey);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 6);
+    for (int i = 0; i < na && i < 6; i++)
+        CHECK(sa[i].status == SHIFT_WC_SUCCESS && sa[i].wr_id == (uint64_t)i + 1);
+    for (int i = 0; i < 3; i++) {
+        uint64_t x, y;
+        memcpy(&x, L.mem[1] + 8 * i, 8);
+        memcpy(&y, L.mem[1] + 8192 + 8 * i, 8);
+        CHECK(x == vals[2 * i] && y == vals[2 * i + 1]);
+    }
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 1 && ia.replayed_wrs >= 2 &&
+          ia.send_state == SHIFT_STATE_FALLBACK && ia.ctl_rejected == 0);
+    /* the NIC returns: fail-back behind a fence (the connection manager re-establishes
+     * the default pair, as for a connection made in one call), then the default path */
+    CHECK(sn_nic_recover(L.f, 0, 1) == 1);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    uint64_t v7 = 17;
+    tp_write(&L, 7, &v7, L.b_dst + 24, L.k[1].rkey); /* the fence */
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 7 && sa[6].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failbacks == 1 &&
+          ia.send_state == SHIFT_STATE_DEFAULT);
+    tp_close(&L, cb);
+}
+
+/* The in-band messages are lost (both ways, the first of each): nothing is ready and
+ * no step repeats them; the handshake timer resends what A lacks, and the set-up
+ * completes. Its retries are bounded by ctl_retries. */
+static void test_setup_lost_retransmitted(void)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT_PREFIX, 1, 0, 2);
+    tp_connect_default(&L);
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_progress(L.ep[h]) == SHIFT_STEP_SETUP);
+    CHECK(tp_drop_ctl(&L) == 4); /* each host's keys and its set-up message */
+    tp_run(&L);
+    CHECK(!tp_ready(&L, 0) && !tp_ready(&L, 1));
+    struct shift_ep_info i0, i1;
+    CHECK(shift_ep_query(L.ep[0], &i0) == 0);
+    CHECK(shift_timer(L.ep[0], 2) == 1); /* A resends */
+    CHECK(shift_ep_query(L.ep[0], &i1) == 0 && i1.ctl_sent == i0.ctl_sent + 2);
+    tp_run(&L);
+    CHECK(tp_ready(&L, 0) && tp_ready(&L, 1));
+    CHECK(shift_timer(L.ep[0], 2) == 0 && shift_timer(L.ep[1], 2) == 0); /* nothing waits */
+    tp_close(&L, cb);
+    /* with every message lost, the timer resends ctl_retries times, then stops */
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 2);
+    tp_connect_default(&L);
+    tp_run(&L);
+    CHECK(tp_ready(&L, 0)); /* (the exchange, undisturbed) */
+    tp_close(&L, cb);
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 2);
+    tp_connect_default(&L);
+    int resent = 0;
+    for (int k = 0; k < 5; k++) {
+        for (int h = 0; h < 2; h++)
+            while (shift_progress(L.ep[h]) > 0)
+                ;
+        tp_drop_ctl(&L);
+        resent += shift_timer(L.ep[0], 2);
+    }
+    CHECK(resent == 2 && !tp_ready(&L, 0));
+    tp_close(&L, cb);
+}
+
+/* A failure before the backup path is set up: no failover is possible, the error
+ * reaches the application as on plain RC (the WRs fail, the endpoint is dead), with a
+ * PATH_DOWN and no FAILOVER_STARTED. */
+static void test_setup_failure_before_ready(void)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 2);
+    tp_connect_default(&L);
+    for (int h = 0; h < 2; h++)
+        shift_progress(L.ep[h]);
+    tp_drop_ctl(&L); /* the set-up never arrives */
+    uint64_t vals[2] = {1, 2};
+    tp_write(&L, 1, &vals[0], L.b_dst, L.k[1].rkey);
+    tp_write(&L, 2, &vals[1], L.b_dst + 8, L.k[1].rkey);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    struct shift_wc sa[16], sb[16];
+    int na = 0, nb = 0;
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 2);
+    for (int i = 0; i < na && i < 2; i++)
+        CHECK(sa[i].wr_id == (uint64_t)i + 1 && sa[i].status != SHIFT_WC_SUCCESS);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 0 && !ia.backup_ready &&
+          ia.send_state == SHIFT_STATE_ERROR && ia.outstanding == 0);
+    struct shift_event ev;
+    int down = 0, started = 0;
+    while (shift_poll_event(L.ep[0], &ev) == 1) {
+        down += ev.type == SHIFT_EVENT_PATH_DOWN;
+        started += ev.type == SHIFT_EVENT_FAILOVER_STARTED;
+    }
+    CHECK(down == 1 && started == 0);
+    /* later posts complete flushed, as on a QP in ERR */
+    tp_write(&L, 3, &vals[0], L.b_dst, L.k[1].rkey);
+    na = 0;
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    CHECK(na == 1 && sa[0].wr_id == 3 && sa[0].status == SHIFT_WC_WR_FLUSH_ERR);
+    tp_close(&L, cb);
+}
+
+/* ---- set-up messages as bytes: the layout of layer.h's ctl_setup and ctl_keys ---- */
+enum { SU_LEN = 44, KY_LEN = 80, SU_KIND = 4, KY_KIND = 5, KY_MAX = 8, ANN_MAX = 1 << 20 };
+
+static void su_put(uint8_t *m, uint8_t flags, const struct shift_path_info *in, uint32_t keys,
+                   uint32_t seen)
+{
+    memset(m, 0, SU_LEN);
+    memcpy(m, &ctl_magic, 4);
+    m[4] = SU_KIND;
+    m[5] = flags;
+    memcpy(m + 8, &in->qp_num, 4);
+    memcpy(m + 12, &in->psn, 4);
+    memcpy(m + 16, &in->lid, 2);
+    m[18] = in->port;
+    m[19] = in->reserved;
+    memcpy(m + 20, in->gid, 16);
+    memcpy(m + 36, &keys, 4);
+    memcpy(m + 40, &seen, 4);
+}
+
+static void ky_put(uint8_t *m, uint32_t first, uint8_t n, const uint32_t (*pairs)[2])
+{
+    memset(m, 0, KY_LEN);
+    memcpy(m, &ctl_magic, 4);
+    m[4] = KY_KIND;
+    m[5] = n;
+    memcpy(m + 8, &first, 4);
+    for (int j = 0; j < n && j < KY_MAX; j++)
+        memcpy(m + 16 + 8 * j, pairs[j], 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* What the test knows of the peer: its backup QP, and the pairs the endpoint holds (as
+ * the valid messages made them so far), in order. */
+typedef struct {
+    struct shift_path_info peer;
+    uint32_t held[64][2];
+    uint32_t nheld;
+} su_model;
+
+/* The rule of setup.c restated from the endpoint's observable state, for an endpoint
+ * whose set-up is done (the peer's backup QP known and ready): would the peer's layer
+ * have sent this CTL_SETUP or CTL_KEYS on this path? */
+static int su_ok(const struct shift_ep_info *i, const su_model *M, int path, const uint8_t *m,
+                 uint32_t len)
+{
+    if (!m || path != 1 || len < 5 || rd32(m) != ctl_magic)
+        return 0;
+    if (m[4] == SU_KIND) {
+        uint8_t ref[SU_LEN]; /* the peer's backup QP as its messages carry it */
+        su_put(ref, 0, &M->peer, 0, 0);
+        uint32_t keys = len == SU_LEN ? rd32(m + 36) : 0, seen = len == SU_LEN ? rd32(m + 40) : 0;
+        return len == SU_LEN && !m[6] && !m[7] && (m[5] & ~3) == 0 && (m[5] & 1) &&
+               memcmp(m + 8, ref + 8, 28) == 0 && keys <= ANN_MAX && keys >= i->peer_keys &&
+               seen >= i->keys_acked && seen <= i->keys_announced;
+    }
+    if (m[4] != KY_KIND || len != KY_LEN || m[6] || m[7] || rd32(m + 12))
+        return 0;
+    uint32_t n = m[5], first = rd32(m + 8);
+    if (n < 1 || n > KY_MAX || first < 1 || (uint64_t)first + n - 1 > ANN_MAX)
+        return 0;
+    for (uint32_t j = n; j < KY_MAX; j++)
+        if (rd32(m + 16 + 8 * j) || rd32(m + 20 + 8 * j))
+            return 0;
+    for (uint32_t j = 0; j < n; j++)
+        if (first + j <= M->nheld && memcmp(m + 16 + 8 * j, M->held[first + j - 1], 8) != 0)
+            return 0;
+    return 1;
+}
+
+/* a valid message's effect on the model: the pairs that follow those held */
+static void su_take(su_model *M, const uint8_t *m)
+{
+    if (m[4] != KY_KIND)
+        return;
+    uint32_t n = m[5], first = rd32(m + 8);
+    for (uint32_t j = 0; j < n; j++)
+        if (first + j == M->nheld + 1 && M->nheld < 64) {
+            memcpy(M->held[M->nheld], m + 16 + 8 * j, 8);
+            M->nheld++;
+        }
+}
+
+/* A message near the valid ones (the peer's backup QP, counts around the endpoint's,
+ * pairs it holds or the next ones), then mutated as ctl_make does. */
+static uint8_t *su_make(uint64_t *s, const struct shift_ep_info *i, const su_model *M,
+                        uint8_t *buf, uint32_t *len, int *path)
+{
+    uint64_t r = rng_next(s);
+    *path = rng_next(s) % 10 ? 1 : 2;
+    if (r % 2) {
+        uint32_t pk = i->peer_keys, ack = i->keys_acked, ann = i->keys_announced;
+        const uint32_t keys[] = {pk, pk, pk, pk + 1, pk + 1, pk ? pk - 1 : 0, ANN_MAX,
+                                 ANN_MAX + 1, (uint32_t)rng_next(s)};
+        const uint32_t seen[] = {ack, ack, ann, ann + 1, ack ? ack - 1 : 0, 0};
+        uint8_t fl = (uint8_t)(rng_next(s) % 8 ? 1 | (rng_next(s) % 2 ? 2 : 0) : rng_next(s));
+        su_put(buf, fl, &M->peer, keys[rng_next(s) % 9], seen[rng_next(s) % 6]);
+        *len = SU_LEN;
+    } else {
+        uint32_t pairs[KY_MAX][2];
+        uint32_t first = 1 + (uint32_t)(rng_next(s) % (M->nheld + 3));
+        if (M->nheld + KY_MAX >= 64)
+            first = 1; /* (the model holds 64) */
+        uint8_t n = (uint8_t)(1 + rng_next(s) % KY_MAX);
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t num = first + j;
+            int known = num <= M->nheld && rng_next(s) % 64;
+            pairs[j][0] = known ? M->held[num - 1][0] : (uint32_t)rng_next(s);
+            pairs[j][1] = known ? M->held[num - 1][1] : (uint32_t)rng_next(s);
+        }
+        ky_put(buf, first, n, (const uint32_t(*)[2])pairs);
+        *len = KY_LEN;
+    }
+    uint32_t base = *len;
+    switch ((r >> 8) % 12) {
+    case 0:
+        for (uint64_t n = 1 + rng_next(s) % 3; n > 0; n--) {
+            uint64_t bit = rng_next(s) % (base * 8);
+            buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+        break;
+    case 1:
+        *len = (uint32_t)(rng_next(s) % base);
+        break;
+    case 2:
+        *len = base + 1 + (uint32_t)(rng_next(s) % 40);
+        for (uint32_t k = base; k < *len; k++)
+            buf[k] = (uint8_t)rng_next(s);
+        break;
+    case 3:
+        buf[4] = (uint8_t)(rng_next(s) % 8);
+        break;
+    case 4: /* a reserved byte, or a field's */
+        buf[rng_next(s) % base] = (uint8_t)rng_next(s);
+        break;
+    case 5:
+        *len = (uint32_t)(rng_next(s) % 129);
+        for (uint32_t k = 0; k < *len; k++)
+            buf[k] = (uint8_t)rng_next(s);
+        break;
+    case 6:
+        *len = (const uint32_t[]){0, SU_LEN, KY_LEN}[rng_next(s) % 3];
+        return NULL;
+    case 7:
+        *path = (const int[]){0, 3, -1, 2}[rng_next(s) % 4];
+        break;
+    default:
+        break;
+    }
+    return buf;
+}
+
+/* every field the set-up messages may change, and the rest */
+static int su_same(const struct shift_ep_info *a, const struct shift_ep_info *b)
+{
+    return info_same(a, b) && a->backup_ready == b->backup_ready &&
+           a->setup_inband == b->setup_inband && a->keys_announced == b->keys_announced &&
+           a->keys_acked == b->keys_acked && a->peer_keys == b->peer_keys &&
+           a->peer_keys_held == b->peer_keys_held;
+}
+
+/* Random and mutated set-up messages reach shift_ctl_input of both endpoints once
+ * their set-up is done: each is taken exactly when the rule says the peer could have
+ * sent it (its effect: the peer's count of pairs, ours it holds, the pairs that follow
+ * those held); a rejected one returns -EINVAL, adds one to ctl_rejected and changes
+ * nothing else. An endpoint connected in one call takes none. */
+static void test_setup_ctl_random(uint64_t seed, int n)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 4);
+    tp_connect_default(&L);
+    tp_run(&L);
+    CHECK(tp_ready(&L, 0) && tp_ready(&L, 1));
+    su_model M[2];
+    for (int h = 0; h < 2; h++) {
+        memset(&M[h], 0, sizeof M[h]);
+        CHECK(shift_ep_local_info(L.ep[1 - h], 2, &M[h].peer) == 0);
+        M[h].held[0][0] = L.k[1 - h].rkey;
+        M[h].held[0][1] = L.k[1 - h].rkey_backup;
+        M[h].nheld = 1;
+    }
+    uint64_t s = seed, taken = 0, rejected = 0, wrong = 0;
+    uint8_t buf[160];
+    for (int t = 0; t < n; t++) {
+        int h = (int)(rng_next(&s) % 2);
+        struct shift_ep_info a, b;
+        uint32_t len;
+        int path;
+        wrong += shift_ep_query(L.ep[h], &a) != 0;
+        const uint8_t *m = su_make(&s, &a, &M[h], buf, &len, &path);
+        int setup = m && len >= 5 && rd32(m) == ctl_magic && (m[4] == SU_KIND || m[4] == KY_KIND);
+        int ok = setup ? su_ok(&a, &M[h], path, m, len) : ctl_ok(&a, path, m, len);
+        int r = shift_ctl_input(L.ep[h], path, m, len);
+        wrong += shift_ep_query(L.ep[h], &b) != 0;
+        int right;
+        if (ok && setup) {
+            su_take(&M[h], m);
+            right = r == 0 && b.ctl_received == a.ctl_received + 1 &&
+                    b.ctl_rejected == a.ctl_rejected && b.peer_keys_held == M[h].nheld &&
+                    (m[4] != SU_KIND ||
+                     (b.peer_keys == rd32(m + 36) && b.keys_acked == rd32(m + 40)));
+            taken++;
+        } else if (ok) {
+            right = r == 0;
+        } else {
+            right = r == -EINVAL && b.ctl_rejected == a.ctl_rejected + 1 &&
+                    b.ctl_received == a.ctl_received && su_same(&a, &b);
+            rejected++;
+        }
+        if (!right && wrong++ < 5)
+            fprintf(stderr, "set-up message %d: valid %d, returned %d, len %u, path %d\n", t,
+                    ok, r, len, path);
+    }
+    CHECK(wrong == 0);
+    CHECK(taken >= (uint64_t)n / 25 && rejected >= (uint64_t)n / 2);
+    tp_close(&L, cb);
+    /* an endpoint connected in one call: its peer sends no set-up message */
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_path_info in;
+    CHECK(shift_ep_local_info(L.ep[1], 2, &in) == 0);
+    su_put(buf, 1, &in, 1, 1);
+    CHECK(shift_ctl_input(L.ep[0], 1, buf, SU_LEN) == -EINVAL);
+    CHECK(shift_ep_connect(L.ep[0], 2, &in) == EINVAL); /* its QP is connected already */
+    struct shift_ep_info i;
+    CHECK(shift_ep_query(L.ep[0], &i) == 0 && i.ctl_rejected == 1 && i.backup_ready &&
+          !i.setup_inband);
+    lay_close(&L);
+}
+
+/* The backend fails a step of the backup path's set-up (its RTR, its local information):
+ * counted, and the next step retries it. */
+static void test_setup_backend_errors(void)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 4);
+    CHECK(shift_sim_fail_op(cb, 1, SHIFT_OP_RTR_QP, 1, EIO) == 0); /* B's second RTR */
+    CHECK(shift_sim_fail_op(L.c, 0, SHIFT_OP_LOCAL_INFO, 3, EIO) == 0);
+    CHECK(shift_sim_fail_op(L.c, 1, SHIFT_OP_RTR_QP, 0, EIO) == EINVAL); /* not its host */
+    tp_connect_default(&L);
+    tp_run(&L);
+    for (int h = 0; h < 2; h++) {
+        struct shift_ep_info i;
+        CHECK(shift_ep_query(L.ep[h], &i) == 0 && i.backup_ready && i.backend_errors >= 1);
+    }
+    tp_close(&L, cb);
+}
+
+/* Each host in a fabric of its own (sn_host_create: what another process holds), the
+ * two joined only by the wire as bytes: the two-phase set-up brings the backup path up
+ * in-band, and a failure of the default path fails over onto it. Nothing else joins
+ * them, so there is no connection manager to fail back through: NO_FAIL_BACK. */
+static int sp_carry(sn_fabric *f, shift_ep *ep)
+{
+    uint8_t pkt[SN_WIRE_MAX];
+    int moved = 0, n;
+    for (int h = 0; h < 2; h++) {
+        moved += shift_progress(ep[h]) > 0;
+        for (int p = 1; p <= 2; p++) {
+            int dir = h == SN_HOST_A ? SN_AtoB : SN_BtoA;
+            while (sn_transmit(f[h], h, p) > 0)
+                moved++;
+            while ((n = sn_wire_take(f[h], p, dir, pkt, sizeof pkt)) > 0) {
+                CHECK(sn_wire_put(f[1 - h], p, dir, pkt, (uint32_t)n) == 0);
+                sn_deliver(f[1 - h], p, dir);
+                moved++;
+            }
+        }
+    }
+    return moved;
+}
+
+static void test_setup_split_hosts(void)
+{
+    struct sn_fabric_attr fa = {.retry_cnt = 1, .rnr_retry = 7};
+    sn_fabric f[2];
+    shift_conn c[2];
+    shift_ep ep[2];
+    uint8_t *mem[2];
+    struct shift_mr_keys k[2];
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 4, SHIFT_EP_NO_FAIL_BACK};
+    for (int h = 0; h < 2; h++) {
+        CHECK(sn_host_create(&fa, h, &f[h]) == 0);
+        CHECK(shift_sim_open(f[h], 1 - h, &ca, &c[h]) == EINVAL); /* not its host */
+        CHECK(shift_sim_open(f[h], h, &ca, &c[h]) == 0 && shift_sim_ep(c[h], h, &ep[h]) == 0);
+        mem[h] = calloc(1, 4096);
+        CHECK(shift_sim_reg_mr(c[h], h, (uint64_t)(uintptr_t)mem[h], 4096, 15, &k[h]) == 0);
+    }
+    struct shift_path_info in[2];
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_local_info(ep[h], 1, &in[h]) == 0);
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_connect(ep[h], 1, &in[1 - h]) == 0);
+    for (int i = 0; i < 100 && sp_carry(f, ep) > 0; i++)
+        ;
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(ep[0], &ia) == 0 && ia.backup_ready && ia.peer_keys_held == 1);
+    CHECK(shift_ep_query(ep[1], &ib) == 0 && ib.backup_ready && ib.peer_keys_held == 1);
+    /* B expects notifications; A WRITEs then WRITE_WITH_IMMs, its default NIC dies */
+    for (uint64_t i = 1; i <= 4; i++) {
+        struct shift_recv_wr r = {.wr_id = i};
+        CHECK(shift_post_recv(ep[1], &r, NULL) == 0);
+    }
+    uint64_t vals[4] = {21, 22, 23, 24};
+    for (int i = 0; i < 4; i++) {
+        struct shift_send_wr w[2] = {
+            {.wr_id = 10 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE,
+             .send_flags = SHIFT_SEND_INLINE, .num_sge = 1,
+             .sg = {(uint64_t)(uintptr_t)&vals[i], 8, 0},
+             .remote_addr = (uint64_t)(uintptr_t)mem[1] + 8 * (uint64_t)i, .rkey = k[1].rkey},
+            {.wr_id = 20 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE_WITH_IMM,
+             .send_flags = SHIFT_SEND_SIGNALED, .imm_data = (uint32_t)i}};
+        w[0].next = &w[1];
+        CHECK(shift_post_send(ep[0], w, NULL) == 0);
+        if (i == 1)
+            for (int j = 0; j < 100 && sp_carry(f, ep) > 0; j++)
+                ;
+    }
+    CHECK(sn_nic_fail(f[0], 0, 1) == 1);
+    struct shift_wc wc;
+    int na = 0, nb = 0;
+    for (int round = 0; round < 200; round++) {
+        int moved = sp_carry(f, ep);
+        int r;
+        while ((r = shift_poll_step(ep[0], &wc)) > 0) {
+            moved = 1;
+            if (r == 1) {
+                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.wr_id == 20 + (uint64_t)na);
+                na++;
+            }
+        }
+        while ((r = shift_poll_step(ep[1], &wc)) > 0) {
+            moved = 1;
+            if (r == 1) {
+                uint64_t x;
+                memcpy(&x, mem[1] + 8 * (uint64_t)nb, 8);
+                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.imm_data == (uint32_t)nb &&
+                      x == vals[nb]);
+                nb++;
+            }
+        }
+        if (!moved)
+            moved = sn_timeout(f[0], 0, 1) > 0 || shift_timer(ep[0], 2) > 0;
+        if (!moved)
+            break;
+    }
+    CHECK(na == 4 && nb == 4);
+    CHECK(shift_ep_query(ep[0], &ia) == 0 && ia.failovers == 1 && ia.ctl_rejected == 0);
+    for (int h = 0; h < 2; h++) {
+        CHECK(shift_sim_close(c[h]) == 0);
+        CHECK(sn_fabric_destroy(f[h]) == 0);
+        free(mem[h]);
+    }
+}
+
+/* One run of the two-phase set-up and a failover under WRITEs, with (host, op)'s k-th
+ * call failing with err (op < 0: none); calls[h][op] gets the calls each host made. Every
+ * WR completes once; all succeed, with B's memory right, exactly when both ends became
+ * failover-ready; a failed connect of the default path is retried, as an application
+ * would. 1 if it held. */
+static int fi_setup_run(int host, int op, uint32_t k, int err, uint64_t calls[2][SHIFT_OP_COUNT])
+{
+    lay_t L;
+    shift_conn cb;
+    int bad = 0;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, SHIFT_EP_NO_FAIL_BACK, 3);
+    shift_conn hc[2] = {L.c, cb};
+    if (op >= 0)
+        CHECK(shift_sim_fail_op(hc[host], host, op, k, err) == 0);
+    struct shift_path_info in[2];
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2 && shift_ep_local_info(L.ep[h], 1, &in[h]) != 0; t++)
+            ;
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2 && shift_ep_connect(L.ep[h], 1, &in[1 - h]) != 0; t++)
+            ;
+    for (int round = 0; round < 20; round++) {
+        tp_run(&L);
+        int moved = 0;
+        for (int h = 0; h < 2; h++)
+            moved |= shift_timer(L.ep[h], 2) > 0;
+        if (!moved)
+            break;
+    }
+    int ready = tp_ready(&L, 0) && tp_ready(&L, 1);
+    struct shift_wc sa[16], sb[16];
+    int na = 0, nb = 0;
+    uint64_t vals[4] = {31, 32, 33, 34};
+    for (int i = 0; i < 4; i++) {
+        tp_write(&L, (uint64_t)i + 1, &vals[i], L.b_dst + 8 * (uint64_t)i, L.k[1].rkey);
+        if (i == 1)
+            CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    }
+    for (int round = 0; round < 50; round++) {
+        int before = na;
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        for (int h = 0; h < 2; h++)
+            shift_timer(L.ep[h], 2);
+        if (na == before && round > 5)
+            break;
+    }
+    int good = 0;
+    for (int i = 0; i < na; i++)
+        good += sa[i].status == SHIFT_WC_SUCCESS && sa[i].wr_id == (uint64_t)i + 1;
+    bad |= na != 4;
+    bad |= ready && good != 4;
+    if (good == 4)
+        for (int i = 0; i < 4; i++)
+            bad |= memcmp(L.mem[1] + 8 * i, &vals[i], 8) != 0;
+    if (calls)
+        for (int h = 0; h < 2; h++)
+            for (int o = 0; o < SHIFT_OP_COUNT; o++)
+                calls[h][o] = shift__sim_calls(hc[h], h, o);
+    tp_close(&L, cb);
+    return !bad;
+}
+
+/* Every call of the backend ops the two-phase set-up makes (and the failover after it
+ * makes of them: its moves to ERR, its counters), failed in turn (EIO, then ENOMEM):
+ * each run still completes every WR once, and succeeds when both ends were ready.
+ * (test_backend_faults fails the data path's calls in a failover.) */
+static void test_setup_backend_faults(void)
+{
+    static const int ops[] = {SHIFT_OP_LOCAL_INFO, SHIFT_OP_RTR_QP, SHIFT_OP_MODIFY_QP,
+                              SHIFT_OP_CTL_SEND, SHIFT_OP_QUERY_QP};
+    uint64_t calls[2][SHIFT_OP_COUNT];
+    CHECK(fi_setup_run(0, -1, 0, 0, calls));
+    CHECK(calls[0][SHIFT_OP_LOCAL_INFO] > 0 && calls[1][SHIFT_OP_RTR_QP] > 0);
+    int runs = 0, f0 = failures;
+    for (int e = 0; e < 2; e++)
+        for (int h = 0; h < 2; h++)
+            for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+                for (uint32_t k = 0, op = (uint32_t)ops[i]; k < calls[h][op]; k++, runs++)
+                    if (!fi_setup_run(h, op, k, e ? ENOMEM : EIO, NULL)) {
+                        failures++;
+                        fprintf(stderr, "  set-up fault: host %d %s call %u err %d\n", h,
+                                fi_op_names[op], k, e ? ENOMEM : EIO);
+                    }
+    fprintf(stderr, "set-up backend faults: %d runs, %d failed\n", runs, failures - f0);
+}
+
+/* B registers a region after the set-up and A WRITEs to it (B's application gave A its
+ * default rkey out of band) before B's layer announced its backup rkey: A's default path
+ * then fails. The WRITE cannot be replayed - its key on the backup NIC names no region,
+ * or another's - so the failover is refused and its WRs fail, as an atomic's. */
+static void test_setup_unlearnt_key_refused(void)
+{
+    lay_t L;
+    shift_conn cb;
+    tp_open(&L, &cb, SHIFT_DESIGN_SHIFT, 1, 0, 4);
+    tp_connect_default(&L);
+    tp_run(&L);
+    CHECK(tp_ready(&L, 0));
+    struct shift_mr_keys k2;
+    uint64_t r2 = (uint64_t)(uintptr_t)L.mem[1] + 8192;
+    CHECK(shift_sim_reg_mr(cb, 1, r2, 4096, 15, &k2) == 0); /* not yet announced */
+    uint64_t vals[2] = {41, 42};
+    tp_write(&L, 1, &vals[0], L.b_dst, L.k[1].rkey);
+    tp_write(&L, 2, &vals[1], r2, k2.rkey);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    struct shift_wc sa[8];
+    struct shift_wc wc;
+    int na = 0, r;
+    for (int i = 0; i < 20; i++) {
+        sn_timeout(L.f, 0, 1);
+        while ((r = shift_poll_step(L.ep[0], &wc)) > 0)
+            if (r == 1 && na < 8)
+                sa[na++] = wc;
+    }
+    CHECK(na == 2 && sa[0].status != SHIFT_WC_SUCCESS && sa[1].status == SHIFT_WC_WR_FLUSH_ERR);
+    struct shift_ep_info ia;
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.refused_wrs == 2 &&
+          ia.send_state == SHIFT_STATE_ERROR);
+    struct shift_event ev;
+    int refused = 0;
+    while (shift_poll_event(L.ep[0], &ev) == 1)
+        refused += ev.type == SHIFT_EVENT_FAILOVER_REFUSED && ev.wrs == 2;
+    CHECK(refused == 1);
+    tp_close(&L, cb);
+}
+
 int main(void)
 {
     test_raw_basic();
@@ -2811,6 +3612,16 @@ int main(void)
     test_ctl_failback_notice_lost(0);
     test_ctl_failback_notice_lost(SHIFT_EP_COPY_POSTS);
     test_ctl_failback_notice_lost(SHIFT_EP_WIRE_PROBE);
+    test_shared_cq();
+    test_setup_two_phase(0);
+    test_setup_two_phase(SHIFT_EP_WIRE_PROBE | SHIFT_EP_COPY_POSTS);
+    test_setup_lost_retransmitted();
+    test_setup_failure_before_ready();
+    test_setup_backend_errors();
+    test_setup_split_hosts();
+    test_setup_unlearnt_key_refused();
+    test_setup_backend_faults();
+    test_setup_ctl_random(0x15c74, 40000);
     printf("%d checks, %d failed\n", checks, failures);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

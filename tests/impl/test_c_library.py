@@ -123,3 +123,22 @@ def test_an_installation_without_libshift_says_so_in_one_line(
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1
     assert f"lacks {tmp_path / 'lib' / 'libshift.so'}" in err
+
+
+def test_the_guide_s_two_phase_example_runs_against_the_installed_package(
+        installed: Path, tmp_path: Path) -> None:
+    """docs/library.md's pingpong.c: the default path set up by the application alone,
+    the backup path in-band, then a failover with the backup rkey learnt so."""
+    (tmp_path / "pingpong.c").write_text(guide_block("/* pingpong.c"))
+    flags = shift_config(installed, "--cflags", "--libs").stdout.split()
+    cc = subprocess.run([c_compiler(), "-std=c11", "-Wall", "-Wextra", "-Wpedantic",
+                         "-Werror", "pingpong.c", *flags, "-o", "pingpong"],
+                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert cc.returncode == 0 and not cc.stderr, cc.stderr
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    run = subprocess.run(["./pingpong"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == [
+        "A: backup ready 1, peer's keys 1",
+        "A: 4 WRITEs done, failovers 1, B's memory holds them"]
