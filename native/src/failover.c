@@ -366,7 +366,6 @@ static void handshake(ep_s *e)
     e->ctr_seq++;
     e->ctr_sent = (int64_t)e->recv_done;
     e->ctl_left = e->attr.ctl_retries;
-    e->resets_left = e->attr.ctl_retries + 1;
     e->sent_ctr = 1;
     e->asked = !e->fresh;
     e->fresh = e->fresh && e->send_mode == SHIFT_STATE_FALLBACK && !e->replayed;
@@ -483,10 +482,9 @@ static void start_probe(ep_s *e)
 }
 
 /* spec: Reconnect(h, D). This endpoint's default NIC is up again (a reset on a dead one
- * fails). Not in the spec: it resets at most ctl_retries + 1 times per handshake (a wire
- * probe that fails on a path still down sends it back here; the spec's fail-back, without
- * the probe, needs a new fence each time); then it stays on the backup path, which serves,
- * until the next failover. If its default QP is ready to send, the peer reset the pair since this endpoint
+ * fails). Not in the spec: after a failed wire probe it tries again only once the
+ * application posts again (the spec's fail-back, without the probe, needs a new fence
+ * each time): a path that stays down costs a probe per burst of traffic, not a loop. If its default QP is ready to send, the peer reset the pair since this endpoint
  * left it (it answered the peer's request): wait for the fence. Else it resets its own QP
  * into the next incarnation and asks the peer, on the backup path, to reset its end into
  * it; the answer (take_reconnected) ends the wait, the handshake timer asks again. A reset
@@ -504,10 +502,8 @@ static int reconnect(ep_s *e)
         e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
         return SHIFT_STEP_RECONNECT;
     }
-    if (e->recv_mode == SHIFT_RECV_DEFAULT || e->resets_left == 0 ||
-        reset_default(e, e->inc + 1))
+    if (e->recv_mode == SHIFT_RECV_DEFAULT || e->probe_failed || reset_default(e, e->inc + 1))
         return SHIFT_STEP_NONE;
-    e->resets_left--;
     e->reconnecting = e->inc;
     e->reconnect_left = e->attr.ctl_retries;
     send_reconnect(e, CTL_RECONNECT, e->inc);
@@ -566,6 +562,7 @@ static int probe_check(ep_s *e)
         e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
         return SHIFT_STEP_PROBE_DONE;
     }
+    e->probe_failed = 1; /* (the next post tries again: reconnect) */
     return SHIFT_STEP_PROBE_FAILED;
 }
 

@@ -1741,18 +1741,17 @@ static void test_layer_probe_failed(void)
     settle(&L, sa, &na, sb, &nb, NULL, 1);
     CHECK(na == 4 && sa[3].wr_id == 4 && sa[3].status == SHIFT_WC_SUCCESS);
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.failovers == 2);
-    /* the path heals after the probes spent the resets this handshake allows (ctl_retries
-     * + 1 per endpoint): the backup path keeps serving until the next failover */
+    /* the path heals: the next post tries the fail-back again, its probe succeeds, the
+     * post after it is the fence, and A is back on the default path */
     CHECK(sn_link_up(L.f, 1) == 1);
-    for (uint64_t k = 5; k <= 6; k++) {
+    for (uint64_t k = 5; k <= 7; k++) {
         x = lwr(&L, k, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 8 * k);
         CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
         settle(&L, sa, &na, sb, &nb, NULL, 1);
     }
-    CHECK(na == 6 && sa[4].status == SHIFT_WC_SUCCESS && sa[5].status == SHIFT_WC_SUCCESS);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
-          ia.failovers == 2 && ia.failbacks == 1 && ia.incarnation > 1);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE);
+    CHECK(na == 7 && sa[6].wr_id == 7 && sa[6].status == SHIFT_WC_SUCCESS);
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_DEFAULT &&
+          ia.failovers == 2 && ia.failbacks == 2 && ia.incarnation > 1);
     lay_close(&L);
 }
 
