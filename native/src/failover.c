@@ -499,7 +499,12 @@ static int reconnect(ep_s *e)
         backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &state, &rq_psn, &sq_psn)))
         return SHIFT_STEP_NONE;
     if (state == SHIFT_QPS_RTS) {
-        e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+        /* with the wire probe, a pair the peer reset is probed too: the peer's own probe
+         * may have failed since, leaving its end in ERR where this one cannot see it */
+        if (e->attr.flags & SHIFT_EP_WIRE_PROBE)
+            start_probe(e);
+        else
+            e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
         return SHIFT_STEP_RECONNECT;
     }
     if (e->recv_mode == SHIFT_RECV_DEFAULT || e->probe_failed || reset_default(e, e->inc + 1))
