@@ -396,6 +396,36 @@ int shift_sim_cq_destroy(shift_cq cq)
     return 0;
 }
 
+/* Host h's endpoint of connection c, in its context there (joined or not), on its shared
+ * CQ pair cq (NULL: CQs of its own), with attr's flags and `extra`. */
+static int open_endpoint(conn_s *c, sn_fabric fh, int h, const struct shift_conn_attr *attr,
+                         unsigned extra, shift_cq cq)
+{
+    sim_ctx *x = &c->ctx[h];
+    x->f = sn__fab(fh);
+    x->fh = fh;
+    x->host = h;
+    for (int n = 1; n <= 2; n++) /* (a death before it opened is none of its events) */
+        x->fatal_read[n] = x->f->host[h].nic[n].fatal_raised;
+    struct shift_ep_attr ea = {h == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
+                               attr->design, attr->max_send_wr, attr->max_recv_wr,
+                               attr->ctl_retries, attr->flags | extra};
+    int err = shift_ep_create_on_cq(&sim_ops, x, &ea, cq, &c->ep[h]);
+    if (!err)
+        x->ep = c->ep[h];
+    return err;
+}
+
+/* x's layer takes the control messages its QPs receive (owned QPs: set here, inside) */
+static void take_ctl(sim_ctx *x)
+{
+    for (int p = 1; p <= 2; p++) {
+        sn_qp_s *q = sn__qp(x->qph[p]);
+        q->ctl_fn = on_ctl;
+        q->ctl_arg = x;
+    }
+}
+
 int shift_sim_connect(sn_fabric fh, const struct shift_conn_attr *attr, shift_conn *out)
 {
     return shift_sim_connect_on_cq(fh, attr, NULL, NULL, out);
@@ -422,30 +452,18 @@ int shift_sim_connect_on_cq(sn_fabric fh, const struct shift_conn_attr *attr, sh
     c->f = f;
     int err = 0, made = 0;
     for (int h = 0; h < 2; h++) {
-        c->ctx[h].f = f;
-        c->ctx[h].fh = fh;
-        c->ctx[h].host = h;
-        for (int n = 1; n <= 2; n++) /* (a death before it opened is none of its events) */
-            c->ctx[h].fatal_read[n] = f->host[h].nic[n].fatal_raised;
-        struct shift_ep_attr ea = {h == 0 ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
-                                   attr->design, attr->max_send_wr, attr->max_recv_wr,
-                                   attr->ctl_retries, attr->flags};
-        err = shift_ep_create_on_cq(&sim_ops, &c->ctx[h], &ea, cq[h], &c->ep[h]);
+        err = open_endpoint(c, fh, h, attr, 0, cq[h]);
         if (err)
             goto fail;
-        c->ctx[h].ep = c->ep[h];
         made++;
     }
     for (int p = 1; p <= 2; p++) {
         err = sn_connect(c->ctx[0].qph[p], c->ctx[1].qph[p]);
         if (err)
             goto fail;
-        for (int h = 0; h < 2; h++) { /* the QPs are owned: set the handler inside */
-            sn_qp_s *q = sn__qp(c->ctx[h].qph[p]);
-            q->ctl_fn = on_ctl;
-            q->ctl_arg = &c->ctx[h];
-        }
     }
+    for (int h = 0; h < 2; h++)
+        take_ctl(&c->ctx[h]);
     c->h = h_new(c, H_CONN);
     if (!c->h) {
         err = ENOMEM;
@@ -476,19 +494,11 @@ int shift_sim_open(sn_fabric fh, int host, const struct shift_conn_attr *attr, s
     conn_s *c = calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
-    sim_ctx *x = &c->ctx[host];
-    *x = (sim_ctx){.f = f, .fh = fh, .host = host};
-    for (int n = 1; n <= 2; n++)
-        x->fatal_read[n] = f->host[host].nic[n].fatal_raised;
-    struct shift_ep_attr ea = {host == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
-                               attr->design, attr->max_send_wr, attr->max_recv_wr,
-                               attr->ctl_retries, attr->flags | SHIFT_EP_TWO_PHASE};
-    int err = shift_ep_create(&sim_ops, x, &ea, &c->ep[host]);
+    int err = open_endpoint(c, fh, host, attr, SHIFT_EP_TWO_PHASE, NULL);
     if (err) {
         free(c);
         return err;
     }
-    x->ep = c->ep[host];
     c->f = f;
     c->h = h_new(c, H_CONN);
     if (!c->h) {
@@ -496,11 +506,7 @@ int shift_sim_open(sn_fabric fh, int host, const struct shift_conn_attr *attr, s
         free(c);
         return ENOMEM;
     }
-    for (int p = 1; p <= 2; p++) {
-        sn_qp_s *q = sn__qp(x->qph[p]);
-        q->ctl_fn = on_ctl;
-        q->ctl_arg = x;
-    }
+    take_ctl(&c->ctx[host]);
     shift__ep_own(c->ep[host], 1);
     f->users++;
     *out = H_PTR(c->h);

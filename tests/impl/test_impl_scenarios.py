@@ -555,3 +555,31 @@ def test_a_post_in_error_flushes_ahead_of_a_later_receive_completion(fabric):
     assert [(s.wr, s.status) for s in obs.snd_seen] == [
         (1, "WR_FLUSH_ERR"), (2, "WR_FLUSH_ERR")]
     assert [(r.wr, r.recv, r.data) for r in obs.rcv_seen_a] == [(1, 1, 9)]
+
+
+def test_the_hardware_events_of_the_vocabulary_by_name(fabric):
+    """WriteCqe, FatalEvent, HandshakeTimeout and CompletionTimeout by name, on the
+    hardware's RC (Fabric's defaults): each acts exactly when its name says it can."""
+    conn = fabric.connect("Shift", regions=2, record=True)
+    results = conn.run([
+        ("PostRecv", "B", 1), ("PostSend", "A", Wr(1, "WRITE_IMM")), ("Transmit", "A", 1),
+        ("Deliver", 1, "AtoB"),    # B's NIC ACKs before the completion is in host memory
+        ("PollCq", "B"), ("WriteCqe", "B", 1), ("WriteCqe", "B", 1), ("PollCq", "B"),
+        ("Deliver", 1, "BtoA"), ("PollCq", "A"),
+        ("CompletionTimeout", "A"),  # nothing of A's is outstanding on the default path
+        ("FatalEvent", "A", 1),      # A's NIC 1 is alive: no event
+        ("NicFail", "A", 1),
+        ("FatalEvent", "A", 1), ("FatalEvent", "A", 1),  # its death, read once
+        ("HandshakeTimeout", "A"),   # no failover yet: A awaits no answer
+    ])
+    assert results[:4] == [True] * 4
+    assert results[4] is None and results[5] is True and results[6] is False
+    assert results[7].imm == 1 and results[8] is True and results[9].wr_id == 1
+    assert results[10] is False and results[11] is False and results[12] is True
+    assert results[13:15] == [True, False]
+    assert results[15] is False
+    # A's next post is flushed by its layer (the NIC is dead): the failover starts
+    drive = conn.run([("PostSend", "A", Wr(2, "WRITE", region=1, value=3)), ("PollCq", "A"),
+                      ("Progress", "A")])
+    assert drive[1] is None and drive[2] == "handshake"  # A sent its counter first: it asks
+    assert conn.handshake_timeout("A") is True and conn.handshake_timeout("B") is False
