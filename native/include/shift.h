@@ -226,7 +226,7 @@ struct shift_backend_ops {
 };
 
 /* The asynchronous events the layer acts on (ibv_event_type's). */
-enum shift_async_event { SHIFT_ASYNC_DEVICE_FATAL = 1 };
+enum shift_async_event { SHIFT_ASYNC_DEVICE_FATAL = 1, SHIFT_ASYNC_PORT_ACTIVE = 2 };
 
 struct shift_mr_keys {
     uint32_t lkey;          /* the application's keys: those of the default NIC */
@@ -444,8 +444,11 @@ int shift_timer(shift_ep ep, int path);
  * layer completes its QP's WRs for it, as the kernel does for its own consumers - what
  * the CQ still holds, then every WR no completion covers (sends, then receive WRs),
  * flushed, then each later post at once - until the QP is reset. A flush on the default
- * QP starts a failover as any. 1 if it read a NIC's death, 0 if no event (or none the
- * layer acts on) waited, -errno for a bad argument or a backend that failed. */
+ * QP starts a failover as any. The default NIC's port ACTIVE again (IBV_EVENT_PORT_ACTIVE:
+ * the NIC recovered, or its link came up) lets a fail-back whose wire probe failed try
+ * again (SHIFT_EP_WIRE_PROBE; it also tries at the application's next post). 1 if it
+ * read a NIC's death, 0 if no event (or none that changes the endpoint's state) waited,
+ * -errno for a bad argument or a backend that failed. */
 int shift_async_event(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
  * was taken (ctl_received; the word that the peer's application failed the QP pair

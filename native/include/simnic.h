@@ -59,7 +59,10 @@ typedef struct sn_mr_opaque *sn_mr;
 enum sn_host { SN_HOST_A = 0, SN_HOST_B = 1 };
 enum sn_dir { SN_AtoB = 0, SN_BtoA = 1 };
 enum { SN_RNR_FOREVER = 7 }; /* an rnr_retry that retries for ever (IBTA's encoding) */
-enum sn_async { SN_ASYNC_DEVICE_FATAL = 1 }; /* IBV_EVENT_DEVICE_FATAL */
+enum sn_async {
+    SN_ASYNC_DEVICE_FATAL = 1, /* IBV_EVENT_DEVICE_FATAL: the NIC died (device_fatal) */
+    SN_ASYNC_PORT_ACTIVE = 2   /* IBV_EVENT_PORT_ACTIVE: it recovered, or its link came up */
+};
 
 /* Hardware's RC is sn_fabric_attr_init's (below); the defaults named here are a NULL
  * attr's, the idealised NIC's. */
@@ -204,8 +207,8 @@ int sn_nic_recover(sn_fabric f, int host, int nic);
 /* NIC nic of host writes the oldest receive completion it made and has not yet written
  * into host memory, where a poll finds it (ack_before_cqe) */
 int sn_write_cqe(sn_fabric f, int host, int nic);
-/* Read one asynchronous event of NIC nic of host (device_fatal: its death): 1 and
- * *event (SN_ASYNC_DEVICE_FATAL), 0 if none is waiting. */
+/* Read one asynchronous event of NIC nic of host (its death, with device_fatal; its
+ * port ACTIVE again): 1 and *event (enum sn_async), 0 if none is waiting. */
 int sn_async_event(sn_fabric f, int host, int nic, int *event);
 /* Deterministic scheduler: transmit and deliver until nothing moves or budget steps
  * ran; returns the number of steps (no drops, no timeouts, no faults). */

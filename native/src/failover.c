@@ -483,8 +483,10 @@ static void start_probe(ep_s *e)
 
 /* spec: Reconnect(h, D). This endpoint's default NIC is up again (a reset on a dead one
  * fails). Not in the spec: after a failed wire probe it tries again only once the
- * application posts again (the spec's fail-back, without the probe, needs a new fence
- * each time): a path that stays down costs a probe per burst of traffic, not a loop. If its default QP is ready to send, the peer reset the pair since this endpoint
+ * application posts again or its default NIC's port is ACTIVE again (shift_async_event):
+ * a path that stays down costs a probe per burst of traffic or port event, not a loop
+ * (the spec's fail-back, without the probe, needs a new fence each time). If its
+ * default QP is ready to send, the peer reset the pair since this endpoint
  * left it (it answered the peer's request): wait for the fence. Else it resets its own QP
  * into the next incarnation and asks the peer, on the backup path, to reset its end into
  * it; the answer (take_reconnected) ends the wait, the handshake timer asks again. A reset

@@ -231,7 +231,8 @@ typedef struct ep_s {
      * to reset its end into, awaiting the answer (spec: reconnecting; 0: none) */
     uint32_t inc, reconnecting;
     uint32_t reconnect_left;   /* its request's retransmissions left to the control timer */
-    int probe_failed;          /* its wire probe failed: no reconnect before the next post */
+    int probe_failed;          /* its wire probe failed: no reconnect before the next post
+                                * or the default port's return to ACTIVE (silent.c) */
     int owned;                 /* a connection holds it: shift_ep_destroy says EBUSY */
     region_t *regs;            /* its registered regions (the backup lkey of each) */
     int nreg, capreg;

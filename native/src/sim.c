@@ -14,10 +14,10 @@ typedef struct sim_ctx {
     sn_cq cqh[3];
     shift_ep ep;
     struct { uint32_t after; int err; } fault[SHIFT_OP_COUNT]; /* shift_sim_fail_op */
-    /* the deaths of each NIC this endpoint read: as a device context's, every endpoint
+    /* the events of each NIC this endpoint read: as a device context's, every endpoint
      * on a NIC reads each of its events (a verbs layer fans one context's event out to
      * every endpoint on the device) */
-    uint32_t fatal_read[3];
+    sn_events read[3];
     uint64_t calls[SHIFT_OP_COUNT]; /* the endpoint's calls of each op (tests) */
 } sim_ctx;
 
@@ -267,7 +267,7 @@ static int b_async_event(void *c, void *qp, int *event)
         return -err;
     if (!event || nic < 1 || nic > 2)
         return -EINVAL;
-    return sn__async_event(&x->f->host[x->host].nic[nic], &x->fatal_read[nic], event);
+    return sn__async_event(&x->f->host[x->host].nic[nic], &x->read[nic], event);
 }
 
 /* The first PSN a QP sends with, as a verbs program draws one (lrand48() & 0xffffff):
@@ -405,8 +405,8 @@ static int open_endpoint(conn_s *c, sn_fabric fh, int h, const struct shift_conn
     x->f = sn__fab(fh);
     x->fh = fh;
     x->host = h;
-    for (int n = 1; n <= 2; n++) /* (a death before it opened is none of its events) */
-        x->fatal_read[n] = x->f->host[h].nic[n].fatal_raised;
+    for (int n = 1; n <= 2; n++) /* (an event before it opened is none of its events) */
+        x->read[n] = x->f->host[h].nic[n].raised;
     struct shift_ep_attr ea = {h == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
                                attr->design, attr->max_send_wr, attr->max_recv_wr,
                                attr->ctl_retries, attr->flags | extra};

@@ -180,6 +180,9 @@ int sn_link_up(sn_fabric fh, int path)
     if (f->link[path])
         return 0;
     f->link[path] = 1;
+    for (int h = 0; h < 2; h++) /* each end's port is ACTIVE again */
+        if (here(f, h))
+            f->host[h].nic[path].raised.active++;
     return 1;
 }
 
@@ -224,7 +227,7 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
         qp->epsn = 0;
         memset(qp->saved, 0, sizeof qp->saved);
     }
-    n->fatal_raised += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
+    n->raised.fatal += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
     return 1;
 }
 
@@ -237,16 +240,22 @@ int sn_async_event(sn_fabric fh, int host, int nic, int *event)
         return e;
     if (!event)
         return -EINVAL;
-    return sn__async_event(n, &n->fatal_read, event);
+    return sn__async_event(n, &n->read, event);
 }
 
-int sn__async_event(const sn_nic *n, uint32_t *read, int *event)
+int sn__async_event(const sn_nic *n, sn_events *read, int *event)
 {
-    if (*read == n->fatal_raised)
-        return 0;
-    (*read)++;
-    *event = SN_ASYNC_DEVICE_FATAL;
-    return 1;
+    if (read->fatal != n->raised.fatal) {
+        read->fatal++;
+        *event = SN_ASYNC_DEVICE_FATAL;
+        return 1;
+    }
+    if (read->active != n->raised.active) {
+        read->active++;
+        *event = SN_ASYNC_PORT_ACTIVE;
+        return 1;
+    }
+    return 0;
 }
 
 int sn_nic_recover(sn_fabric fh, int host, int nic)
@@ -260,6 +269,7 @@ int sn_nic_recover(sn_fabric fh, int host, int nic)
         return 0;
     n->alive = 1; /* its QPs stay in ERR until reconnected */
     n->idle = 0;
+    n->raised.active++;
     return 1;
 }
 
