@@ -33,9 +33,9 @@ from shift.model.state import (
     Ctl,
     State,
     Wire,
-    incarnation_of,
     flushes_at_once,
     good_prefix,
+    incarnation_of,
     note_wr,
     notes_before,
     notes_taken,
@@ -317,7 +317,8 @@ def reset_path1(s: State, b: Constants, x: int, e: int) -> State:
     state; a NIC's unread death is stale, a take-over ends)."""
     return s._replace(qp=set_in(s.qp, x, 0, RTS), sq=set_in(s.sq, x, 0, ()),
                       rq=set_in(s.rq, x, 0, ()), cq=set_in(s.cq, x, 0, ()),
-                      fatal=set_in(s.fatal, x, 0, SPEAKING), incarnation=set_at(s.incarnation, x, e),
+                      fatal=set_in(s.fatal, x, 0, SPEAKING),
+                      incarnation=set_at(s.incarnation, x, e),
                       una=set_in(s.una, x, 0, 1), nxt=set_in(s.nxt, x, 0, 1),
                       retry=set_in(s.retry, x, 0, b.max_retries),
                       rnrLeft=set_in(s.rnrLeft, x, 0, b.rnr_retry), epsn=set_in(s.epsn, x, 0, 1),
@@ -459,7 +460,8 @@ def take_reconnect(s: State, b: Constants, i: int, j: int, m: Ctl) -> State:
     rest = set_in(s.wire, i, j, s.wire[i][j][1:])
     takes = (s.nic[h][i] and s.qp[h][i] == RTS and m.incarnation == incarnation_of(s, h, i)
              and not app_owned(s, h))
-    answer = push(s.link, rest, i, h, Ctl("reconnected", 0, m.seq, incarnation=incarnation_of(s, h, i)))
+    answer = push(s.link, rest, i, h,
+                  Ctl("reconnected", 0, m.seq, incarnation=incarnation_of(s, h, i)))
     if (takes and m.what == "reconnect" and m.seq > s.incarnation[h] and not holds1(s, h)
             and s.nic[h][0] and not s.unwritten[h][0]):
         return reset_path1(s, b, h, m.seq)._replace(

@@ -157,7 +157,7 @@ class State(NamedTuple):
     cq: Cqs
     unwritten: Cqs
     fatal: IntPaths  # per host and path: SPEAKING, TAKEN_OVER, or a silent QP's first unflushed WR
-    incarnation: tuple[int, int]  # per host: the incarnation of its default QP (each reset renews it)
+    incarnation: tuple[int, int]  # per host: its default QP's incarnation (a reset renews it)
     wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
@@ -268,7 +268,7 @@ def path_healthy(s: State, p: int) -> bool:
 
 
 def incarnation_of(s: State, h: int, i: int) -> int:
-    """IncarnationOf(h, p) for i = p - 1: the incarnation of h's QP on that path (the backup's: 0)."""
+    """IncarnationOf(h, p) for i = p - 1: the incarnation of h's QP on that path (backup: 0)."""
     return s.incarnation[h] if i == 0 else 0
 
 

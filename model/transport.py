@@ -161,8 +161,8 @@ def _respond(s: State, g: int, i: int, m: Req, d: DesignRecord, b: Constants,
         return _remote_access(s, g, i, m, rest)
     if m.psn == e:
         return _execute(s, g, i, m.wr, m.psn, staged, b.ack_before_cqe, rest)
-    return s._replace(wire=push(s.link, rest, i, g,
-                                Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn), incarnation_of(s, g, i))))
+    ack = Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn), incarnation_of(s, g, i))
+    return s._replace(wire=push(s.link, rest, i, g, ack))
 
 
 def _acknowledge(s: State, h: int, i: int, m: Ack | Nak | Rnr, b: Constants,
