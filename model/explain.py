@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from shift.model.apps import poll_path, polls1
 from shift.model.config import Constants, DesignRecord
-from shift.model.layer import app_owned, holds1, on_path1, waits_for_ever
+from shift.model.layer import app_owned, on_path1, waits_for_ever
 from shift.model.state import (
     DEFAULT,
     DIR,
@@ -38,7 +38,6 @@ from shift.model.state import (
     State,
     notes_before,
     num_notes,
-    path_healthy,
     silent,
     taken,
 )
@@ -292,13 +291,6 @@ def nic_recover(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> s
 
 # -- the failover layer (layer.py; Failover.tla's Progress) --
 
-def _path1_down(s: State) -> str:
-    """What keeps the default path from being healthy (PathHealthy(1))."""
-    out = [] if s.link[0] else ["its link is down"]
-    out += [f"NIC 1 of {h} has failed" for h, i in HOST.items() if not s.nic[i][0]]
-    return " and ".join(out)
-
-
 def _why_not_fallback(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     """Progress in a send side in Fallback whose counter went out: Replay, then
     Reconnect."""
@@ -317,17 +309,19 @@ def _why_not_fallback(s: State, d: DesignRecord, b: Constants, host: str) -> str
                 f"recovery (Recover = FALSE)")
     if s.fresh[h]:
         return f"{done}; a counter of {PEER[host]} it has not used yet is pending"
-    if not path_healthy(s, 1):
-        return (f"{done} and waits for path 1 to be healthy again to fail back "
-                f"({_path1_down(s)})")
-    if not (s.qp[0][0] == RTS and s.qp[1][0] == RTS):
-        if holds1(s, 1 - h):
-            return (f"{done}; reconnecting path 1 resets both of its ends, and "
-                    f"{PEER[host]} still holds WRs on its default QP (send side "
-                    f"{s.sendMode[1 - h]}, receive side {s.recvMode[1 - h]})")
+    if s.reconnecting[h]:
+        return (f"{done}; it reset its default QP into incarnation {s.reconnecting[h]} and waits "
+                f"for {PEER[host]}'s answer to its request to reconnect (its handshake timer "
+                f"asks again)")
+    if not s.nic[h][0]:
+        return f"{done} and waits for its NIC on path 1 to come back to fail back"
+    if s.qp[h][0] != RTS:
         if s.recvMode[h] == DEFAULT:
-            return (f"{done}; reconnecting path 1 resets both of its ends, and {host}'s "
-                    f"receive WRs are on its default QP")
+            return (f"{done}; resetting its default QP would lose its receive WRs, which "
+                    f"are there")
+        if s.unwritten[h][0]:
+            return (f"{done}; its NIC on path 1 has receive completions still to write "
+                    f"before the QP can be reset")
     return None  # Reconnect
 
 
@@ -381,10 +375,10 @@ def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> str
     h, o, peer = HOST[host], 1 - HOST[host], PEER[host]
     if app_owned(s, h):
         return _owned(s, host)
-    if not (s.asked[h] and s.sentCtr[h]):
+    if not (s.asked[h] and s.sentCtr[h]) and not s.reconnecting[h]:
         return (f"{host}'s handshake timer is off: {host} awaits no answer to a counter it "
-                f"sent first")
-    if s.peerSeq[o] == s.ctrSeq[h] and not s.sentCtr[o]:
+                f"sent first nor to a request to reconnect")
+    if (not s.reconnecting[h] and s.peerSeq[o] == s.ctrSeq[h] and not s.sentCtr[o]):
         return (f"{peer} took {host}'s counter and is about to answer it: the timer outlasts "
                 f"a round trip (docs/model.md) and does not fire while the peer is slow")
     if not (s.nic[h][1] and s.qp[h][1] == RTS and s.link[1]):

@@ -35,18 +35,16 @@ from shift.model.state import (
     Wire,
     flushes_at_once,
     good_prefix,
+    incarnation_of,
     note_wr,
     notes_before,
     notes_taken,
-    path_healthy,
     peer,
     set_at,
     set_in,
     silent,
 )
 from shift.model.transport import push
-
-NO_WIRE: tuple[tuple[()], tuple[()]] = ((), ())
 
 
 def on_path1(s: State, h: int) -> bool:
@@ -314,36 +312,44 @@ def replay(s: State, h: int, d: DesignRecord) -> State | None:
                       queried=s.queried or d.readsResponder)
 
 
-def _reset_path1(s: State, b: Constants) -> State:
-    """Both ends of the default path start afresh: QPs, queues, CQs, wire, PSN state."""
-    def first(t: tuple, v: object) -> tuple:
-        return (set_at(t[0], 0, v), set_at(t[1], 0, v))
-    return s._replace(qp=first(s.qp, RTS), sq=first(s.sq, ()), rq=first(s.rq, ()),
-                      cq=first(s.cq, ()), wire=set_at(s.wire, 0, NO_WIRE),
-                      una=first(s.una, 1), nxt=first(s.nxt, 1),
-                      retry=first(s.retry, b.max_retries),
-                      rnrLeft=first(s.rnrLeft, b.rnr_retry), epsn=first(s.epsn, 1),
-                      saved=first(s.saved, frozenset()))
+def reset_path1(s: State, b: Constants, x: int, e: int) -> State:
+    """ResetPath1(x, e): host x's default QP starts afresh in incarnation e (queues, CQ, PSN
+    state; a NIC's unread death is stale, a take-over ends)."""
+    return s._replace(qp=set_in(s.qp, x, 0, RTS), sq=set_in(s.sq, x, 0, ()),
+                      rq=set_in(s.rq, x, 0, ()), cq=set_in(s.cq, x, 0, ()),
+                      fatal=set_in(s.fatal, x, 0, SPEAKING),
+                      incarnation=set_at(s.incarnation, x, e),
+                      una=set_in(s.una, x, 0, 1), nxt=set_in(s.nxt, x, 0, 1),
+                      retry=set_in(s.retry, x, 0, b.max_retries),
+                      rnrLeft=set_in(s.rnrLeft, x, 0, b.rnr_retry), epsn=set_in(s.epsn, x, 0, 1),
+                      saved=set_in(s.saved, x, 0, frozenset()))
+
+
+def _ask_reconnect(s: State, wire: Wire, h: int, e: int) -> Wire:
+    """wire with h's request that the peer reset its default QP into incarnation e, on the backup
+    path."""
+    return push(s.link, wire, 1, h, Ctl("reconnect", 0, e))
 
 
 def reconnect(s: State, h: int, d: DesignRecord, b: Constants) -> State | None:
-    """Reconnect(h, D), step 4a: the default path is healthy again: reconnect its QP pair
-    (both ends start afresh) unless the peer did, and probe it; then wait for the fence. A
-    reset waits until no side of either host holds WRs on the default QP, and until
-    both NICs wrote the completions they made there."""
+    """Reconnect(h, D), step 4a: h's default NIC is up again. If its default QP is ready to
+    send, the peer reset the pair since h left it: wait for the fence. Else reset its own QP
+    into the next incarnation and ask the peer (on the backup path, if h can send there) to reset
+    its end into it; await the answer (reconnecting). A reset waits until h holds no WR on
+    the QP and its NIC wrote every completion it made there."""
     if not (d.failBack and b.recover and s.sendMode[h] == FALLBACK and s.replayed[h]
-            and s.sentCtr[h] and not s.fresh[h] and path_healthy(s, 1)):
+            and s.sentCtr[h] and not s.fresh[h] and not s.reconnecting[h] and s.nic[h][0]):
         return None
-    if not (s.qp[0][0] == RTS and s.qp[1][0] == RTS):
-        if holds1(s, peer(h)) or s.recvMode[h] == DEFAULT:
-            return None
-        if s.unwritten[0][0] or s.unwritten[1][0]:  # the NICs write them before a reset
-            return None
-        s = _reset_path1(s, b)
-        # a reset QP speaks again: an unread death is stale (C: silent_reset drops it),
-        # a take-over ends
-        s = s._replace(fatal=((SPEAKING, s.fatal[0][1]), (SPEAKING, s.fatal[1][1])))
-    return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
+    if s.qp[h][0] == RTS:
+        return s._replace(sendMode=set_at(s.sendMode, h, WAIT_SIGNALED))
+    if s.recvMode[h] == DEFAULT or s.unwritten[h][0]:
+        return None
+    e = s.incarnation[h] + 1
+    wire = s.wire
+    if s.nic[h][1] and s.qp[h][1] == RTS:
+        wire = _ask_reconnect(s, wire, h, e)
+    return reset_path1(s, b, h, e)._replace(wire=wire,
+                                            reconnecting=set_at(s.reconnecting, h, e))
 
 
 def release(s: State, h: int) -> State | None:
@@ -353,7 +359,8 @@ def release(s: State, h: int) -> State | None:
         return None
     wire = s.wire
     if s.nic[h][0] and s.qp[h][0] == RTS:
-        wire = push(s.link, wire, 0, h, Ctl("failback", notes_before(s.program[h], s.fence[h])))
+        notes = notes_before(s.program[h], s.fence[h])
+        wire = push(s.link, wire, 0, h, Ctl("failback", notes, incarnation=s.incarnation[h]))
     return s._replace(wire=wire, sendMode=set_at(s.sendMode, h, DEFAULT),
                       fence=set_at(s.fence, h, 0), replayed=set_at(s.replayed, h, False))
 
@@ -440,10 +447,47 @@ def move_back(s: State, h: int) -> State:
         recvMode=set_at(s.recvMode, h, DEFAULT), failbackAt=set_at(s.failbackAt, h, 0))
 
 
+def take_reconnect(s: State, b: Constants, i: int, j: int, m: Ctl) -> State:
+    """TakeReconnect(p, d): a request to reconnect the default path, or its answer, arrives
+    at host To(d). A request for an incarnation after h's: h resets its default QP into it and
+    answers, if it does not use the QP (holds1), its NIC there is up and wrote every
+    completion it made (else it drops it: the peer's timer resends); a request for h's own
+    incarnation is answered again, and is as good as the answer if h awaits one for that incarnation
+    itself; the answer to the reconnect h awaits ends the wait (its send side waits for the
+    fence: `_reconnect_done`). Anything else, or at a host whose QP pair is its
+    application's: nothing."""
+    h = 1 - j
+    rest = set_in(s.wire, i, j, s.wire[i][j][1:])
+    takes = (s.nic[h][i] and s.qp[h][i] == RTS and m.incarnation == incarnation_of(s, h, i)
+             and not app_owned(s, h))
+    answer = push(s.link, rest, i, h,
+                  Ctl("reconnected", 0, m.seq, incarnation=incarnation_of(s, h, i)))
+    if (takes and m.what == "reconnect" and m.seq > s.incarnation[h] and not holds1(s, h)
+            and s.nic[h][0] and not s.unwritten[h][0]):
+        return reset_path1(s, b, h, m.seq)._replace(
+            wire=answer, reconnecting=set_at(s.reconnecting, h, 0))
+    if takes and m.what == "reconnect" and m.seq == s.incarnation[h]:
+        return _reconnect_done(s._replace(wire=answer), h, m.seq)
+    if takes and m.what == "reconnected":
+        return _reconnect_done(s._replace(wire=rest), h, m.seq)
+    return s._replace(wire=rest)
+
+
+def _reconnect_done(s: State, h: int, e: int) -> State:
+    """ReconnectDone(h, e): the peer's end is in incarnation e; if h awaits that reconnect, the
+    wait ends and its send side waits for the fence."""
+    if s.reconnecting[h] != e:
+        return s
+    mode = WAIT_SIGNALED if s.sendMode[h] == FALLBACK else s.sendMode[h]
+    return s._replace(reconnecting=set_at(s.reconnecting, h, 0),
+                      sendMode=set_at(s.sendMode, h, mode))
+
+
 def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
                     direction: str) -> State | None:
     """DeliverControl(p, d): a control message of the layer arrives at host To(d); a dead
-    NIC or a QP in the error state drops it. A counter numbered after the last one taken is
+    NIC, a QP in the error state or one of another incarnation drops it. A request to reconnect
+    or its answer: `take_reconnect`. A counter numbered after the last one taken is
     taken; the last one again, resent by the peer's timer, is answered with h's own counter
     if it asks and h sent one (its answer may have been lost); an older one changes
     nothing. The peer's word that its application failed the QP pair: `peer_app_error`.
@@ -455,9 +499,12 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
         return None
     m = ch[0]
     assert isinstance(m, Ctl)
+    if m.what in ("reconnect", "reconnected"):
+        return take_reconnect(s, b, i, j, m)
     h = 1 - j
     s2 = s._replace(wire=set_in(s.wire, i, j, ch[1:]))
-    takes = s.nic[h][i] and s.qp[h][i] == RTS and not app_owned(s, h)
+    alive = s.nic[h][i] and s.qp[h][i] == RTS and m.incarnation == incarnation_of(s, h, i)
+    takes = alive and not app_owned(s, h)
     if takes and m.what == "counter" and m.seq > s.peerSeq[h]:
         return _take_counter(s2, h, m)
     if takes and m.what == "counter" and m.seq == s.peerSeq[h] and m.ask and s.sentCtr[h]:
@@ -466,25 +513,35 @@ def deliver_control(s: State, d: DesignRecord, b: Constants, p: int,
         return peer_app_error(s2, h)
     if takes and m.what == "failback" and s.recvMode[h] == FALLBACK:
         return _take_failback(s2, h, m.count)
-    alive = s.nic[h][i] and s.qp[h][i] == RTS
     if alive and m.what == "counter" and own_app_error(s, h):
         return s2._replace(wire=tell_app_error(s, s2.wire, h))
     return s2
 
 
-def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
-    """HandshakeTimeout(h): h sent its counter first and awaits the answer, nothing is in
-    flight on the backup path, and the peer is not about to answer (it did not take h's
-    counter, or it answered): h resends its counter, asking again (only where the resend
-    can leave: h's NIC 2 alive, its QP 2 ready to send, link 2 up)."""
-    h, o = HOST[host], 1 - HOST[host]
+def counter_unanswered(s: State, h: int) -> bool:
+    """CounterUnanswered(h): h sent its counter first and awaits the answer, which the peer
+    is not about to send (it did not take h's counter, or it answered)."""
+    o = 1 - h
     slow_peer = s.peerSeq[o] == s.ctrSeq[h] and not s.sentCtr[o]
-    if app_owned(s, h):
+    return s.asked[h] and s.sentCtr[h] and not slow_peer
+
+
+def handshake_timeout(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
+    """HandshakeTimeout(h): h awaits the answer to its counter (`counter_unanswered`) or to
+    its request to reconnect (reconnecting) and nothing is in flight on the backup path: h
+    resends what it awaits the answer to (only where the resend can leave: h's NIC 2
+    alive, its QP 2 ready to send, link 2 up)."""
+    h = HOST[host]
+    counter = counter_unanswered(s, h)
+    if app_owned(s, h) or not (counter or s.reconnecting[h]):
         return None
-    if not (s.asked[h] and s.sentCtr[h] and not slow_peer and s.nic[h][1]
-            and s.qp[h][1] == RTS and s.link[1] and not s.wire[1][0] and not s.wire[1][1]):
+    if not (s.nic[h][1] and s.qp[h][1] == RTS and s.link[1]
+            and not s.wire[1][0] and not s.wire[1][1]):
         return None
-    return s._replace(wire=_resend(s, s.wire, h, True))
+    wire = _resend(s, s.wire, h, True) if counter else s.wire
+    if s.reconnecting[h]:
+        wire = _ask_reconnect(s, wire, h, s.reconnecting[h])
+    return s._replace(wire=wire)
 
 
 def waits_for_ever(s: State, b: Constants, h: int) -> bool:

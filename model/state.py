@@ -80,16 +80,19 @@ class RcvSeen(NamedTuple):
 
 # Packets. `kind` is a field (last, so that the constructors read naturally) because the
 # spec's packets are records told apart by it; it also keeps a Req and an Ack with equal
-# numbers from comparing equal as tuples.
+# numbers from comparing equal as tuples. `incarnation`: that of the QP that sent it (State.tla's
+# IncarnationOf: the default QP's, which a reset renews; 0 on the backup path).
 class Req(NamedTuple):
     psn: int
     wr: int
+    incarnation: int = 0
     kind: str = "req"
 
 
 class Ack(NamedTuple):
     psn: int
     val: int
+    incarnation: int = 0
     kind: str = "ack"
 
 
@@ -97,6 +100,7 @@ class Nak(NamedTuple):
     """The responder's NAK of a request with a bad rkey (remote access error)."""
 
     psn: int
+    incarnation: int = 0
     kind: str = "nak"
 
 
@@ -104,14 +108,17 @@ class Rnr(NamedTuple):
     """The responder's RNR NAK of a notification that found no receive WR (RnrNak)."""
 
     psn: int
+    incarnation: int = 0
     kind: str = "rnr"
 
 
 class Ctl(NamedTuple):
-    what: str  # "counter" | "failback" | "apperr"
+    what: str  # "counter" | "failback" | "apperr" | "reconnect" | "reconnected"
     count: int
-    seq: int = 0  # a counter's number (from 1); a resend repeats it; 0 for the notice
+    # a counter's number (from 1; a resend repeats it); a reconnect's incarnation; else 0
+    seq: int = 0
     ask: bool = False  # a counter sent first: its sender awaits the answer
+    incarnation: int = 0
     kind: str = "ctl"
 
 
@@ -150,6 +157,7 @@ class State(NamedTuple):
     cq: Cqs
     unwritten: Cqs
     fatal: IntPaths  # per host and path: SPEAKING, TAKEN_OVER, or a silent QP's first unflushed WR
+    incarnation: tuple[int, int]  # per host: its default QP's incarnation (a reset renews it)
     wire: Wire
     link: tuple[bool, bool]
     nic: tuple[tuple[bool, bool], tuple[bool, bool]]
@@ -180,6 +188,8 @@ class State(NamedTuple):
     ctrVal: tuple[int, int]
     peerSeq: tuple[int, int]
     peerFailed: tuple[bool, bool]
+    # per host: the incarnation of the reconnect it asked the peer for and awaits the answer to, 0
+    reconnecting: tuple[int, int]
     acked: tuple[tuple[int, ...], tuple[int, ...]]
     resent: tuple[frozenset[int], frozenset[int]]
 
@@ -203,7 +213,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rnrLeft=((rnr_retry,) * 2,) * 2,
         epsn=ones, saved=((frozenset(), frozenset()),) * 2, rq=(two, two),
         qp=((RTS, RTS), (RTS, RTS)), cq=(two, two), unwritten=(two, two),
-        fatal=((SPEAKING, SPEAKING), (SPEAKING, SPEAKING)),
+        fatal=((SPEAKING, SPEAKING), (SPEAKING, SPEAKING)), incarnation=zeros,
         wire=(two, two),
         link=(True, True), nic=((True, True), (True, True)), faults=0, drops=0,
         mem=(tuple(0 for _ in REGIONS),) * 2,
@@ -213,7 +223,7 @@ def initial(programs: tuple[tuple[WR, ...], tuple[WR, ...]], max_retries: int,
         rpend=two, recvDone=zeros, failbackAt=zeros, sentCtr=(False, False), peerCtr=(-1, -1),
         fresh=(False, False), asked=(False, False), replayed=(False, False), fence=zeros,
         refused=(frozenset(), frozenset()), ctrSeq=zeros, ctrVal=zeros, peerSeq=zeros,
-        peerFailed=(False, False), acked=two, resent=(frozenset(), frozenset()),
+        peerFailed=(False, False), reconnecting=zeros, acked=two, resent=(frozenset(), frozenset()),
     )
 
 
@@ -255,6 +265,11 @@ def covered(s: State, h: int, i: int) -> int:
 def path_healthy(s: State, p: int) -> bool:
     i = p - 1
     return s.link[i] and s.nic[0][i] and s.nic[1][i]
+
+
+def incarnation_of(s: State, h: int, i: int) -> int:
+    """IncarnationOf(h, p) for i = p - 1: the incarnation of h's QP on that path (backup: 0)."""
+    return s.incarnation[h] if i == 0 else 0
 
 
 def good_prefix(cqes: tuple[Cqe, ...]) -> tuple[Cqe, ...]:

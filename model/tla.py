@@ -83,6 +83,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "cq": _per_path(_cqes),
     "unwritten": _per_path(_cqes),
     "fatal": _per_path(_ident),
+    "incarnation": _hosts,
     "wire": lambda v: [{"AtoB": [_packet(m) for m in pw[0]],
                         "BtoA": [_packet(m) for m in pw[1]]} for pw in v],
     "link": list,
@@ -101,6 +102,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "fence": _hosts,
     "refused": _per_host(_tset),
     "ctrSeq": _hosts, "ctrVal": _hosts, "peerSeq": _hosts, "peerFailed": _hosts,
+    "reconnecting": _hosts,
     "acked": _per_host(list), "resent": _per_host(_tset),
 }
 assert tuple(FIELDS) == VARIABLES, "one converter per variable, in View order"

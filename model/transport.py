@@ -34,6 +34,7 @@ from shift.model.state import (
     State,
     Wire,
     applied,
+    incarnation_of,
     peer,
     set_in,
 )
@@ -77,7 +78,7 @@ def transmit(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> Stat
     if s.program[h][q[n - 1] - 1].key == "LKEY":
         return s._replace(qp=set_in(s.qp, h, i, "ERR"), rq=set_in(s.rq, h, i, ()),
                           **complete(s, h, i, failed_at(s, h, i, n, LOC_PROT)))
-    return s._replace(wire=push(s.link, s.wire, i, h, Req(n, q[n - 1])),
+    return s._replace(wire=push(s.link, s.wire, i, h, Req(n, q[n - 1], incarnation_of(s, h, i))),
                       nxt=set_in(s.nxt, h, i, n + 1))
 
 
@@ -111,7 +112,7 @@ def _execute(s: State, g: int, i: int, w: int, psn: int, staged: bool, ack_first
     val = old if x.op in RETURNS else 0
     return s._replace(mem=mem, bufs=bufs, execs=execs, copies=copies, rq=rq, **cqs,
                       saved=saved, epsn=set_in(s.epsn, g, i, s.epsn[g][i] + 1),
-                      wire=push(s.link, rest, i, g, Ack(psn, val)))
+                      wire=push(s.link, rest, i, g, Ack(psn, val, incarnation_of(s, g, i))))
 
 
 def duplicate_val(s: State, g: int, i: int, w: int, psn: int) -> int:
@@ -136,7 +137,7 @@ def _remote_access(s: State, g: int, i: int, m: Req, rest: Wire) -> State:
     q, una = s.sq[g][i], s.una[g][i]
     flushed = (tuple(Cqe(w, 0, FLUSH, 0) for w in q[una - 1:])
                + tuple(Cqe(0, r, FLUSH, 0) for r in s.rq[g][i]))
-    return s._replace(wire=push(s.link, rest, i, g, Nak(m.psn)),
+    return s._replace(wire=push(s.link, rest, i, g, Nak(m.psn, incarnation_of(s, g, i))),
                       qp=set_in(s.qp, g, i, "ERR"), rq=set_in(s.rq, g, i, ()),
                       **complete(s, g, i, flushed))
 
@@ -155,13 +156,13 @@ def _respond(s: State, g: int, i: int, m: Req, d: DesignRecord, b: Constants,
             or (m.psn == e and rnr and not b.rnr_nak)):
         return s._replace(wire=rest)
     if m.psn == e and rnr:
-        return s._replace(wire=push(s.link, rest, i, g, Rnr(m.psn)))
+        return s._replace(wire=push(s.link, rest, i, g, Rnr(m.psn, incarnation_of(s, g, i))))
     if m.psn == e and x.key == "RKEY":
         return _remote_access(s, g, i, m, rest)
     if m.psn == e:
         return _execute(s, g, i, m.wr, m.psn, staged, b.ack_before_cqe, rest)
-    return s._replace(wire=push(s.link, rest, i, g,
-                                Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn))))
+    ack = Ack(m.psn, duplicate_val(s, g, i, m.wr, m.psn), incarnation_of(s, g, i))
+    return s._replace(wire=push(s.link, rest, i, g, ack))
 
 
 def _acknowledge(s: State, h: int, i: int, m: Ack | Nak | Rnr, b: Constants,
@@ -235,7 +236,8 @@ def _implicit_nak(s: State, h: int, i: int, r: int, b: Constants, rest: Wire) ->
 
 def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: str) -> State | None:
     """DeliverPacket(p, d): the request, ACK or NAK at the head of a channel arrives at host
-    To(d): its responder answers a request, its requester takes an ACK or a NAK."""
+    To(d): its responder answers a request, its requester takes an ACK or a NAK. One of
+    another incarnation than the receiving QP's is discarded."""
     i, j = p - 1, DIR[direction]
     ch = s.wire[i][j]
     if not ch or ch[0].kind == "ctl":
@@ -243,6 +245,8 @@ def deliver_packet(s: State, d: DesignRecord, b: Constants, p: int, direction: s
     rest = set_in(s.wire, i, j, ch[1:])
     m = ch[0]
     to = 1 - j
+    if m.incarnation != incarnation_of(s, to, i):
+        return s._replace(wire=rest)
     if isinstance(m, Req):
         return _respond(s, to, i, m, d, b, rest)
     assert isinstance(m, Ack | Nak | Rnr)

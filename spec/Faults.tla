@@ -72,7 +72,7 @@ NicFail(h, p) ==
                    /\ rq' = [rq EXCEPT ![h][p] = << >>]
                    /\ UNCHANGED fatal
         /\ event' = << "NicFail", h, p >>
-        /\ UNCHANGED << appVars, requesterVars, epsn, saved, link, drops, historyVars,
+        /\ UNCHANGED << appVars, requesterVars, epsn, saved, incarnation, link, drops, historyVars,
                         layerVars >>
 
 \* A failed NIC comes back (with Recover); its QPs stay in the error state.

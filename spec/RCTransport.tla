@@ -1,31 +1,31 @@
 ----------------------------- MODULE RCTransport -----------------------------
 (***************************************************************************)
-(* The RC transport on one path, in both directions: a host's requester  *)
-(* transmits its send queue with PSNs; the peer's responder executes the *)
-(* request with the expected PSN, re-ACKs duplicates without re-executing *)
-(* them, and discards requests ahead of it; ACKs are cumulative; on a    *)
-(* timeout the requester goes back to the oldest unacknowledged PSN      *)
-(* (go-back-N) while retries remain, and otherwise completes that WR     *)
-(* with RETRY_EXC_ERR, moves the QP to the error state and flushes every *)
-(* later WR and every receive WR of the QP (WR_FLUSH_ERR).               *)
+(* The RC transport on one path, in both directions: a host's requester    *)
+(* transmits its send queue with PSNs; the peer's responder executes the   *)
+(* request with the expected PSN, re-ACKs duplicates without re-executing  *)
+(* them, and discards requests ahead of it; ACKs are cumulative; on a      *)
+(* timeout the requester goes back to the oldest unacknowledged PSN        *)
+(* (go-back-N) while retries remain, and otherwise completes that WR       *)
+(* with RETRY_EXC_ERR, moves the QP to the error state and flushes every   *)
+(* later WR and every receive WR of the QP (WR_FLUSH_ERR).                 *)
 (*                                                                         *)
-(* Simplifications, each safe for the properties checked: a request     *)
-(* ahead of the expected PSN is discarded without a NAK (the timeout     *)
-(* then does what the NAK would hasten); a timer fires only once nothing *)
-(* is in flight on its path, in either direction.                        *)
+(* Simplifications, each safe for the properties checked: a request        *)
+(* ahead of the expected PSN is discarded without a NAK (the timeout       *)
+(* then does what the NAK would hasten); a timer fires only once nothing   *)
+(* is in flight on its path, in either direction.                          *)
 (*                                                                         *)
-(* A notification that finds no receive WR (receiver not ready) is       *)
-(* answered with an RNR NAK (RnrNak): the requester goes back to it and  *)
-(* retransmits, RnrRetry times or for ever (7), before it fails it with  *)
-(* RNR_RETRY_EXC_ERR; the wait of min_rnr_timer between is abstracted,   *)
-(* as every time is. Without RnrNak the notification is discarded        *)
-(* unexecuted and unacknowledged (the timeout ends it).                  *)
+(* A notification that finds no receive WR (receiver not ready) is         *)
+(* answered with an RNR NAK (RnrNak): the requester goes back to it and    *)
+(* retransmits, RnrRetry times or for ever (7), before it fails it with    *)
+(* RNR_RETRY_EXC_ERR; the wait of min_rnr_timer between is abstracted,     *)
+(* as every time is. Without RnrNak the notification is discarded          *)
+(* unexecuted and unacknowledged (the timeout ends it).                    *)
 (*                                                                         *)
-(* With AckBeforeCqe, a responder's receive completion is not in host    *)
-(* memory when its ACK leaves: the NIC writes it later (WriteCqe), and a *)
-(* NIC that dies first loses it. The NIC writes a QP's completions in    *)
-(* order, so a completion it makes later is written behind (and with)   *)
-(* those it has not yet written.                                         *)
+(* With AckBeforeCqe, a responder's receive completion is not in host      *)
+(* memory when its ACK leaves: the NIC writes it later (WriteCqe), and a   *)
+(* NIC that dies first loses it. The NIC writes a QP's completions in      *)
+(* order, so a completion it makes later is written behind (and with)      *)
+(* those it has not yet written.                                           *)
 (***************************************************************************)
 EXTENDS State
 
@@ -60,12 +60,12 @@ FailedAt(h, p, k, status) ==
     \o FlushedRecvs(rq[h][p])
 
 (***************************************************************************)
-(* Host h's NIC processes the next request of path p's send queue: it    *)
-(* sends it; or, when the WR's lkey is bad (an application error), it    *)
-(* fails it with LOC_PROT_ERR and moves the QP to the error state, which *)
-(* flushes the WRs in flight before it and every later one. The failover *)
-(* layer holds path 1's doorbell while it waits for the fence to drain.  *)
-(* Model: transport.transmit. C: sn_transmit.                             *)
+(* Host h's NIC processes the next request of path p's send queue: it      *)
+(* sends it; or, when the WR's lkey is bad (an application error), it      *)
+(* fails it with LOC_PROT_ERR and moves the QP to the error state, which   *)
+(* flushes the WRs in flight before it and every later one. The failover   *)
+(* layer holds path 1's doorbell while it waits for the fence to drain.    *)
+(* Model: transport.transmit. C: sn_transmit.                              *)
 (***************************************************************************)
 Transmit(h, p) ==
     /\ qp[h][p] = "RTS"
@@ -77,23 +77,23 @@ Transmit(h, p) ==
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << wire, nxt >>
        ELSE /\ wire' = Send(p, From(h), [kind |-> "req", psn |-> nxt[h][p],
-                                         wr |-> sq[h][p][nxt[h][p]]])
+                                         wr |-> sq[h][p][nxt[h][p]], incarnation |-> IncarnationOf(h, p)])
             /\ nxt' = [nxt EXCEPT ![h][p] = @ + 1]
             /\ UNCHANGED << qpVars, rq >>
     /\ event' = << "Transmit", h, p >>
-    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, fatal, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, retry, rnrLeft, epsn, saved, fatal, incarnation, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)
-(* Host g's responder executes the request for its peer's WR w with the  *)
-(* expected PSN on path p: it changes g's memory, consumes a receive WR  *)
-(* for a notification (a SEND's payload lands in that WR's buffer),      *)
-(* saves an atomic's result, and returns a READ's or an atomic's value   *)
-(* in the ACK. With staged = TRUE (the Staging design) the payload lands *)
-(* in a staging buffer and g's CPU copies it into place only the first   *)
-(* time WR w arrives: deduplication by sequence number, paid for with a  *)
-(* copy.                                                                  *)
-(* Model: transport._execute. C: responder, its expected-PSN branch.     *)
+(* Host g's responder executes the request for its peer's WR w with the    *)
+(* expected PSN on path p: it changes g's memory, consumes a receive WR    *)
+(* for a notification (a SEND's payload lands in that WR's buffer),        *)
+(* saves an atomic's result, and returns a READ's or an atomic's value     *)
+(* in the ACK. With staged = TRUE (the Staging design) the payload lands   *)
+(* in a staging buffer and g's CPU copies it into place only the first     *)
+(* time WR w arrives: deduplication by sequence number, paid for with a    *)
+(* copy.                                                                   *)
+(* Model: transport._execute. C: responder, its expected-PSN branch.       *)
 (***************************************************************************)
 Execute(g, p, w, psn, staged, rest) ==
     LET s     == Peer(g)
@@ -120,7 +120,8 @@ Execute(g, p, w, psn, staged, rest) ==
                     ELSE saved
         /\ epsn' = [epsn EXCEPT ![g][p] = @ + 1]
         /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> psn,
-                                           val |-> IF x.op \in Returns THEN old ELSE 0])
+                                           val |-> IF x.op \in Returns THEN old ELSE 0,
+                                           incarnation |-> IncarnationOf(g, p)])
 
 \* What a duplicate request is answered with: a READ re-reads memory, an
 \* atomic returns its saved result.
@@ -132,15 +133,15 @@ DuplicateVal(g, p, w, psn) ==
           [] OTHER              -> 0
 
 (***************************************************************************)
-(* Host g's responder finds the rkey of the expected request m bad (an    *)
-(* application error of its peer): it executes nothing, NAKs m (remote   *)
-(* access error) and moves its QP to the error state, as an RC responder *)
-(* does on this class of error: its own WRs in flight on the QP and its  *)
-(* receive WRs are flushed - g's layer sees only flushes.                *)
-(* Model: transport._remote_access. C: responder_fatal (SYN_REM_ACCESS).  *)
+(* Host g's responder finds the rkey of the expected request m bad (an     *)
+(* application error of its peer): it executes nothing, NAKs m (remote     *)
+(* access error) and moves its QP to the error state, as an RC responder   *)
+(* does on this class of error: its own WRs in flight on the QP and its    *)
+(* receive WRs are flushed - g's layer sees only flushes.                  *)
+(* Model: transport._remote_access. C: responder_fatal (SYN_REM_ACCESS).   *)
 (***************************************************************************)
 RemoteAccess(g, p, m, rest) ==
-    /\ wire' = Push(rest, p, From(g), [kind |-> "nak", psn |-> m.psn])
+    /\ wire' = Push(rest, p, From(g), [kind |-> "nak", psn |-> m.psn, incarnation |-> IncarnationOf(g, p)])
     /\ qp' = [qp EXCEPT ![g][p] = "ERR"]
     /\ Complete(g, p, Flushed(SubSeq(sq[g][p], una[g][p], Len(sq[g][p])))
                      \o FlushedRecvs(rq[g][p]))
@@ -161,14 +162,16 @@ Respond(g, p, m, staged, rest) ==
         THEN /\ wire' = rest
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
         ELSE IF m.psn = epsn[g][p] /\ rnr
-        THEN /\ wire' = Push(rest, p, From(g), [kind |-> "rnr", psn |-> m.psn])
+        THEN /\ wire' = Push(rest, p, From(g), [kind |-> "rnr", psn |-> m.psn,
+                                                 incarnation |-> IncarnationOf(g, p)])
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
         ELSE IF m.psn = epsn[g][p] /\ x.key = "RKEY"
         THEN RemoteAccess(g, p, m, rest)
         ELSE IF m.psn = epsn[g][p]
         THEN Execute(g, p, m.wr, m.psn, staged, rest) /\ UNCHANGED qp
         ELSE /\ wire' = Push(rest, p, From(g), [kind |-> "ack", psn |-> m.psn,
-                                                val |-> DuplicateVal(g, p, m.wr, m.psn)])
+                                                val |-> DuplicateVal(g, p, m.wr, m.psn),
+                                                incarnation |-> IncarnationOf(g, p)])
              /\ UNCHANGED << responderVars, qpVars, mem, bufs, execs, copies >>
 
 \* Host h's requester handles the cumulative ACK m on path p: every WR up to
@@ -246,33 +249,38 @@ Acknowledge(h, p, m) ==
     ELSE UNCHANGED << qpVars, una, nxt, retry, rnrLeft, rq >>
 
 (***************************************************************************)
-(* The request, ACK or NAK at the head of path p's channel in direction *)
-(* d arrives at host To(d): its responder answers a request, its         *)
-(* requester takes an ACK or a NAK. Control messages of the failover     *)
-(* layer are delivered by Failover.                                      *)
-(* Model: transport.deliver_packet (the event Deliver, next.deliver).    *)
-(* C: sn_deliver, then responder or requester_ack.                       *)
+(* The request, ACK or NAK at the head of path p's channel in direction    *)
+(* d arrives at host To(d): its responder answers a request, its           *)
+(* requester takes an ACK or a NAK. A packet of another incarnation than the  *)
+(* receiving QP's (sent to or by an incarnation a reset ended) is          *)
+(* discarded. Control messages of the failover layer are delivered by      *)
+(* Failover.                                                               *)
+(* Model: transport.deliver_packet (the event Deliver, next.deliver).      *)
+(* C: sn_deliver, then responder or requester_ack.                         *)
 (***************************************************************************)
 DeliverPacket(p, d, staged) ==
     /\ wire[p][d] # << >>
     /\ Head(wire[p][d]).kind \in {"req", "ack", "nak", "rnr"}
     /\ LET m == Head(wire[p][d])
            rest == [wire EXCEPT ![p][d] = Tail(@)]
-       IN  IF m.kind = "req"
+       IN  IF m.incarnation # IncarnationOf(To(d), p)
+           THEN /\ wire' = rest
+                /\ UNCHANGED << requesterVars, responderVars, qpVars, mem, bufs, execs, copies >>
+           ELSE IF m.kind = "req"
            THEN /\ Respond(To(d), p, m, staged, rest)
                 /\ UNCHANGED << una, nxt, retry, rnrLeft >>
            ELSE /\ Acknowledge(To(d), p, m)
                 /\ wire' = rest
                 /\ UNCHANGED << epsn, saved, mem, bufs, execs, copies >>
     /\ event' = << "Deliver", p, d >>
-    /\ UNCHANGED << appVars, sq, fatal, faultVars, queried, layerVars >>
+    /\ UNCHANGED << appVars, sq, fatal, incarnation, faultVars, queried, layerVars >>
 
 (***************************************************************************)
-(* The wire loses the packet at the head of a channel: a request or an   *)
-(* ACK on a path that may fail, or (with CtlLoss) a control message of  *)
-(* the failover layer on any path - the layer's control plane must not  *)
-(* rely on a reliable channel (issue 15): its handshake timer resends.  *)
-(* Part of the environment: no fairness.                                 *)
+(* The wire loses the packet at the head of a channel: a request or an     *)
+(* ACK on a path that may fail, or (with CtlLoss) a control message of     *)
+(* the failover layer on any path - the layer's control plane must not     *)
+(* rely on a reliable channel (issue 15): its handshake timer resends.     *)
+(* Part of the environment: no fairness.                                   *)
 (* Model: transport.drop. C: sn_drop.                                      *)
 (***************************************************************************)
 Drop(p, d) ==
@@ -286,11 +294,11 @@ Drop(p, d) ==
                     historyVars, layerVars >>
 
 (***************************************************************************)
-(* Host h's retransmission timer on path p fires: some transmitted WR is *)
-(* unacknowledged and nothing is left in flight on the path. Out of      *)
-(* retries, the QP goes to the error state: the WR fails, every later WR *)
-(* and every receive WR of the QP is flushed.                             *)
-(* Model: transport.timeout. C: sn__timeout.                              *)
+(* Host h's retransmission timer on path p fires: some transmitted WR is   *)
+(* unacknowledged and nothing is left in flight on the path. Out of        *)
+(* retries, the QP goes to the error state: the WR fails, every later WR   *)
+(* and every receive WR of the QP is flushed.                              *)
+(* Model: transport.timeout. C: sn__timeout.                               *)
 (***************************************************************************)
 Timeout(h, p) ==
     /\ qp[h][p] = "RTS"
@@ -307,19 +315,19 @@ Timeout(h, p) ==
             /\ rq' = [rq EXCEPT ![h][p] = << >>]
             /\ UNCHANGED << nxt, retry >>
     /\ event' = << "Timeout", h, p >>
-    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, fatal, faultVars, historyVars,
+    /\ UNCHANGED << appVars, sq, una, rnrLeft, epsn, saved, wire, fatal, incarnation, faultVars, historyVars,
                     layerVars >>
 
 (***************************************************************************)
-(* Host h's NIC p writes the oldest receive completion it made and ACKed *)
-(* into host memory, where the layer's poll can see it (AckBeforeCqe).  *)
-(* Model: transport.write_cqe. C: sn_write_cqe.                          *)
+(* Host h's NIC p writes the oldest receive completion it made and ACKed   *)
+(* into host memory, where the layer's poll can see it (AckBeforeCqe).     *)
+(* Model: transport.write_cqe. C: sn_write_cqe.                            *)
 (***************************************************************************)
 WriteCqe(h, p) ==
     /\ nic[h][p] /\ unwritten[h][p] # << >>
     /\ cq' = [cq EXCEPT ![h][p] = Append(@, Head(unwritten[h][p]))]
     /\ unwritten' = [unwritten EXCEPT ![h][p] = Tail(@)]
     /\ event' = << "WriteCqe", h, p >>
-    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, fatal, faultVars, historyVars,
+    /\ UNCHANGED << appVars, requesterVars, responderVars, qp, wire, fatal, incarnation, faultVars, historyVars,
                     layerVars >>
 =============================================================================

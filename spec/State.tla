@@ -1,19 +1,19 @@
 -------------------------------- MODULE State --------------------------------
 (***************************************************************************)
-(* The state shared by every layer: two hosts A and B joined by two      *)
-(* rail-aligned paths (path 1: NIC 1 of A, link 1, NIC 1 of B; path 2    *)
-(* the same with NIC 2). Path 1 is the default, path 2 the backup.       *)
-(* Both hosts are peers: each runs a program of WRs to the other (its    *)
-(* requester) and answers the other's requests (its responder), and the  *)
-(* failover layer runs on both, a send side and a receive side each.     *)
+(* The state shared by every layer: two hosts A and B joined by two        *)
+(* rail-aligned paths (path 1: NIC 1 of A, link 1, NIC 1 of B; path 2      *)
+(* the same with NIC 2). Path 1 is the default, path 2 the backup.         *)
+(* Both hosts are peers: each runs a program of WRs to the other (its      *)
+(* requester) and answers the other's requests (its responder), and the    *)
+(* failover layer runs on both, a send side and a receive side each.       *)
 (*                                                                         *)
-(* The variables come in groups, each a tuple (appVars, requesterVars,  *)
-(* ...) with its type invariant beside it: actions say UNCHANGED over    *)
-(* groups, and TypeOK is the conjunction of the groups' types. Every    *)
-(* group is declared here, not in the module of its concern, because    *)
-(* the modules extend one another in a line and the first of them to    *)
-(* write a frame (RCTransport) must already name every group. Every     *)
-(* variable but the wire and the faults is a function over Hosts.        *)
+(* The variables come in groups, each a tuple (appVars, requesterVars,     *)
+(* ...) with its type invariant beside it: actions say UNCHANGED over      *)
+(* groups, and TypeOK is the conjunction of the groups' types. Every       *)
+(* group is declared here, not in the module of its concern, because       *)
+(* the modules extend one another in a line and the first of them to       *)
+(* write a frame (RCTransport) must already name every group. Every        *)
+(* variable but the wire and the faults is a function over Hosts.          *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, Workloads
 
@@ -129,12 +129,15 @@ VARIABLES
     qp,          \* QP state: "RTS" or "ERR"
     cq,          \* completion queue entries in host memory: [wr, recv, status, val]
     unwritten,   \* receive completions the NIC made and ACKed, not yet in host memory
-    fatal        \* per host and path, with DeviceFatal: Speaking (the QP completes its
+    fatal,       \* per host and path, with DeviceFatal: Speaking (the QP completes its
                  \* own WRs); silent, its NIC's death unread - the index of the first
                  \* send WR the event's flush covers; or TakenOver (the layer read it and
                  \* completes the QP's WRs itself, until the QP is reset)
+    incarnation  \* per host: the incarnation of its default QP, which each reset renews
+                 \* (a new QP number, or a new PSN epoch): a packet on path 1 carries
+                 \* its sender's, and a QP of another incarnation discards it
 
-qpVars == << qp, cq, unwritten, fatal >>
+qpVars == << qp, cq, unwritten, fatal, incarnation >>
 
 \* The values of fatal[h][p] that are not a silent QP's first unflushed send WR.
 Speaking == 0
@@ -152,6 +155,7 @@ QpTypeOK ==
     /\ cq \in [Hosts -> [Paths -> Seq(Cqes)]]
     /\ unwritten \in [Hosts -> [Paths -> Seq(Cqes)]]
     /\ fatal \in [Hosts -> [Paths -> {TakenOver} \cup Nat]]
+    /\ incarnation \in [Hosts -> Nat]
 
 (* ---------- the wire, per path and direction: FIFO channels ------------- *)
 VARIABLE
@@ -161,13 +165,15 @@ VARIABLE
 \* or atomic returned, the responder's NAK of a request with a bad rkey (remote
 \* access error), its RNR NAK of a notification that found no receive WR (also
 \* an ACK of every request before it), or a control message of the failover layer: a receive counter,
-\* a fail-back notice, or word that the sender's application failed the QP pair.
+\* a fail-back notice, word that the sender's application failed the QP pair, or
+\* the request to reconnect the default path in a new incarnation (seq) and its answer.
+\* Each carries the incarnation of the QP that sent it (0 on the backup path).
 Packets ==
-    [kind : {"req"}, psn : PSNs, wr : AnyIds]
-    \cup [kind : {"ack"}, psn : PSNs, val : Nat]
-    \cup [kind : {"nak", "rnr"}, psn : PSNs]
-    \cup [kind : {"ctl"}, what : {"counter", "failback", "apperr"}, count : Nat, seq : Nat,
-          ask : BOOLEAN]
+    [kind : {"req"}, psn : PSNs, wr : AnyIds, incarnation : Nat]
+    \cup [kind : {"ack"}, psn : PSNs, val : Nat, incarnation : Nat]
+    \cup [kind : {"nak", "rnr"}, psn : PSNs, incarnation : Nat]
+    \cup [kind : {"ctl"}, what : {"counter", "failback", "apperr", "reconnect", "reconnected"},
+          count : Nat, seq : Nat, ask : BOOLEAN, incarnation : Nat]
 
 WireTypeOK == wire \in [Paths -> [Directions -> Seq(Packets)]]
 
@@ -225,14 +231,17 @@ VARIABLES
     ctrVal,      \* per host: the count its latest counter carries (what a resend repeats)
     peerSeq,     \* per host: the sequence number of the last counter of the peer it took
     peerFailed,  \* per host: did the peer's layer tell it that its application failed the QP pair?
+    reconnecting, \* per host: the incarnation in which it reset its default QP and asked the peer
+                 \* to reset its own, awaiting the answer; 0 when it awaits none
     acked,       \* per host: its notifications completed (ACKed) that no counter of the peer
                  \* covers yet, in post order (kept by a design with D.keepNotes)
     resent       \* per host: the acked notifications a failover replayed: the layer drops
                  \* their completions, whose success its application already had
 
 \* The control plane's memory: the counters' numbering (what a resend repeats, how a
-\* duplicate is told apart) and the peer's word of an application error.
-seqVars == << ctrSeq, ctrVal, peerSeq, peerFailed >>
+\* duplicate is told apart), the peer's word of an application error, and the
+\* reconnect a host awaits the answer to.
+seqVars == << ctrSeq, ctrVal, peerSeq, peerFailed, reconnecting >>
 
 \* The notifications a peer's NIC ACKed and its layer may not have counted (F7).
 noteVars == << acked, resent >>
@@ -255,6 +264,7 @@ LayerTypeOK ==
     /\ ctrVal \in [Hosts -> Nat]
     /\ peerSeq \in [Hosts -> Nat]
     /\ peerFailed \in [Hosts -> BOOLEAN]
+    /\ reconnecting \in [Hosts -> Nat]
     /\ \A h \in Hosts :
         /\ pending[h] \in Seq(WrIds(h))
         /\ rpend[h] \in Seq(RecvIds(h))
@@ -319,6 +329,15 @@ FlushesAtOnce(h, p) == qp[h][p] = "ERR" /\ ~Silent(h, p)
 \* Channels w with packet m put on path p in direction d; a dead link loses it.
 Push(w, p, d, m) == IF link[p] THEN [w EXCEPT ![p][d] = Append(@, m)] ELSE w
 Send(p, d, m) == Push(wire, p, d, m)
+
+\* The incarnation of host h's QP on path p: the default QP's, which a reset renews; the
+\* backup QP is never reset (0).
+IncarnationOf(h, p) == IF p = 1 THEN incarnation[h] ELSE 0
+
+\* A control message of host h's layer on path p.
+Ctl(h, p, what, count, seq, ask) ==
+    [kind |-> "ctl", what |-> what, count |-> count, seq |-> seq, ask |-> ask,
+     incarnation |-> IncarnationOf(h, p)]
 
 \* The entries of s before its first error.
 RECURSIVE GoodPrefix(_)

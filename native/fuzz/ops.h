@@ -30,6 +30,7 @@ void op_ctl_send_raw(void);
 void op_set_handler(void);
 void op_wire(void);
 void op_fault(void);
+void link_set(fz_fab *f, int path, int up);
 void nic_set(fz_fab *f, int host, int nic, int up);
 void read_events(fz_fab *f, int host, int nic, int r, int ev);
 

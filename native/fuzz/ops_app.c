@@ -154,7 +154,7 @@ static void set_path1(fz_fab *f, int link, int host, int up)
                  : (up ? sn_nic_recover(f->h, host, 1) : sn_nic_fail(f->h, host, 1));
     fz_note("path 1 %s of host %d %s: %d", link ? "link" : "NIC", host, up ? "up" : "down", r);
     if (r == 1 && link)
-        f->link[1] = up;
+        link_set(f, 1, up);
     else if (r == 1)
         nic_set(f, host, 1, up);
 }

@@ -456,30 +456,45 @@ void op_fault(void)
     FZ_CHECK(f ? r == 0 || r == 1 || r == -EINVAL : r == -EBADF, r, kind);
     if (f && r == 1) {
         if (kind < 2)
-            f->link[path] = kind == 1;
+            link_set(f, path, kind == 1);
         else
             nic_set(f, host, path, kind == 3);
     }
 }
 
+/* The link of path went down or came up, as the fabric said: up, each end's port is
+ * ACTIVE again (an event) */
+void link_set(fz_fab *f, int path, int up)
+{
+    f->link[path] = up;
+    for (int h = 0; h < 2; h++)
+        f->actives[h][path] += (uint32_t)up;
+}
+
 /* NIC nic of host died (up = 0) or came back, as the fabric said it did: a death on a
- * device_fatal fabric raises an event */
+ * device_fatal fabric raises an event, a return its port's ACTIVE */
 void nic_set(fz_fab *f, int host, int nic, int up)
 {
     uint32_t death = (uint32_t)(!up && f->fatal);
     f->alive[host][nic] = up;
     f->events[host][nic] += death;
+    f->actives[host][nic] += (uint32_t)up;
     for (int c = 0; c < NCONN; c++) /* each connection's endpoint on it reads it too */
         if (W->conn[c].live && &W->fab[W->conn[c].fab] == f)
             W->conn[c].ep[host].events[nic] += death;
 }
 
-/* sn_async_event answered r (*event ev) for a live fabric's NIC: 1 only for a death not
- * yet read, 0 once none waits */
+/* sn_async_event answered r (*event ev) for a live fabric's NIC: 1 only for an event
+ * not yet read, deaths first, 0 once none waits */
 void read_events(fz_fab *f, int host, int nic, int r, int ev)
 {
+    uint32_t *deaths = &f->events[host][nic], *actives = &f->actives[host][nic];
     FZ_CHECK(r == 0 || r == 1, r, nic);
-    FZ_CHECK(r == 0 || (f->events[host][nic] > 0 && ev == SN_ASYNC_DEVICE_FATAL), ev,
-             f->events[host][nic]);
-    f->events[host][nic] = r ? f->events[host][nic] - 1 : 0;
+    FZ_CHECK(r == 1 || (*deaths == 0 && *actives == 0), *deaths, *actives);
+    FZ_CHECK(r == 0 || ev == (*deaths ? SN_ASYNC_DEVICE_FATAL : SN_ASYNC_PORT_ACTIVE), ev,
+             *deaths);
+    if (r && *deaths)
+        --*deaths;
+    else if (r)
+        --*actives;
 }

@@ -58,9 +58,10 @@ static int s_query_qp(void *c, void *qp, int *state, uint32_t *rq_psn, uint32_t 
     return 0;
 }
 
-static int s_reset_qp(void *c, void *qp)
+static int s_reset_qp(void *c, void *qp, uint32_t incarnation)
 {
     (void)qp;
+    (void)incarnation;
     return verdict(c);
 }
 
@@ -182,17 +183,6 @@ static int s_sq_pending(void *c, void *qp, uint32_t i, struct shift_send_wr *out
     return b & 1;
 }
 
-/* the connection manager's view of the pair: any flags, or any errno */
-static int s_query_pair(void *c, void *qp, unsigned *flags)
-{
-    fz_script *s = c;
-    (void)qp;
-    int err = verdict(s);
-    if (!err)
-        *flags = fz_u8(s->in) & 7u;
-    return err;
-}
-
 /* the NIC's asynchronous events: none (past the input's end too, which ends the
  * layer's reading loop), any errno, or one event of any kind, mostly its death */
 static int s_async_event(void *c, void *qp, int *event)
@@ -250,13 +240,10 @@ static int s_create_qp_cq(void *c, int path, const struct shift_backend_qp_cap *
     .dereg_mr = s_dereg_mr, .ctl_send = s_ctl_send
 
 const struct shift_backend_ops fz_script_ops = {SCRIPT_OPS};
-/* the one with sq_pending also has query_pair: both tables' reconnects are reached */
-const struct shift_backend_ops fz_script_ops_sq = {SCRIPT_OPS, .sq_pending = s_sq_pending,
-                                                   .query_pair = s_query_pair};
+const struct shift_backend_ops fz_script_ops_sq = {SCRIPT_OPS, .sq_pending = s_sq_pending};
 /* both again with async_event: a NIC that dies in fatal error, or events out of thin air */
 const struct shift_backend_ops fz_script_ops_ev = {SCRIPT_OPS, .async_event = s_async_event};
 const struct shift_backend_ops fz_script_ops_sq_ev = {SCRIPT_OPS, .sq_pending = s_sq_pending,
-                                                      .query_pair = s_query_pair,
                                                       .async_event = s_async_event};
 /* a shared CQ's (shift_cq_create): every answer forged, the QP numbers too */
 const struct shift_backend_ops fz_script_ops_cq = {SCRIPT_OPS, .query_qp_num = s_qp_num,

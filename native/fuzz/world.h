@@ -35,6 +35,7 @@ typedef struct {
     int alive[2][3];
     int fatal;                 /* device_fatal: a NIC that dies raises an event */
     uint32_t events[2][3];     /* its NICs' deaths sn_async_event has not read */
+    uint32_t actives[2][3];    /* ... and their ports' returns to ACTIVE (read after them) */
     struct sn_counters last;
     shift_cq cq[2];            /* each host's shared CQ pair, made at the first
                                 * connection on it (shift_sim_connect_on_cq) */

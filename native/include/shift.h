@@ -162,9 +162,14 @@ struct shift_backend_ops {
     /* move the QP to a state (ERR flushes; RESET empties; RTR/RTS take the PSNs) */
     int (*modify_qp)(void *ctx, void *qp, int state, uint32_t rq_psn, uint32_t sq_psn);
     int (*query_qp)(void *ctx, void *qp, int *state, uint32_t *rq_psn, uint32_t *sq_psn);
-    /* the connection manager re-establishes the QP pair of qp's path (both ends start
-     * afresh: queues, PSNs); fails unless the path is healthy */
-    int (*reset_qp)(void *ctx, void *qp);
+    /* Reset this host's QP of the default path into incarnation `incarnation` (RESET,
+     * INIT, RTR, RTS towards the peer's QP of the same incarnation, with fresh PSNs; its
+     * queues emptied without completions): from then on no packet of its earlier life
+     * (sent to or by it) is taken - a new QP number, or PSNs of a new epoch. The peer's
+     * layer resets its own end, asked by a control message (the layer's reconnect).
+     * Fails, changing nothing, if the NIC is dead or still has completions of the QP to
+     * write to host memory. */
+    int (*reset_qp)(void *ctx, void *qp, uint32_t incarnation);
     /* post a chain of WRs (wr->next); on error *bad is the first not posted */
     int (*post_send)(void *ctx, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
     int (*post_recv)(void *ctx, void *qp, struct shift_recv_wr *wr);
@@ -185,14 +190,6 @@ struct shift_backend_ops {
      * replay from the send queue at the failure; without it (NULL), the layer keeps
      * its own copy of every WR. */
     int (*sq_pending)(void *ctx, void *qp, uint32_t i, struct shift_send_wr *out);
-    /* Optional. What the connection manager knows of the QP pair of qp's path, as
-     * SHIFT_PAIR_* flags in *flags: the path is healthy (link and both NICs up), both
-     * ends are ready to send (RTS), the peer's layer still uses its end (its sends or
-     * receive WRs there would be lost with a reset). A fail-back's reconnect reads it
-     * (spec: Reconnect): it re-establishes the pair only when it is not ready at both
-     * ends and neither side uses it. Without it (NULL), the layer knows its own end
-     * only: it reconnects (reset_qp) whenever it fails back, as one-way SHIFT does. */
-    int (*query_pair)(void *ctx, void *qp, unsigned *flags);
     /* Optional. The QP's number (ibv_qp.qp_num) in *qpn, asked once for the default QP
      * when the endpoint is made. The application's QP is the default one: the layer
      * puts its number in every completion it gives the application, whichever QP the
@@ -229,13 +226,7 @@ struct shift_backend_ops {
 };
 
 /* The asynchronous events the layer acts on (ibv_event_type's). */
-enum shift_async_event { SHIFT_ASYNC_DEVICE_FATAL = 1 };
-
-enum shift_pair_flags {
-    SHIFT_PAIR_HEALTHY = 1,
-    SHIFT_PAIR_READY = 2,
-    SHIFT_PAIR_PEER_BUSY = 4
-};
+enum shift_async_event { SHIFT_ASYNC_DEVICE_FATAL = 1, SHIFT_ASYNC_PORT_ACTIVE = 2 };
 
 struct shift_mr_keys {
     uint32_t lkey;          /* the application's keys: those of the default NIC */
@@ -309,6 +300,10 @@ struct shift_ep_info {
     uint32_t keys_acked;    /* of them, how many the peer said it holds */
     uint32_t peer_keys;     /* the peer's key pairs it announced (its last message) */
     uint32_t peer_keys_held; /* of them, how many this endpoint holds (1..n in order) */
+    uint32_t incarnation;   /* the default QP's incarnation: one per reset (spec: epoch) */
+    uint32_t reconnecting;  /* the incarnation it reset its default QP into and asked the
+                             * peer to reset its end into, awaiting the answer; 0: none
+                             * (spec: reconnecting) */
 };
 
 /* What the layer tells the application about its paths (shift_poll_event), in the
@@ -449,8 +444,11 @@ int shift_timer(shift_ep ep, int path);
  * layer completes its QP's WRs for it, as the kernel does for its own consumers - what
  * the CQ still holds, then every WR no completion covers (sends, then receive WRs),
  * flushed, then each later post at once - until the QP is reset. A flush on the default
- * QP starts a failover as any. 1 if it read a NIC's death, 0 if no event (or none the
- * layer acts on) waited, -errno for a bad argument or a backend that failed. */
+ * QP starts a failover as any. The default NIC's port ACTIVE again (IBV_EVENT_PORT_ACTIVE:
+ * the NIC recovered, or its link came up) lets a fail-back whose wire probe failed try
+ * again (SHIFT_EP_WIRE_PROBE; it also tries at the application's next post). 1 if it
+ * read a NIC's death, 0 if no event (or none that changes the endpoint's state) waited,
+ * -errno for a bad argument or a backend that failed. */
 int shift_async_event(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
  * was taken (ctl_received; the word that the peer's application failed the QP pair

@@ -42,9 +42,9 @@ int shift_sim_connect_on_cq(sn_fabric f, const struct shift_conn_attr *attr, shi
 /* One host's endpoint alone (two-phase set-up, as a verbs program on one host): its QPs
  * stay in RESET; the application exchanges path 1's information with the peer itself
  * (shift_ep_local_info, shift_ep_connect) and the layers set path 2 up in-band over it
- * (shift_progress). Nothing joins the two hosts' endpoints but the wire, except the
- * connection manager's re-establishment of the default QP pair at fail-back (reset_qp,
- * query_pair), which spans both hosts as in shift_sim_connect. The other calls below
+ * (shift_progress). Nothing joins the two hosts' endpoints but the wire (a fail-back's
+ * reconnect too: each host resets its own end, asked by a control message). The other
+ * calls below
  * take the handle with this host alone (the other host is EINVAL); shift_sim_reg_mr
  * registers without telling the peer (its layer learns the keys in-band). */
 int shift_sim_open(sn_fabric f, int host, const struct shift_conn_attr *attr, shift_conn *out);
@@ -74,11 +74,10 @@ enum shift_backend_op {
     SHIFT_OP_REG_MR = 7,
     SHIFT_OP_CTL_SEND = 8,
     SHIFT_OP_SQ_PENDING = 9,
-    SHIFT_OP_QUERY_PAIR = 10,
-    SHIFT_OP_ASYNC_EVENT = 11,
-    SHIFT_OP_LOCAL_INFO = 12,
-    SHIFT_OP_RTR_QP = 13,
-    SHIFT_OP_COUNT = 14
+    SHIFT_OP_ASYNC_EVENT = 10,
+    SHIFT_OP_LOCAL_INFO = 11,
+    SHIFT_OP_RTR_QP = 12,
+    SHIFT_OP_COUNT = 13
 };
 /* Fault injection at the backend: host's endpoint's call of op after `after` more
  * calls of it fails with err (a positive errno; poll_cq, sq_pending and async_event return -err)

@@ -59,7 +59,10 @@ typedef struct sn_mr_opaque *sn_mr;
 enum sn_host { SN_HOST_A = 0, SN_HOST_B = 1 };
 enum sn_dir { SN_AtoB = 0, SN_BtoA = 1 };
 enum { SN_RNR_FOREVER = 7 }; /* an rnr_retry that retries for ever (IBTA's encoding) */
-enum sn_async { SN_ASYNC_DEVICE_FATAL = 1 }; /* IBV_EVENT_DEVICE_FATAL */
+enum sn_async {
+    SN_ASYNC_DEVICE_FATAL = 1, /* IBV_EVENT_DEVICE_FATAL: the NIC died (device_fatal) */
+    SN_ASYNC_PORT_ACTIVE = 2   /* IBV_EVENT_PORT_ACTIVE: it recovered, or its link came up */
+};
 
 /* Hardware's RC is sn_fabric_attr_init's (below); the defaults named here are a NULL
  * attr's, the idealised NIC's. */
@@ -168,6 +171,14 @@ int sn_connect(sn_qp a, sn_qp b);
  * (their queues emptied without completions) and brought to RTS with fresh PSNs, and
  * the pair's packets leave the wire. ENETUNREACH unless link and both NICs are up. */
 int sn_reconnect(sn_qp qp);
+/* One end, on its own host: qp is reset (its queues emptied without completions; what its
+ * CQ holds stays, for the caller to drain) and brought to RTS towards the same destination with fresh PSNs,
+ * in incarnation `inc`: from then on it takes only packets of that incarnation, and its own
+ * carry it (a reconnect's new QP number, or PSNs of a new epoch). The peer's end does the
+ * same on its host. ENETDOWN if qp's NIC is dead; EBUSY while its NIC has completions of it
+ * not yet written to host memory (ack_before_cqe: a drain waits for them); EINVAL if it was
+ * never connected. */
+int sn_reset_qp(sn_qp qp, uint32_t inc);
 
 /* Post a list of WRs; on error *bad (if not NULL) is the first one not posted.
  * ENOMEM when the queue is full, EINVAL for a malformed WR or a QP not yet ready.
@@ -196,8 +207,8 @@ int sn_nic_recover(sn_fabric f, int host, int nic);
 /* NIC nic of host writes the oldest receive completion it made and has not yet written
  * into host memory, where a poll finds it (ack_before_cqe) */
 int sn_write_cqe(sn_fabric f, int host, int nic);
-/* Read one asynchronous event of NIC nic of host (device_fatal: its death): 1 and
- * *event (SN_ASYNC_DEVICE_FATAL), 0 if none is waiting. */
+/* Read one asynchronous event of NIC nic of host (its death, with device_fatal; its
+ * port ACTIVE again): 1 and *event (enum sn_async), 0 if none is waiting. */
 int sn_async_event(sn_fabric f, int host, int nic, int *event);
 /* Deterministic scheduler: transmit and deliver until nothing moves or budget steps
  * ran; returns the number of steps (no drops, no timeouts, no faults). */
@@ -211,7 +222,7 @@ int sn_wire_len(sn_fabric f, int path, int dir);
  * always enough). sn_wire_put appends a packet to a channel: 0 (a packet onto a dead
  * link is lost, as any), EINVAL for bytes that are not a well-formed packet (counted as
  * malformed, not acted on). Input from the network: every field is checked. */
-enum { SN_WIRE_HEADER = 56, SN_WIRE_MAX = 4152 /* header + SHIFT_MAX_MSG */ };
+enum { SN_WIRE_HEADER = 60, SN_WIRE_MAX = 4156 /* header + SHIFT_MAX_MSG */ };
 int sn_wire_take(sn_fabric f, int path, int dir, void *buf, uint32_t cap);
 int sn_wire_put(sn_fabric f, int path, int dir, const void *buf, uint32_t len);
 int sn_wire_head_kind(sn_fabric f, int path, int dir);

@@ -225,6 +225,7 @@ int shift_post_send(shift_ep h, struct shift_send_wr *wr, struct shift_send_wr *
         *bad = wr;
     if (!e || !wr)
         return EINVAL;
+    e->probe_failed = 0; /* traffic again: a failed probe's fail-back may try again */
     if (e->send_mode == SHIFT_STATE_DEFAULT) {
         if (e->can_direct && e->phead == e->ptail && e->bhead == e->btail && !e->silent[1]) {
             e->direct = 1;

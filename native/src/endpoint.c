@@ -198,12 +198,6 @@ void shift__ep_own(shift_ep h, int owned)
         e->owned = owned;
 }
 
-int shift__ep_holds_default(shift_ep h)
-{
-    ep_s *e = ep_get(h);
-    return e && holds1(e);
-}
-
 int shift_ep_destroy(shift_ep h)
 {
     ep_s *e = ep_get(h);
@@ -378,6 +372,8 @@ int shift_ep_query(shift_ep h, struct shift_ep_info *info)
     info->has_fence = e->has_fence;
     info->fence = e->has_fence ? e->fence_id : 0;
     info->epoch = e->epoch;
+    info->incarnation = e->inc;
+    info->reconnecting = e->reconnecting;
     /* `outstanding` and `held` are the role's side too: a requester's sends, a
      * responder's receives (both post either: two-way traffic) */
     uint64_t out = 0, held = 0;

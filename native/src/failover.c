@@ -442,49 +442,112 @@ static void discard_cq1(ep_s *e)
     backend_error(e, r < 0);
 }
 
-/* spec: Reconnect(h, D). The default path is healthy again: the connection manager
- * re-establishes its QP pair (both ends start afresh) unless it is ready at both ends
- * (the peer did it), which it may only while neither side uses it (spec: ~Holds1(Peer(h))
- * and this endpoint's receive WRs off it); then the probe, or straight to WaitSignaled.
- * The connection manager's view of the pair is the backend's query_pair; a backend
- * without it has only this end: it resets whenever it fails back. The wire probe
- * (SHIFT_EP_WIRE_PROBE, not in the spec: its reconnect is the probe) follows only this
- * endpoint's own reset: a pair the peer re-established is the peer's to probe.
- * A backend call that fails here (counted) leaves the send side in Fallback on the
- * backup path, which serves the application: the next progress tries again. */
-static int reconnect(ep_s *e)
+/* A request that the peer reset its end of the default path into incarnation inc, or the
+ * answer that this end is in it (spec: Reconnect's and TakeReconnect's messages), on the
+ * backup path. A dead NIC or a QP in ERR sends nothing (ctl_send fails): lost, as the
+ * spec's; the handshake timer asks again. */
+static void send_reconnect(ep_s *e, int kind, uint32_t inc)
 {
-    unsigned pair = 0;
-    if (e->ops->query_pair) {
-        if (backend_error(e, e->ops->query_pair(e->ctx, e->qp[1], &pair)) ||
-            !(pair & SHIFT_PAIR_HEALTHY))
-            return SHIFT_STEP_NONE;
-        if (pair & SHIFT_PAIR_READY) {
-            e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
-            return SHIFT_STEP_RECONNECT;
-        }
-        if (pair & SHIFT_PAIR_PEER_BUSY)
-            return SHIFT_STEP_NONE;
-    }
-    if (e->recv_mode == SHIFT_RECV_DEFAULT)
-        return SHIFT_STEP_NONE;
-    if (backend_error(e, e->ops->reset_qp(e->ctx, e->qp[1])))
-        return SHIFT_STEP_NONE;
+    ctl_msg m = {CTL_MAGIC, (uint8_t)kind, 0, 0, inc, 0, 0};
+    if (!backend_error(e, e->ops->ctl_send(e->ctx, e->qp[2], &m, sizeof m)))
+        e->st.ctl_sent++;
+}
+
+/* spec: ResetPath1(h, inc). This endpoint's default QP starts afresh in incarnation inc
+ * (the backend's reset: no packet of its earlier life reaches it), and what its CQ held
+ * from that life is dropped. -1 if the backend refused (its NIC is dead, or has
+ * completions still to write): nothing changed. */
+static int reset_default(ep_s *e, uint32_t inc)
+{
+    if (backend_error(e, e->ops->reset_qp(e->ctx, e->qp[1], inc)))
+        return -1;
     silent_reset(e, 1);
     discard_cq1(e);
-    if (e->attr.flags & SHIFT_EP_WIRE_PROBE) {
-        struct shift_send_wr probe = {0};
-        probe.wr_id = PROBE_ID;
-        probe.opcode = SHIFT_WR_RDMA_WRITE;
-        probe.send_flags = SHIFT_SEND_SIGNALED;
-        if (backend_error(e, e->ops->post_send(e->ctx, e->qp[1], &probe, NULL)))
-            return SHIFT_STEP_NONE;
-        e->probing = 1;
-        e->probe_status = -1;
-    } else {
-        e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+    e->inc = inc;
+    return 0;
+}
+
+/* The wire probe (SHIFT_EP_WIRE_PROBE, not in the spec: its reconnect is the probe): an
+ * empty signaled WRITE on the reconnected default QP, whose completion probe_check reads.
+ * A post the backend refuses leaves the send side in Fallback: the next progress finds
+ * the QP ready to send and waits for the fence without a probe. */
+static void start_probe(ep_s *e)
+{
+    struct shift_send_wr probe = {.wr_id = PROBE_ID, .opcode = SHIFT_WR_RDMA_WRITE,
+                                  .send_flags = SHIFT_SEND_SIGNALED};
+    if (backend_error(e, e->ops->post_send(e->ctx, e->qp[1], &probe, NULL)))
+        return;
+    e->probing = 1;
+    e->probe_status = -1;
+}
+
+/* spec: Reconnect(h, D). This endpoint's default NIC is up again (a reset on a dead one
+ * fails). Not in the spec: after a failed wire probe it tries again only once the
+ * application posts again or its default NIC's port is ACTIVE again (shift_async_event):
+ * a path that stays down costs a probe per burst of traffic or port event, not a loop
+ * (the spec's fail-back, without the probe, needs a new fence each time). If its
+ * default QP is ready to send, the peer reset the pair since this endpoint
+ * left it (it answered the peer's request): wait for the fence. Else it resets its own QP
+ * into the next incarnation and asks the peer, on the backup path, to reset its end into
+ * it; the answer (take_reconnected) ends the wait, the handshake timer asks again. A reset
+ * waits until the receive WRs are off the default QP (the send side's are: Fallback).
+ * A backend call that fails here (counted) leaves the send side in Fallback on the backup
+ * path, which serves the application: the next progress tries again. */
+static int reconnect(ep_s *e)
+{
+    int state;
+    uint32_t rq_psn, sq_psn;
+    if (e->reconnecting ||
+        backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &state, &rq_psn, &sq_psn)))
+        return SHIFT_STEP_NONE;
+    if (state == SHIFT_QPS_RTS) {
+        /* with the wire probe, a pair the peer reset is probed too: the peer's own probe
+         * may have failed since, leaving its end in ERR where this one cannot see it */
+        if (e->attr.flags & SHIFT_EP_WIRE_PROBE)
+            start_probe(e);
+        else
+            e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+        return SHIFT_STEP_RECONNECT;
     }
+    if (e->recv_mode == SHIFT_RECV_DEFAULT || e->probe_failed || reset_default(e, e->inc + 1))
+        return SHIFT_STEP_NONE;
+    e->reconnecting = e->inc;
+    e->reconnect_left = e->attr.ctl_retries;
+    send_reconnect(e, CTL_RECONNECT, e->inc);
     return SHIFT_STEP_RECONNECT;
+}
+
+/* spec: ReconnectDone(h, inc). The peer's end of the default path is in incarnation inc:
+ * if that is the reconnect this endpoint awaits, the send side waits for the fence (after
+ * the wire probe, with it). */
+static void reconnect_done(ep_s *e, uint32_t inc)
+{
+    if (!e->reconnecting || inc != e->reconnecting)
+        return;
+    e->reconnecting = 0;
+    if (e->send_mode != SHIFT_STATE_FALLBACK)
+        return;
+    if (e->attr.flags & SHIFT_EP_WIRE_PROBE)
+        start_probe(e);
+    else
+        e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
+}
+
+/* spec: TakeReconnect, a request. For a later incarnation: reset the default QP into it and
+ * answer, unless this endpoint uses the QP (holds1: a reset would lose WRs) or the backend
+ * refuses (then the request is dropped: the peer asks again); a reconnect this endpoint
+ * awaited itself is superseded. For its own incarnation (a resend whose answer was lost,
+ * or both asked at once): answer again, and take it as the answer if this endpoint awaits
+ * one for that incarnation itself. */
+static void take_reconnect(ep_s *e, uint32_t inc)
+{
+    if (inc > e->inc && !holds1(e) && reset_default(e, inc) == 0) {
+        e->reconnecting = 0;
+        send_reconnect(e, CTL_RECONNECTED, inc);
+    } else if (inc == e->inc) {
+        send_reconnect(e, CTL_RECONNECTED, inc);
+        reconnect_done(e, inc);
+    }
 }
 
 /* The wire probe's answer. While this endpoint's receive WRs are off the default QP,
@@ -506,6 +569,7 @@ static int probe_check(ep_s *e)
         e->send_mode = SHIFT_STATE_WAIT_SIGNALED;
         return SHIFT_STEP_PROBE_DONE;
     }
+    e->probe_failed = 1; /* (the next post tries again: reconnect) */
     return SHIFT_STEP_PROBE_FAILED;
 }
 
@@ -803,10 +867,15 @@ static int completion_timeout(ep_s *e)
 }
 
 /* spec: HandshakeTimeout(h) - the layer's handshake timer (path 2) fired: an endpoint
- * that awaits the peer's answer (asked, its counter sent) resends its latest counter,
- * asking. Not in the spec: it does so ctl_retries times, then gives up (give_up); and it
- * may fire whenever it awaits an answer (the spec's only on a quiet, live backup path:
- * a resend at a dead NIC or QP is lost, as any send there). */
+ * that awaits the peer's answer to its counter (asked, its counter sent) resends its
+ * latest counter, asking; one that awaits the answer to its request to reconnect resends
+ * the request. Not in the spec: a counter is resent ctl_retries times, then the layer
+ * gives up (give_up: without the peer's counter no replay can be right); a request to
+ * reconnect too, then the endpoint stops asking but stays on the backup path, which
+ * serves (the peer's default NIC may be dead for good): the peer's own request once its
+ * NIC is back ends the wait (take_reconnect). And the timer may fire whenever it awaits an
+ * answer (the spec's only on a quiet, live backup path: a resend at a dead NIC or QP is
+ * lost, as any send there). */
 int shift_timer(shift_ep h, int path)
 {
     ep_s *e = ep_get(h);
@@ -816,8 +885,16 @@ int shift_timer(shift_ep h, int path)
         return -EINVAL;
     if (path == 1)
         return completion_timeout(e);
-    if (!failover(e) || e->dead || !e->asked || !e->sent_ctr)
+    int counter = e->asked && e->sent_ctr;
+    int asking = e->reconnecting && e->reconnect_left > 0;
+    if (!failover(e) || e->dead || (!counter && !asking))
         return setup_timer(e); /* (the two-phase set-up's resend, if it waits) */
+    if (asking) {
+        e->reconnect_left--;
+        send_reconnect(e, CTL_RECONNECT, e->reconnecting);
+    }
+    if (!counter)
+        return 1;
     if (e->ctl_left > 0) {
         e->ctl_left--;
         send_counter(e, 1);
@@ -825,6 +902,21 @@ int shift_timer(shift_ep h, int path)
         give_up(e, SHIFT_WC_RETRY_EXC_ERR);
     }
     return 1;
+}
+
+/* A request to reconnect or its answer, as the peer's layer could send it to this
+ * endpoint: incarnations start at 1. The peer asks for one past its own, which is never
+ * ahead of this endpoint's (each incarnation the peer reached, this endpoint reset into,
+ * or asked for itself): a request for an incarnation before this endpoint's is stale,
+ * one beyond the next is out of range. An answer names an incarnation this endpoint
+ * reset into (the one it awaits, or a stale one). */
+static int reconnect_valid(const ep_s *e, const ctl_msg *m)
+{
+    if (m->seq == 0)
+        return 0;
+    if (m->kind == CTL_RECONNECT)
+        return m->seq >= e->inc && m->seq <= e->inc + 1;
+    return m->seq <= e->inc;
 }
 
 /* Is m a control message the peer's layer could have sent on path, to this endpoint as
@@ -838,10 +930,13 @@ int shift_timer(shift_ep h, int path)
 static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
 {
     if (m->magic != CTL_MAGIC ||
-        (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK && m->kind != CTL_APP_ERROR))
+        (m->kind != CTL_COUNTER && m->kind != CTL_FAILBACK && m->kind != CTL_APP_ERROR &&
+         m->kind != CTL_RECONNECT && m->kind != CTL_RECONNECTED))
         return 0;
     if (m->want_reply > 1 || m->pad != 0 || m->pad2 != 0)
         return 0;
+    if (m->kind == CTL_RECONNECT || m->kind == CTL_RECONNECTED)
+        return path == 2 && m->want_reply == 0 && m->count == 0 && reconnect_valid(e, m);
     if (m->kind != CTL_COUNTER) /* a fail-back notice on the default path (a count), the
                                  * word of an application's error on the backup path */
         return path == (m->kind == CTL_FAILBACK ? 1 : 2) && m->want_reply == 0 &&
@@ -891,6 +986,13 @@ int shift_ctl_input(shift_ep h, int path, const void *msg, uint32_t len)
     }
     if (m.kind == CTL_APP_ERROR) {
         take_app_error(e);
+        return 0;
+    }
+    if (m.kind == CTL_RECONNECT || m.kind == CTL_RECONNECTED) {
+        if (m.kind == CTL_RECONNECT)
+            take_reconnect(e, m.seq);
+        else
+            reconnect_done(e, m.seq);
         return 0;
     }
     if (m.kind == CTL_FAILBACK) {

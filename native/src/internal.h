@@ -38,7 +38,6 @@ INTERNAL void shift__cq_own(shift_cq cq, int owned);
 INTERNAL void *shift__cq_ctx(shift_cq cq, const struct shift_backend_ops **ops);
 /* the connection manager's question to the peer's layer before it resets the default
  * QP pair: does a side of the endpoint hold WRs on the default QP (spec: Holds1)? */
-INTERNAL int shift__ep_holds_default(shift_ep ep);
 /* tests: how many times host's endpoint of a simnic connection called backend op (the
  * calls shift_sim_fail_op can fail), to inject a failure at each of them in turn */
 struct shift_conn_opaque;

@@ -16,8 +16,12 @@ enum { PF_DONE = 1, PF_SKIPPED = 2, PF_INELIGIBLE = 4,
  * all; its death read, the CQ's own entries still to come first; the layer completes
  * every WR there (fq) */
 enum { SILENT_NO = 0, SILENT_DRAIN = 1, SILENT_ACTIVE = 2 };
-enum { CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2, CTL_APP_ERROR = 3,
-       CTL_SETUP = 4, CTL_KEYS = 5 /* the two-phase set-up's (setup.c) */ };
+enum {
+    CTL_MAGIC = 0x53484654u, CTL_COUNTER = 1, CTL_FAILBACK = 2, CTL_APP_ERROR = 3,
+    CTL_SETUP = 4, CTL_KEYS = 5, /* the two-phase set-up's (setup.c) */
+    CTL_RECONNECT = 6,   /* reset your end of the default path into incarnation seq */
+    CTL_RECONNECTED = 7  /* done: my end is in incarnation seq */
+};
 #define PROBE_ID UINT64_MAX
 #define KEPT_ID (UINT64_MAX - 1) /* a kept copy's completion, once polled (kept_polled) */
 #define MAX_WR 16384u
@@ -223,6 +227,12 @@ typedef struct ep_s {
     uint32_t epoch;            /* failovers entered (Triggers) */
     uint32_t ctr_seq, peer_seq;/* its counters sent; the last of the peer's it took */
     uint32_t ctl_left;         /* retransmissions left to the control timer */
+    /* the default QP's incarnation (spec: epoch), and the one this endpoint asked the peer
+     * to reset its end into, awaiting the answer (spec: reconnecting; 0: none) */
+    uint32_t inc, reconnecting;
+    uint32_t reconnect_left;   /* its request's retransmissions left to the control timer */
+    int probe_failed;          /* its wire probe failed: no reconnect before the next post
+                                * or the default port's return to ACTIVE (silent.c) */
     int owned;                 /* a connection holds it: shift_ep_destroy says EBUSY */
     region_t *regs;            /* its registered regions (the backup lkey of each) */
     int nreg, capreg;

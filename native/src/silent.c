@@ -210,8 +210,11 @@ int shift_async_event(shift_ep h, int path)
     if (!e->ops->async_event)
         return 0;
     int ev = 0, fatal = 0, r;
-    while ((r = e->ops->async_event(e->ctx, e->qp[path], &ev)) == 1)
+    while ((r = e->ops->async_event(e->ctx, e->qp[path], &ev)) == 1) {
         fatal |= ev == SHIFT_ASYNC_DEVICE_FATAL;
+        if (ev == SHIFT_ASYNC_PORT_ACTIVE && path == 1)
+            e->probe_failed = 0; /* the path may carry the probe now (failover.c) */
+    }
     if (backend_error(e, r < 0))
         return r;
     if (!fatal || e->silent[path])

@@ -13,12 +13,11 @@ typedef struct sim_ctx {
     sn_qp qph[3];
     sn_cq cqh[3];
     shift_ep ep;
-    struct sim_ctx *peer;   /* the other host's endpoint: the connection manager's view */
     struct { uint32_t after; int err; } fault[SHIFT_OP_COUNT]; /* shift_sim_fail_op */
-    /* the deaths of each NIC this endpoint read: as a device context's, every endpoint
+    /* the events of each NIC this endpoint read: as a device context's, every endpoint
      * on a NIC reads each of its events (a verbs layer fans one context's event out to
      * every endpoint on the device) */
-    uint32_t fatal_read[3];
+    sn_events read[3];
     uint64_t calls[SHIFT_OP_COUNT]; /* the endpoint's calls of each op (tests) */
 } sim_ctx;
 
@@ -172,47 +171,10 @@ static int b_query_qp(void *c, void *qp, int *state, uint32_t *rq_psn, uint32_t 
     return 0;
 }
 
-static int b_reset_qp(void *c, void *qp)
+static int b_reset_qp(void *c, void *qp, uint32_t incarnation)
 {
     int err = fault(c, SHIFT_OP_RESET_QP);
-    return err ? err : sn__reconnect(qp);
-}
-
-static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len);
-
-/* The peer's endpoint, as the connection manager knows it: the other end of a
- * connection made in one call, or whoever opened the QP at the pair's other end (a host
- * opened alone: shift_sim_open). NULL if it is none of this fabric's. */
-static sim_ctx *peer_ctx(sim_ctx *x, sn_qp_s *peer)
-{
-    if (x->peer)
-        return x->peer;
-    return peer->ctl_fn == on_ctl ? peer->ctl_arg : NULL;
-}
-
-/* The connection manager's view of a QP pair (shift_backend_ops.query_pair): the
- * simulator sees both hosts, and asks the peer's layer whether it holds WRs on its end. */
-static int b_query_pair(void *c, void *qp, unsigned *flags)
-{
-    sim_ctx *x = c;
-    sn_qp_s *q = qp;
-    int err = fault(c, SHIFT_OP_QUERY_PAIR);
-    if (err)
-        return err;
-    sn_qp_s *peer = q->has_dest ? qp_by_qpn(x->f, q->dest_qpn) : NULL;
-    if (!peer)
-        return ENOTCONN;
-    int p = q->nic;
-    unsigned fl = 0;
-    if (x->f->link[p] && x->f->host[0].nic[p].alive && x->f->host[1].nic[p].alive)
-        fl |= SHIFT_PAIR_HEALTHY;
-    if (q->state == SHIFT_QPS_RTS && peer->state == SHIFT_QPS_RTS)
-        fl |= SHIFT_PAIR_READY;
-    sim_ctx *pc = peer_ctx(x, peer);
-    if (pc && pc->ep && shift__ep_holds_default(pc->ep))
-        fl |= SHIFT_PAIR_PEER_BUSY;
-    *flags = fl;
-    return 0;
+    return err ? err : sn__reset_qp(qp, incarnation);
 }
 
 static int b_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
@@ -305,7 +267,7 @@ static int b_async_event(void *c, void *qp, int *event)
         return -err;
     if (!event || nic < 1 || nic > 2)
         return -EINVAL;
-    return sn__async_event(&x->f->host[x->host].nic[nic], &x->fatal_read[nic], event);
+    return sn__async_event(&x->f->host[x->host].nic[nic], &x->read[nic], event);
 }
 
 /* The first PSN a QP sends with, as a verbs program draws one (lrand48() & 0xffffff):
@@ -368,7 +330,6 @@ static const struct shift_backend_ops sim_ops = {
     .dereg_mr = b_dereg_mr,
     .ctl_send = b_ctl_send,
     .sq_pending = b_sq_pending,
-    .query_pair = b_query_pair,
     .query_qp_num = b_query_qp_num,
     .async_event = b_async_event,
     .create_cq = b_create_cq,
@@ -444,8 +405,8 @@ static int open_endpoint(conn_s *c, sn_fabric fh, int h, const struct shift_conn
     x->f = sn__fab(fh);
     x->fh = fh;
     x->host = h;
-    for (int n = 1; n <= 2; n++) /* (a death before it opened is none of its events) */
-        x->fatal_read[n] = x->f->host[h].nic[n].fatal_raised;
+    for (int n = 1; n <= 2; n++) /* (an event before it opened is none of its events) */
+        x->read[n] = x->f->host[h].nic[n].raised;
     struct shift_ep_attr ea = {h == SN_HOST_A ? SHIFT_ROLE_REQUESTER : SHIFT_ROLE_RESPONDER,
                                attr->design, attr->max_send_wr, attr->max_recv_wr,
                                attr->ctl_retries, attr->flags | extra};
@@ -489,8 +450,6 @@ int shift_sim_connect_on_cq(sn_fabric fh, const struct shift_conn_attr *attr, sh
     if (!c)
         return ENOMEM;
     c->f = f;
-    c->ctx[0].peer = &c->ctx[1];
-    c->ctx[1].peer = &c->ctx[0];
     int err = 0, made = 0;
     for (int h = 0; h < 2; h++) {
         err = open_endpoint(c, fh, h, attr, 0, cq[h]);

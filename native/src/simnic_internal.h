@@ -15,6 +15,7 @@ typedef struct sn_pkt {
     uint8_t kind;
     uint8_t op;            /* request: wr opcode; ack: syndrome */
     uint32_t dst_qpn;
+    uint32_t inc;          /* the incarnation of the QP that sent it (sn_reset_qp) */
     uint32_t psn;
     uint32_t len;
     uint32_t imm;
@@ -106,7 +107,17 @@ typedef struct sn_qp_s {
     int owned;             /* a connection's backend holds it: not the caller's to free */
     int silent;            /* its NIC died in fatal error (device_fatal): in ERR, it
                             * completes nothing, not even flushes, until a reset */
+    uint32_t inc;          /* its incarnation: every reset of one end (sn_reset_qp) starts a
+                            * new one, and a packet of another incarnation is discarded (it
+                            * was sent to or by the QP's earlier life) */
 } sn_qp_s;
+
+/* A NIC's asynchronous events, counted by kind (a reader keeps its own counts): its
+ * deaths (IBV_EVENT_DEVICE_FATAL) and its port's returns to ACTIVE (IBV_EVENT_PORT_ACTIVE:
+ * the NIC recovered or its link came back). */
+typedef struct {
+    uint32_t fatal, active;
+} sn_events;
 
 typedef struct {
     int alive;
@@ -117,10 +128,10 @@ typedef struct {
     sn_qp_s **qps;
     int nqp, capqp;
     int rr;
-    uint32_t fatal_raised; /* IBV_EVENT_DEVICE_FATAL raised since the fabric was made:
-                            * each reader (sn_async_event's, each of sim.c's endpoints)
-                            * reads every one once, from its own count (sn__async_event) */
-    uint32_t fatal_read;   /* ... of them sn_async_event read */
+    sn_events raised;      /* the events raised since the fabric was made: each reader
+                            * (sn_async_event's, each of sim.c's endpoints) reads every one
+                            * once, from its own counts (sn__async_event) */
+    sn_events read;        /* ... of them sn_async_event read */
 } sn_nic;
 
 typedef struct sn_fab {
@@ -152,11 +163,13 @@ INTERNAL int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_s
 INTERNAL int sn__post_recv(sn_qp_s *qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
 INTERNAL int sn__poll_cq(sn_cq_s *cq, int n, struct shift_wc *wc);
 /* The next of NIC n's events for a reader that has read *read of them: 1 and *event, or
- * 0 if it has read them all. */
-INTERNAL int sn__async_event(const sn_nic *n, uint32_t *read, int *event);
+ * 0 if it has read them all. Deaths are read before returns to ACTIVE (a reader that acts
+ * on both, as the layer, sees the NIC's latest state last only if it is up). */
+INTERNAL int sn__async_event(const sn_nic *n, sn_events *read, int *event);
 INTERNAL int sn__sq_pending(sn_qp_s *qp, uint32_t i, struct shift_send_wr *out);
 INTERNAL int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask);
 INTERNAL int sn__reconnect(sn_qp_s *qp);
+INTERNAL int sn__reset_qp(sn_qp_s *qp, uint32_t inc);
 INTERNAL int sn__ctl_send(sn_qp_s *qp, const void *msg, uint32_t len);
 INTERNAL int sn__ring(sn_qp_s *qp);
 INTERNAL int sn__timeout(sn_fab *f, int host, int path);

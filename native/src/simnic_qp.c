@@ -327,7 +327,31 @@ int sn__reconnect(sn_qp_s *qp)
     peer->has_dest = 1;
     qp_rts_fresh(qp);
     qp_rts_fresh(peer);
+    /* a new incarnation at both ends, as if each had reset its own */
+    qp->inc = peer->inc = (qp->inc > peer->inc ? qp->inc : peer->inc) + 1;
     return 0;
+}
+
+int sn__reset_qp(sn_qp_s *qp, uint32_t inc)
+{
+    sn_cq_s *cqs[2] = {qp->scq, qp->rcq};
+    if (!qp->has_dest)
+        return EINVAL;
+    if (!qp->f->host[qp->host].nic[qp->nic].alive)
+        return ENETDOWN;
+    for (int i = 0; i < 2; i++)
+        if (cqs[i]->written < cqs[i]->tail)
+            return EBUSY;
+    qp_rts_fresh(qp);
+    qp->inc = inc;
+    return 0;
+}
+
+int sn_reset_qp(sn_qp q, uint32_t inc)
+{
+    sn_qp_s *qp;
+    int err = caller_qp(q, &qp);
+    return err ? err : sn__reset_qp(qp, inc);
 }
 
 int sn_reconnect(sn_qp q)

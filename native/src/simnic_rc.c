@@ -94,6 +94,7 @@ int sn_transmit(sn_fabric fh, int host, int path)
     p->kind = PKT_REQ;
     p->op = (uint8_t)wr->opcode;
     p->dst_qpn = qp->dest_qpn;
+    p->inc = qp->inc;
     p->psn = qp_psn(qp, k);
     p->imm = wr->imm_data;
     p->rkey = wr->rkey;
@@ -118,6 +119,7 @@ static void respond(sn_fab *f, sn_qp_s *qp, int syn, uint32_t psn, uint64_t val,
     a->kind = PKT_ACK;
     a->op = (uint8_t)syn;
     a->dst_qpn = qp->dest_qpn;
+    a->inc = qp->inc;
     a->psn = psn;
     a->val = val;
     if (len)
@@ -395,7 +397,8 @@ int sn_deliver(sn_fabric fh, int path, int dir)
     f->ctr.delivered++;
     int host = dir == SN_AtoB ? SN_HOST_B : SN_HOST_A;
     sn_qp_s *qp = qp_by_qpn(f, p->dst_qpn);
-    if (!f->host[host].nic[path].alive || !qp || qp->host != host || qp->nic != path) {
+    if (!f->host[host].nic[path].alive || !qp || qp->host != host || qp->nic != path ||
+        p->inc != qp->inc) {
         f->ctr.lost++;
         pkt_free(f, p);
         return 1;

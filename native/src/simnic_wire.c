@@ -113,6 +113,7 @@ int sn__ctl_send(sn_qp_s *qp, const void *msg, uint32_t len)
         return ENOMEM;
     p->kind = PKT_CTL;
     p->dst_qpn = qp->dest_qpn;
+    p->inc = qp->inc;
     memcpy(p->data, msg, len);
     chan_push(f, qp->nic, dir_from(qp->host), p);
     return 0;
@@ -179,6 +180,9 @@ int sn_link_up(sn_fabric fh, int path)
     if (f->link[path])
         return 0;
     f->link[path] = 1;
+    for (int h = 0; h < 2; h++) /* each end's port is ACTIVE again */
+        if (here(f, h))
+            f->host[h].nic[path].raised.active++;
     return 1;
 }
 
@@ -223,7 +227,7 @@ int sn_nic_fail(sn_fabric fh, int host, int nic)
         qp->epsn = 0;
         memset(qp->saved, 0, sizeof qp->saved);
     }
-    n->fatal_raised += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
+    n->raised.fatal += (uint32_t)f->attr.device_fatal; /* raised whatever its QPs' state */
     return 1;
 }
 
@@ -236,16 +240,22 @@ int sn_async_event(sn_fabric fh, int host, int nic, int *event)
         return e;
     if (!event)
         return -EINVAL;
-    return sn__async_event(n, &n->fatal_read, event);
+    return sn__async_event(n, &n->read, event);
 }
 
-int sn__async_event(const sn_nic *n, uint32_t *read, int *event)
+int sn__async_event(const sn_nic *n, sn_events *read, int *event)
 {
-    if (*read == n->fatal_raised)
-        return 0;
-    (*read)++;
-    *event = SN_ASYNC_DEVICE_FATAL;
-    return 1;
+    if (read->fatal != n->raised.fatal) {
+        read->fatal++;
+        *event = SN_ASYNC_DEVICE_FATAL;
+        return 1;
+    }
+    if (read->active != n->raised.active) {
+        read->active++;
+        *event = SN_ASYNC_PORT_ACTIVE;
+        return 1;
+    }
+    return 0;
 }
 
 int sn_nic_recover(sn_fabric fh, int host, int nic)
@@ -259,6 +269,7 @@ int sn_nic_recover(sn_fabric fh, int host, int nic)
         return 0;
     n->alive = 1; /* its QPs stay in ERR until reconnected */
     n->idle = 0;
+    n->raised.active++;
     return 1;
 }
 
@@ -356,8 +367,9 @@ int sn_link_is_up(sn_fabric fh, int path)
 
 /* -------------------------------------------------- the wire as bytes ------- */
 /* A packet's encoding, little-endian: version, kind, op, 0; dst_qpn, psn, len, imm,
- * rkey (32 bits each); raddr, cmp, swap, val (64 bits each); then len payload bytes. */
-enum { WIRE_VERSION = 1, CTL_MAX = 256 };
+ * rkey (32 bits each); raddr, cmp, swap, val (64 bits each); the sending QP's
+ * incarnation (32 bits); then len payload bytes. */
+enum { WIRE_VERSION = 2, CTL_MAX = 256 };
 
 static void put_le(uint8_t *b, uint64_t v, int n)
 {
@@ -388,6 +400,7 @@ static void encode(const sn_pkt *p, uint8_t *b)
     put_le(b + 32, p->cmp, 8);
     put_le(b + 40, p->swap, 8);
     put_le(b + 48, p->val, 8);
+    put_le(b + 56, p->inc, 4);
     memcpy(b + SN_WIRE_HEADER, p->data, p->len);
 }
 
@@ -458,6 +471,7 @@ int sn_wire_put(sn_fabric fh, int path, int dir, const void *buf, uint32_t len)
     p->cmp = get_le(b + 32, 8);
     p->swap = get_le(b + 40, 8);
     p->val = get_le(b + 48, 8);
+    p->inc = (uint32_t)get_le(b + 56, 4);
     memcpy(p->data, b + SN_WIRE_HEADER, p->len);
     chan_push(f, path, dir, p);
     return 0;

@@ -1033,12 +1033,13 @@ static void test_layer_event_queue_full(void)
     int na = 0, nb = 0;
     enum { CYCLES = 10 };
     for (uint64_t k = 1; k <= CYCLES; k++) {
-        lay_round(&L, 2 * k - 1, 0);
+        lay_round(&L, 3 * k - 2, 0);
         CHECK(sn_link_down(L.f, 1) == 1);
-        settle(&L, sa, &na, sb, &nb, NULL, 1);
+        settle(&L, sa, &na, sb, &nb, NULL, 1); /* a failover; the probes fail */
         CHECK(sn_link_up(L.f, 1) == 1);
+        lay_round(&L, 3 * k - 1, 0); /* traffic: the fail-back tries again */
         settle(&L, sa, &na, sb, &nb, NULL, 1);
-        lay_round(&L, 2 * k, 0); /* the fence */
+        lay_round(&L, 3 * k, 0); /* the fence */
         settle(&L, sa, &na, sb, &nb, NULL, 1);
     }
     struct shift_ep_info ia;
@@ -1168,12 +1169,16 @@ static int f_modify(void *c, void *qp, int st, uint32_t a, uint32_t b)
 }
 static int f_query(void *c, void *qp, int *st, uint32_t *a, uint32_t *b)
 {
-    (void)c; (void)qp;
-    *st = SHIFT_QPS_RTS;
+    fake_t *x = c;
+    *st = x->fail_default && qp == &x->qps[1] ? SHIFT_QPS_ERR : SHIFT_QPS_RTS;
     *a = *b = 0;
     return 0;
 }
-static int f_reset(void *c, void *qp) { (void)c; (void)qp; return ENETUNREACH; }
+static int f_reset(void *c, void *qp, uint32_t inc)
+{
+    (void)c; (void)qp; (void)inc;
+    return ENETDOWN;
+}
 static int f_post_send(void *c, void *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     fake_t *x = c;
@@ -1290,7 +1295,7 @@ static void test_fake_backend_failed_post(void)
     memcpy(msg + 8, &seq, 4);
     CHECK(shift_ctl_input(ep, 2, msg, sizeof msg) == 0);
     CHECK(shift_progress(ep) == SHIFT_STEP_REPLAY && x.posted[2] == 2);
-    CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: path still down */
+    CHECK(shift_progress(ep) == SHIFT_STEP_NONE); /* reset_qp fails: its NIC still down */
     CHECK(shift_ep_query(ep, &info) == 0 && info.replayed_wrs == 2 && info.replayed);
     CHECK(shift_ep_destroy(ep) == 0);
     CHECK(shift_ep_destroy(ep) == EINVAL);
@@ -1708,42 +1713,42 @@ static void test_layer_probe_failed(void)
     CHECK(sn_link_down(L.f, 1) == 1);
     CHECK(sn_transmit(L.f, 0, 1) == 1);
     CHECK(shift_sim_timeout(L.c, 0, 1) == 1);
-    settle(&L, sa, &na, sb, &nb, NULL, 0); /* failover, handshake, replay on the backup */
+    /* failover, handshake, replay on the backup; then the default path is reset at both
+     * ends into incarnation 1 (the hosts cannot see the link) and each probes it: the
+     * probes are lost */
+    settle(&L, sa, &na, sb, &nb, NULL, 0);
     CHECK(na == 2 && sa[0].wr_id == 1 && sa[0].status == SHIFT_WC_SUCCESS);
     CHECK(na == 2 && sa[1].wr_id == 2 && sa[1].status == SHIFT_WC_SUCCESS);
-    struct shift_ep_info ia;
+    struct shift_ep_info ia, ib;
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
-          ia.replayed && !ia.probing && ia.failovers == 1 && ia.replayed_wrs == 2);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* the default path is down */
-    CHECK(sn_link_up(L.f, 1) == 1);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_RECONNECT);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.probing && ia.state == SHIFT_STATE_FALLBACK);
-    CHECK(sn_link_down(L.f, 1) == 1);                  /* down again */
-    CHECK(sn_transmit(L.f, 0, 1) == 1);                /* the probe is lost */
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* no answer yet */
+          ia.probing && ia.failovers == 1 && ia.replayed_wrs == 2 && ia.incarnation == 1);
+    CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.incarnation == 1);
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* no answer to the probe yet */
     CHECK(shift_sim_timeout(L.c, 0, 1) == 1);          /* RETRY_EXC_ERR for the probe */
     CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_PROBE_FAILED);
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
           !ia.probing && ia.failbacks == 0 && ia.failovers == 1);
-    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* it cannot reconnect yet */
     CHECK(shift_poll_step(L.ep[0], sa + na) == 0);     /* the probe is not the app's */
-    /* still on the backup path: traffic flows */
+    CHECK(shift_progress(L.ep[0]) == SHIFT_STEP_NONE); /* no traffic: no new attempt */
+    /* traffic: it flows on the backup path, and A tries the fail-back again (lost) */
     struct shift_send_wr x = lwr(&L, 3, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 16);
     CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
     settle(&L, sa, &na, sb, &nb, NULL, 0);
     CHECK(na == 3 && sa[2].wr_id == 3 && sa[2].status == SHIFT_WC_SUCCESS);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK);
-    /* the path heals: a second probe succeeds and the fail-back completes */
+    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_FALLBACK &&
+          ia.incarnation == 2);
+    /* the path heals: the lost probe's timer; the next post tries again and its probe
+     * succeeds; the post after it is the fence; A is back on the default path */
     CHECK(sn_link_up(L.f, 1) == 1);
-    settle(&L, sa, &na, sb, &nb, NULL, 0);
-    CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_WAIT_SIGNALED);
-    x = lwr(&L, 4, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 24); /* the fence */
-    CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
-    settle(&L, sa, &na, sb, &nb, NULL, 0);
-    CHECK(na == 4 && sa[3].wr_id == 4 && sa[3].status == SHIFT_WC_SUCCESS);
+    settle(&L, sa, &na, sb, &nb, NULL, 1);
+    for (uint64_t k = 4; k <= 5; k++) {
+        x = lwr(&L, k, SHIFT_WR_RDMA_WRITE, SHIFT_SEND_SIGNALED, 8 * k);
+        CHECK(shift_post_send(L.ep[0], &x, NULL) == 0);
+        settle(&L, sa, &na, sb, &nb, NULL, 1);
+    }
+    CHECK(na == 5 && sa[4].wr_id == 5 && sa[4].status == SHIFT_WC_SUCCESS);
     CHECK(shift_ep_query(L.ep[0], &ia) == 0 && ia.state == SHIFT_STATE_DEFAULT &&
-          ia.failbacks == 1);
-    struct shift_ep_info ib;
+          ia.failovers == 1 && ia.failbacks == 1 && ia.incarnation == 3);
     CHECK(shift_ep_query(L.ep[1], &ib) == 0 && ib.state == SHIFT_STATE_DEFAULT);
     lay_close(&L);
 }
@@ -2172,8 +2177,8 @@ static void fi_settle(fi_t *F, int timers)
 
 static const char *const fi_op_names[SHIFT_OP_COUNT] = {
     "modify_qp", "query_qp", "reset_qp", "post_send", "post_recv", "ring",
-    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "query_pair", "async_event",
-    "local_info", "rtr_qp"};
+    "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "async_event", "local_info",
+    "rtr_qp"};
 
 /* the scenario; a fault on (host, op) at call index k if op >= 0; with fatal, the NIC
  * dies as a device in fatal error (no completions, an event the layer reads) */
@@ -3306,13 +3311,16 @@ static void test_setup_backend_errors(void)
 
 /* Each host in a fabric of its own (sn_host_create: what another process holds), the
  * two joined only by the wire as bytes: the two-phase set-up brings the backup path up
- * in-band, and a failure of the default path fails over onto it. Nothing else joins
- * them, so there is no connection manager to fail back through: NO_FAIL_BACK. */
+ * in-band, a failure of the default path fails over onto it, and once the NIC is back
+ * the reconnect by message (each host resets its own end; the request and its answer
+ * on the backup path) brings the connection back onto it. No host's backend reaches
+ * the other host. */
 static int sp_carry(sn_fabric *f, shift_ep *ep)
 {
     uint8_t pkt[SN_WIRE_MAX];
     int moved = 0, n;
     for (int h = 0; h < 2; h++) {
+        moved += shift_async_event(ep[h], 1) > 0; /* (a port ACTIVE again: no state) */
         moved += shift_progress(ep[h]) > 0;
         for (int p = 1; p <= 2; p++) {
             int dir = h == SN_HOST_A ? SN_AtoB : SN_BtoA;
@@ -3328,86 +3336,117 @@ static int sp_carry(sn_fabric *f, shift_ep *ep)
     return moved;
 }
 
-static void test_setup_split_hosts(void)
-{
-    struct sn_fabric_attr fa = {.retry_cnt = 1, .rnr_retry = 7};
+typedef struct {
     sn_fabric f[2];
     shift_conn c[2];
     shift_ep ep[2];
     uint8_t *mem[2];
     struct shift_mr_keys k[2];
-    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 4, SHIFT_EP_NO_FAIL_BACK};
-    for (int h = 0; h < 2; h++) {
-        CHECK(sn_host_create(&fa, h, &f[h]) == 0);
-        CHECK(shift_sim_open(f[h], 1 - h, &ca, &c[h]) == EINVAL); /* not its host */
-        CHECK(shift_sim_open(f[h], h, &ca, &c[h]) == 0 && shift_sim_ep(c[h], h, &ep[h]) == 0);
-        mem[h] = calloc(1, 4096);
-        CHECK(shift_sim_reg_mr(c[h], h, (uint64_t)(uintptr_t)mem[h], 4096, 15, &k[h]) == 0);
-    }
-    struct shift_path_info in[2];
-    for (int h = 0; h < 2; h++)
-        CHECK(shift_ep_local_info(ep[h], 1, &in[h]) == 0);
-    for (int h = 0; h < 2; h++)
-        CHECK(shift_ep_connect(ep[h], 1, &in[1 - h]) == 0);
-    for (int i = 0; i < 100 && sp_carry(f, ep) > 0; i++)
-        ;
-    struct shift_ep_info ia, ib;
-    CHECK(shift_ep_query(ep[0], &ia) == 0 && ia.backup_ready && ia.peer_keys_held == 1);
-    CHECK(shift_ep_query(ep[1], &ib) == 0 && ib.backup_ready && ib.peer_keys_held == 1);
-    /* B expects notifications; A WRITEs then WRITE_WITH_IMMs, its default NIC dies */
-    for (uint64_t i = 1; i <= 4; i++) {
-        struct shift_recv_wr r = {.wr_id = i};
-        CHECK(shift_post_recv(ep[1], &r, NULL) == 0);
-    }
-    uint64_t vals[4] = {21, 22, 23, 24};
-    for (int i = 0; i < 4; i++) {
-        struct shift_send_wr w[2] = {
-            {.wr_id = 10 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE,
-             .send_flags = SHIFT_SEND_INLINE, .num_sge = 1,
-             .sg = {(uint64_t)(uintptr_t)&vals[i], 8, 0},
-             .remote_addr = (uint64_t)(uintptr_t)mem[1] + 8 * (uint64_t)i, .rkey = k[1].rkey},
-            {.wr_id = 20 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE_WITH_IMM,
-             .send_flags = SHIFT_SEND_SIGNALED, .imm_data = (uint32_t)i}};
-        w[0].next = &w[1];
-        CHECK(shift_post_send(ep[0], w, NULL) == 0);
-        if (i == 1)
-            for (int j = 0; j < 100 && sp_carry(f, ep) > 0; j++)
-                ;
-    }
-    CHECK(sn_nic_fail(f[0], 0, 1) == 1);
+    uint64_t vals[8];
+    int posted, na, nb; /* rounds A posted; notifications A saw complete, B took */
+} split_s;
+
+/* Round i: a WRITE of vals[i] into B's memory, then a signaled WRITE_WITH_IMM i. */
+static void sp_post_round(split_s *S)
+{
+    int i = S->posted++;
+    struct shift_recv_wr r = {.wr_id = (uint64_t)i + 1};
+    CHECK(shift_post_recv(S->ep[1], &r, NULL) == 0);
+    struct shift_send_wr w[2] = {
+        {.wr_id = 10 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE,
+         .send_flags = SHIFT_SEND_INLINE, .num_sge = 1,
+         .sg = {(uint64_t)(uintptr_t)&S->vals[i], 8, 0},
+         .remote_addr = (uint64_t)(uintptr_t)S->mem[1] + 8 * (uint64_t)i, .rkey = S->k[1].rkey},
+        {.wr_id = 20 + (uint64_t)i, .opcode = SHIFT_WR_RDMA_WRITE_WITH_IMM,
+         .send_flags = SHIFT_SEND_SIGNALED, .imm_data = (uint32_t)i}};
+    w[0].next = &w[1];
+    CHECK(shift_post_send(S->ep[0], w, NULL) == 0);
+}
+
+/* Until nothing moves: the wire, both layers, both applications' polls (each completion
+ * in order, each notification once with its round's data), then A's timers. */
+static void sp_run(split_s *S)
+{
     struct shift_wc wc;
-    int na = 0, nb = 0;
-    for (int round = 0; round < 200; round++) {
-        int moved = sp_carry(f, ep);
+    for (int round = 0; round < 400; round++) {
+        int moved = sp_carry(S->f, S->ep);
         int r;
-        while ((r = shift_poll_step(ep[0], &wc)) > 0) {
+        while ((r = shift_poll_step(S->ep[0], &wc)) > 0) {
             moved = 1;
             if (r == 1) {
-                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.wr_id == 20 + (uint64_t)na);
-                na++;
+                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.wr_id == 20 + (uint64_t)S->na);
+                S->na++;
             }
         }
-        while ((r = shift_poll_step(ep[1], &wc)) > 0) {
+        while ((r = shift_poll_step(S->ep[1], &wc)) > 0) {
             moved = 1;
             if (r == 1) {
                 uint64_t x;
-                memcpy(&x, mem[1] + 8 * (uint64_t)nb, 8);
-                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.imm_data == (uint32_t)nb &&
-                      x == vals[nb]);
-                nb++;
+                memcpy(&x, S->mem[1] + 8 * (uint64_t)S->nb, 8);
+                CHECK(wc.status == SHIFT_WC_SUCCESS && wc.imm_data == (uint32_t)S->nb &&
+                      x == S->vals[S->nb]);
+                S->nb++;
             }
         }
         if (!moved)
-            moved = sn_timeout(f[0], 0, 1) > 0 || shift_timer(ep[0], 2) > 0;
+            moved = sn_timeout(S->f[0], 0, 1) > 0 || shift_timer(S->ep[0], 2) > 0 ||
+                    shift_timer(S->ep[1], 2) > 0;
         if (!moved)
-            break;
+            return;
     }
-    CHECK(na == 4 && nb == 4);
-    CHECK(shift_ep_query(ep[0], &ia) == 0 && ia.failovers == 1 && ia.ctl_rejected == 0);
+    CHECK(!"the split hosts did not settle");
+}
+
+static void test_setup_split_hosts(void)
+{
+    struct sn_fabric_attr fa = {.retry_cnt = 1, .rnr_retry = 7};
+    split_s S = {.vals = {21, 22, 23, 24, 25, 26, 27, 28}};
+    struct shift_conn_attr ca = {SHIFT_DESIGN_SHIFT, 16, 16, 4, 0};
     for (int h = 0; h < 2; h++) {
-        CHECK(shift_sim_close(c[h]) == 0);
-        CHECK(sn_fabric_destroy(f[h]) == 0);
-        free(mem[h]);
+        CHECK(sn_host_create(&fa, h, &S.f[h]) == 0);
+        CHECK(shift_sim_open(S.f[h], 1 - h, &ca, &S.c[h]) == EINVAL); /* not its host */
+        CHECK(shift_sim_open(S.f[h], h, &ca, &S.c[h]) == 0 &&
+              shift_sim_ep(S.c[h], h, &S.ep[h]) == 0);
+        S.mem[h] = calloc(1, 4096);
+        CHECK(shift_sim_reg_mr(S.c[h], h, (uint64_t)(uintptr_t)S.mem[h], 4096, 15, &S.k[h]) == 0);
+    }
+    struct shift_path_info in[2];
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_local_info(S.ep[h], 1, &in[h]) == 0);
+    for (int h = 0; h < 2; h++)
+        CHECK(shift_ep_connect(S.ep[h], 1, &in[1 - h]) == 0);
+    sp_run(&S);
+    struct shift_ep_info ia, ib;
+    CHECK(shift_ep_query(S.ep[0], &ia) == 0 && ia.backup_ready && ia.peer_keys_held == 1);
+    CHECK(shift_ep_query(S.ep[1], &ib) == 0 && ib.backup_ready && ib.peer_keys_held == 1);
+    /* two rounds delivered, two in flight when A's default NIC dies: a failover */
+    for (int i = 0; i < 4; i++) {
+        sp_post_round(&S);
+        if (i == 1)
+            sp_run(&S);
+    }
+    CHECK(sn_nic_fail(S.f[0], 0, 1) == 1);
+    sp_run(&S);
+    CHECK(S.na == 4 && S.nb == 4);
+    CHECK(shift_ep_query(S.ep[0], &ia) == 0 && ia.failovers == 1 && ia.ctl_rejected == 0);
+    CHECK(ia.send_state == SHIFT_STATE_FALLBACK);
+    /* the NIC back: A resets its end, B its own on A's request; round 5 is the fence,
+     * and rounds 6-8 go out on the default path again */
+    CHECK(sn_nic_recover(S.f[0], 0, 1) == 1);
+    sp_run(&S);
+    CHECK(shift_ep_query(S.ep[0], &ia) == 0 && ia.send_state == SHIFT_STATE_WAIT_SIGNALED);
+    for (int i = 0; i < 4; i++)
+        sp_post_round(&S);
+    sp_run(&S);
+    CHECK(S.na == 8 && S.nb == 8);
+    CHECK(shift_ep_query(S.ep[0], &ia) == 0 && ia.failbacks == 1 && ia.failovers == 1);
+    CHECK(ia.send_state == SHIFT_STATE_DEFAULT && ia.ctl_rejected == 0);
+    CHECK(shift_ep_query(S.ep[1], &ib) == 0 && ib.recv_state == SHIFT_RECV_DEFAULT &&
+          ib.ctl_rejected == 0);
+    for (int h = 0; h < 2; h++) {
+        CHECK(shift_sim_close(S.c[h]) == 0);
+        CHECK(sn_fabric_destroy(S.f[h]) == 0);
+        free(S.mem[h]);
     }
 }
 

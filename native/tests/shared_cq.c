@@ -367,6 +367,11 @@ static int fq_modify(void *c, void *qp, int s, uint32_t a, uint32_t b)
     (void)c, (void)qp, (void)s, (void)a, (void)b;
     return 0;
 }
+static int fq_reset(void *c, void *qp, uint32_t inc)
+{
+    (void)inc;
+    return fq_ok(c, qp);
+}
 static int fq_query(void *c, void *qp, int *s, uint32_t *a, uint32_t *b)
 {
     (void)c, (void)qp;
@@ -414,7 +419,7 @@ static void test_shared_cq_inbox_full(void)
 {
     static const struct shift_backend_ops ops = {
         .create_qp = fq_create_qp, .destroy_qp = fq_ok, .modify_qp = fq_modify,
-        .query_qp = fq_query, .reset_qp = fq_ok, .post_send = fq_post_send,
+        .query_qp = fq_query, .reset_qp = fq_reset, .post_send = fq_post_send,
         .post_recv = fq_post_recv, .ring = fq_ok, .poll_cq = fq_poll, .reg_mr = fq_reg,
         .dereg_mr = fq_dereg, .ctl_send = fq_ctl, .query_qp_num = fq_qp_num,
         .create_cq = fq_create_cq, .destroy_cq = fq_destroy_cq,

@@ -212,7 +212,7 @@ static void test_one_host_guards(void)
 static void header(uint8_t *b, int kind, int op, uint32_t len, uint64_t val)
 {
     memset(b, 0, SN_WIRE_HEADER);
-    b[0] = 1;
+    b[0] = 2; /* the encoding's version */
     b[1] = (uint8_t)kind;
     b[2] = (uint8_t)op;
     for (int i = 0; i < 4; i++)
@@ -254,9 +254,9 @@ static void test_parser_rejects(void)
     CHECK(sn_wire_put(b, 1, SN_AtoB, pkt, SN_WIRE_HEADER - 1) == EINVAL);  /* truncated */
     CHECK(sn_wire_put(b, 1, SN_AtoB, pkt, SN_WIRE_HEADER + 15) == EINVAL); /* len disagrees */
     CHECK(sn_wire_put(b, 1, SN_AtoB, pkt, SN_WIRE_MAX + 8) == EINVAL);     /* too long */
-    pkt[0] = 2;
-    CHECK(sn_wire_put(b, 1, SN_AtoB, pkt, SN_WIRE_HEADER + 16) == EINVAL); /* version */
     pkt[0] = 1;
+    CHECK(sn_wire_put(b, 1, SN_AtoB, pkt, SN_WIRE_HEADER + 16) == EINVAL); /* version */
+    pkt[0] = 2;
     pkt[3] = 1;
     CHECK(sn_wire_put(b, 1, SN_AtoB, pkt, SN_WIRE_HEADER + 16) == EINVAL); /* reserved */
     CHECK(malformed(b) == before + sizeof bad / sizeof bad[0] + 5);

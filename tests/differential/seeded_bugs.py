@@ -285,6 +285,20 @@ MUTANTS = (
            "    if (!c->head || c->head->kind == PKT_CTL)",
            "the wire never loses a control message (simnic's sn_drop before issue 15, "
            "item 3)"),
+    # issue 15, item 2: the reconnect by message
+    Mutant("reconnect-never-resent", "failover.c",
+           "    int asking = e->reconnecting && e->reconnect_left > 0;",
+           "    int asking = 0;",
+           "the handshake timer never resends a reconnect request: a lost one leaves the "
+           "default path unused for ever"),
+    Mutant("stale-incarnation-accepted", "simnic_rc.c",
+           "        p->inc != qp->inc) {",
+           "        (0 && p->inc != qp->inc)) {",
+           "a QP reset into a new incarnation accepts packets of its earlier life"),
+    Mutant("reset-refusal-ignored", "failover.c",
+           "    if (inc > e->inc && !holds1(e) && reset_default(e, inc) == 0) {",
+           "    if (inc > e->inc && !holds1(e) && (reset_default(e, inc), 1)) {",
+           "a reset the NIC refused (dead, or completions still to write) is answered as done"),
 )
 
 

@@ -732,6 +732,13 @@ def test_replay_waits_for_the_peer_counter() -> None:
     assert SHIFT.step(s, make("Progress", "A")) is None  # sent its counter, has none back
 
 
+def deliver_all(m: Model, s: State, p: int, direction: str) -> State:
+    """s after everything in flight on path p in direction arrived."""
+    while s.wire[p - 1][0 if direction == "AtoB" else 1]:
+        s = step(m, s, "Deliver", p, direction)
+    return s
+
+
 def test_fail_back_reconnect_fence_release() -> None:
     m = model("Shift", "default")
     s = reach(m, 4, *FALLBACK_READY, ("Progress", "A"), ("NicRecover", "A", 1))
@@ -739,10 +746,18 @@ def test_fail_back_reconnect_fence_release() -> None:
     # default path is reset only once no side of B holds WRs there.
     s = step(m, s, "Progress", "B")
     assert s.replayed == (True, True)
+    # A resets its own default QP into incarnation 1 and asks B, on the backup path, to reset its
+    # end; it waits for the answer in Fallback.
     t = step(m, s, "Progress", "A")
-    assert t.sendMode[A] == "WaitSignaled" and t.qp == (("RTS", "RTS"), ("RTS", "RTS"))
-    assert t.sq[A][0] == () and t.una[A][0] == t.nxt[A][0] == t.epsn[B][0] == 1
-    assert t.cq[A][0] == ()
+    assert t.sendMode[A] == "Fallback" and t.reconnecting == (1, 0) and t.incarnation == (1, 0)
+    assert t.qp[A][0] == "RTS" and t.qp[B][0] == "ERR"
+    assert t.sq[A][0] == () and t.una[A][0] == t.nxt[A][0] == 1 and t.cq[A][0] == ()
+    assert t.wire[1][0][-1] == Ctl("reconnect", 0, 1)
+    assert m.step(t, make("Progress", "A")) is None  # nothing until the answer
+    # B resets its end into incarnation 1 and answers; the answer ends A's wait.
+    t = deliver_all(m, deliver_all(m, t, 2, "AtoB"), 2, "BtoA")
+    assert t.incarnation == (1, 1) and t.qp[B][0] == "RTS" and t.epsn[B][0] == 1
+    assert t.reconnecting == (0, 0) and t.sendMode[A] == "WaitSignaled"
     # B took notification 1, so A may reuse the buffer: WR 3 (unsignaled) to the backup.
     t = step(m, step(m, t, "PollCq", "B"), "PostRecv", "B", 2)
     t = step(m, t, "PostSend", "A", 3)
@@ -755,7 +770,8 @@ def test_fail_back_reconnect_fence_release() -> None:
     u = step(m, done, "Progress", "A")
     assert u.sendMode[A] == "Default" and u.fence[A] == 0
     # it counts A's notifications up to the fence: WRITE_WITH_IMMs 2 and 4
-    assert u.wire[0][0] == (Ctl("failback", 2, 0, False),) and u.replayed[A] is False
+    # in incarnation 1, the reconnected QP's
+    assert u.wire[0][0] == (Ctl("failback", 2, 0, False, 1),) and u.replayed[A] is False
 
 
 def test_failback_notice_moves_the_receive_side_back_to_default() -> None:
