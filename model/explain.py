@@ -291,13 +291,6 @@ def nic_recover(s: State, d: DesignRecord, b: Constants, host: str, p: int) -> s
 
 # -- the failover layer (layer.py; Failover.tla's Progress) --
 
-def _path1_down(s: State) -> str:
-    """What keeps the default path from being healthy (PathHealthy(1))."""
-    out = [] if s.link[0] else ["its link is down"]
-    out += [f"NIC 1 of {h} has failed" for h, i in HOST.items() if not s.nic[i][0]]
-    return " and ".join(out)
-
-
 def _why_not_fallback(s: State, d: DesignRecord, b: Constants, host: str) -> str | None:
     """Progress in a send side in Fallback whose counter went out: Replay, then
     Reconnect."""

@@ -257,7 +257,8 @@ EVERY_GUARD = [
     "the replay waits for B's counter", "the replay waits for A's counter",
     "NaiveReplay has no fail-back (failBack = FALSE)",
     "failing back needs path 1 healthy again, and the bound has no recovery",
-    "waits for path 1 to be healthy again to fail back (NIC 1 of B has failed)",
+    "and waits for its NIC on path 1 to come back to fail back",
+    "waits for B's answer to its request to reconnect",
     "A is in WaitSignaled", "A is in WaitDrained: the fence",
     "A's send side is in Error, a terminal state",
 ]
@@ -307,7 +308,8 @@ def test_a_wr_held_behind_the_fence_is_named() -> None:
     s = reach(m, 4, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("NicFail", "A", 1),
               ("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"), ("Progress", "B"),
               ("Progress", "B"), ("Deliver", 2, "BtoA"), ("Progress", "A"),
-              ("NicRecover", "A", 1), ("Progress", "A"), ("PostSend", "A", 2),
+              ("NicRecover", "A", 1), ("Progress", "A"), ("Deliver", 2, "AtoB"),
+              ("Deliver", 2, "BtoA"), ("PostSend", "A", 2),
               ("Transmit", "A", 2), ("Transmit", "A", 2), ("Deliver", 2, "AtoB"),
               ("Deliver", 2, "AtoB"), ("PollCq", "B"), ("PostSend", "A", 3))
     assert s.sendMode[0] == "WaitDrained" and s.sq[0] == ((3,), (1, 2))
@@ -334,18 +336,35 @@ def test_not_enabled_keeps_what_is_enabled_and_adds_why() -> None:
                                    "back by the layer")
 
 
-def test_a_replayed_host_waits_for_the_default_path_to_fail_back() -> None:
+def test_a_replayed_host_cannot_see_the_link_and_waits_for_the_peer_s_answer() -> None:
+    """A host sees its own NIC, not the link: with link 1 down it reconnects all the same
+    and then waits for B's answer, which its handshake timer asks for again."""
     m = model("Shift", "default")
     s = reach(m, 1, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("PostSend", "A", 2),
               ("Transmit", "A", 1), ("LinkDown", 1), ("Timeout", "A", 1),
               ("Transmit", "A", 1), ("Timeout", "A", 1), ("PollCq", "A"), ("Progress", "A"),
               ("Deliver", 2, "AtoB"), ("Progress", "B"), ("Progress", "B"),
               ("Deliver", 2, "BtoA"), ("Progress", "A"))
-    assert s.sendMode == ("Fallback", "Fallback") and s.replayed[0]
+    assert s.sendMode == ("Fallback", "Fallback") and s.replayed[0] and not s.link[0]
+    assert why_not(m, s, make("Progress", "A")) is None  # Reconnect
+    s = m.step(s, make("Progress", "A"))
+    assert s.reconnecting[0] == 1 and s.incarnation[0] == 1
     assert why_not(m, s, make("Progress", "A")) == (
-        "A replayed its outstanding WRs on the backup path and waits for path 1 to be "
-        "healthy again to fail back (its link is down)")
-    assert why_not(m, s, make("LinkUp", 1)) is None
+        "A replayed its outstanding WRs on the backup path; it reset its default QP into "
+        "incarnation 1 and waits for B's answer to its request to reconnect (its handshake "
+        "timer asks again)")
+
+
+def test_a_replayed_host_waits_for_its_own_nic_to_fail_back() -> None:
+    m = model("Shift", "default")
+    s = reach(m, 1, ("PostSend", "A", 1), ("PostRecv", "B", 1), ("NicFail", "A", 1),
+              ("PollCq", "A"), ("Progress", "A"), ("Deliver", 2, "AtoB"), ("Progress", "B"),
+              ("Progress", "B"), ("Deliver", 2, "BtoA"), ("Progress", "A"))
+    assert s.sendMode[0] == "Fallback" and s.replayed[0] and not s.nic[0][0]
+    assert why_not(m, s, make("Progress", "A")) == (
+        "A replayed its outstanding WRs on the backup path and waits for its NIC on path 1 "
+        "to come back to fail back")
+    assert why_not(m, s, make("NicRecover", "A", 1)) is None
 
 
 # ----------------------------------------------------------- shift replay ----

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import z3
-from proofkit import RECOVERY, random_walks
+from proofkit import before_fail_back, random_walks
 from shift.model import properties as mp
 from shift.model.explore import explore
 from shift.model.next import Model
@@ -436,7 +436,7 @@ def test_every_sampled_step_of_another_design_is_a_step_of_its_relation(design: 
 # walks take no recovery event and keep the backup path's QPs out of the error state.
 def inside_the_encoding(t: Any) -> bool:
     """No recovery, no store of B's application, the backup path's QPs not in error."""
-    return (t.event.name not in (*RECOVERY, "AppWrite")
+    return (before_fail_back(t) and t.event.name != "AppWrite"
             and "ERR" not in (t.target.qp[A][1], t.target.qp[B][1]))
 
 
@@ -484,7 +484,7 @@ def a_backup_may_fail(t: Any) -> bool:
     its retries), the receiver's may not, and path 2's link stays up (a link failure
     loses both counters in flight at once: two steps of the relation)."""
     ev = t.event
-    return (ev.name not in (*RECOVERY, "AppWrite")
+    return (before_fail_back(t) and ev.name != "AppWrite"
             and not (ev.name == "LinkDown" and ev.args[0] == 2)
             and not (ev.name == "NicFail" and ev.args[1] == 2 and ev.args[0] != "A"))
 

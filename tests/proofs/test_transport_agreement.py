@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import z3
-from proofkit import RECOVERY, random_walks
+from proofkit import before_fail_back, random_walks
 from shift.model import transport as model_transport
 from shift.model.next import Model
 from shift.model.state import Ack, Req, State, set_in
@@ -163,7 +163,7 @@ def test_every_model_step_is_at_most_a_few_steps_of_the_transport_encoding(
     kinds: Counter[str] = Counter()
     extra = [DUPLICATE_RUN] if bound == "default" else []
     walks = random_walks(m, 30, 40, f"transport/{design}/{bound}",
-                         lambda t: t.event.name not in RECOVERY)
+                         before_fail_back)
     for events in [events for events, _ in walks] + extra:
         mismatch = follow(m, events, kinds)
         assert mismatch is None, f"{design} {bound}: {' '.join(map(str, events))}\n{mismatch}"
