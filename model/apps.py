@@ -16,6 +16,8 @@ from shift.model.state import (
     FALLBACK,
     FLUSH,
     HOST,
+    RTS,
+    SPEAKING,
     SUCCESS,
     WAIT_DRAINED,
     WAIT_SIGNALED,
@@ -55,6 +57,17 @@ def _post_on(s: State, h: int, p: int, w: int) -> State:
     if flushes_at_once(s, h, i):
         return s._replace(cq=set_in(s.cq, h, i, s.cq[h][i] + (Cqe(w, 0, FLUSH, 0),)))
     return s
+
+
+def held_behind(s: State, h: int, p: int, c: Cqe) -> tuple[int, ...]:
+    """HeldBehind(h, p, c): the WRs h's fail-back holds on the default QP behind its
+    fence (WaitDrained: never transmitted, no completion anywhere) when c, the fence's
+    failure on the backup path, puts the send side in Error; they complete flushed
+    behind it. None if the default QP failed meanwhile (its flushes are on its CQ)."""
+    if (c.status == SUCCESS or p != 2 or s.sendMode[h] != WAIT_DRAINED
+            or s.qp[h][0] != RTS or s.fatal[h][0] != SPEAKING):
+        return ()
+    return s.sq[h][0][s.nxt[h][0] - 1:]
 
 
 def post_send(s: State, d: DesignRecord, b: Constants, host: str, wr: int) -> State | None:
@@ -178,6 +191,11 @@ def poll_cq(s: State, d: DesignRecord, b: Constants, host: str) -> State | None:
         # the last notification a waiting fail-back was owed: the receive side moves back
         waits = s.failbackAt[h]
         return move_back(s, h) if waits and s.recvDone[h] >= waits else s
+    held = held_behind(s, h, p, c)
+    if held:
+        s = s._replace(cq=set_in(s.cq, h, p - 1, s.cq[h][p - 1] + tuple(
+                           Cqe(w, 0, FLUSH, 0) for w in held)),
+                       sq=set_in(s.sq, h, 0, s.sq[h][0][:s.nxt[h][0] - 1]))
     pending = (tuple(w for w in s.pending[h] if w != c.wr) if failed
                else tuple(w for w in s.pending[h] if w > c.wr))
     # only a success from the default path: a completion the backup path gave cannot have

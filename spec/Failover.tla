@@ -346,11 +346,23 @@ MoveBack(h, hc, done, owed) ==
 (* QP's first fault is the application's (AppError) or was (AppOwned:      *)
 (* then it reaches the application). An error from the                     *)
 (* backup QP reaches it (and puts a send side in Error): SHIFT as          *)
-(* published has no third path. The completion of an acked notification    *)
+(* published has no third path; the WRs a fail-back held on the default    *)
+(* QP behind the failed fence never left, and complete flushed after it    *)
+(* (HeldBehind). The completion of an acked notification                   *)
 (* a failover replayed (resent) the layer drops: the application had       *)
 (* its success.                                                            *)
 (* Model: apps.poll_cq. C: shift_poll_step.                                *)
 (***************************************************************************)
+\* The WRs h's fail-back holds on the default QP behind its fence (WaitDrained:
+\* never transmitted, no completion anywhere) when c, the fence's failure on the
+\* backup path, puts the send side in Error: they complete flushed behind it.
+\* None if the default QP failed meanwhile (its flushes are on its CQ already).
+HeldBehind(h, p, c) ==
+    IF c.status # "SUCCESS" /\ p = 2 /\ sendMode[h] = "WaitDrained" /\ qp[h][1] = "RTS"
+       /\ fatal[h][1] = Speaking
+    THEN SubSeq(sq[h][1], nxt[h][1], Len(sq[h][1]))
+    ELSE << >>
+
 PollCq(h, D) ==
     /\ event' = << "PollCq", h >>
     /\ IF buffered[h] # << >>
@@ -373,14 +385,14 @@ PollCq(h, D) ==
                         THEN AppError(h)
                         ELSE Trigger(h, D, c.status) /\ UNCHANGED << sndSeen, rcvSeen, wire >>
                    ELSE /\ See(h, c)
-                        /\ UNCHANGED << sq, qp, unwritten, fatal, incarnation, wire, refused, sentCtr, replayed,
+                        /\ UNCHANGED << qp, unwritten, fatal, incarnation, wire, refused, sentCtr, replayed,
                                         fence, resent >>
                         /\ IF IsRecv(c)
                            THEN LET hc   == [cq[h] EXCEPT ![p] = Tail(@)]
                                     done == IF c.status = "SUCCESS" THEN recvDone[h] + 1
                                             ELSE recvDone[h]
                                     owed == Without(rpend[h], {c.recv})
-                                IN  /\ UNCHANGED << pending, sendMode, acked >>
+                                IN  /\ UNCHANGED << sq, pending, sendMode, acked >>
                                     \* the last notification a waiting fail-back was owed
                                     /\ IF failbackAt[h] # 0 /\ done >= failbackAt[h]
                                        THEN MoveBack(h, hc, done, owed)
@@ -388,7 +400,11 @@ PollCq(h, D) ==
                                             /\ rpend' = [rpend EXCEPT ![h] = owed]
                                             /\ recvDone' = [recvDone EXCEPT ![h] = done]
                                             /\ UNCHANGED << rq, buffered, recvMode, failbackAt >>
-                           ELSE /\ cq' = [cq EXCEPT ![h][p] = Tail(@)]
+                           ELSE LET held == HeldBehind(h, p, c)
+                                IN
+                                /\ cq' = [cq EXCEPT ![h][p] = Tail(@) \o Flushed(held)]
+                                /\ sq' = IF held = << >> THEN sq
+                                         ELSE [sq EXCEPT ![h][1] = SubSeq(@, 1, nxt[h][1] - 1)]
                                 /\ UNCHANGED << rq, buffered, recvMode, failbackAt >>
                                 /\ pending' = [pending EXCEPT ![h] =
                                                  IF c.status = "SUCCESS"

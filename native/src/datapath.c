@@ -385,6 +385,30 @@ COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
 /* A send completion polled from path's CQ (spec: PollCq, a send CQE): 1 and *out for
  * the application, 2 if it started a failover instead, 0 if it is stale (from before a
  * reset or a drain, or the layer's own probe). */
+/* spec: HeldBehind. The fence failed on the backup path: the WRs the fail-back held on
+ * the default QP behind it (its doorbell never rung) complete flushed behind its error,
+ * in post order, unless the default QP failed meanwhile (then its own flushes report
+ * them, or the layer's for a silent QP). */
+static void flush_held(ep_s *e)
+{
+    int state;
+    uint32_t rq_psn, sq_psn;
+    if (e->silent[1] ||
+        backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &state, &rq_psn, &sq_psn)) ||
+        state != SHIFT_QPS_RTS)
+        return;
+    q2_absorb(e);
+    for (uint64_t s = e->phead; s < e->ptail; s++) {
+        pend_t *p = &e->pq[s & e->pmask];
+        if ((p->flags & PF_DONE) || p->where != W_DEFAULT)
+            continue;
+        struct shift_wc wc;
+        send_wc(&p->wr, s, SHIFT_WC_WR_FLUSH_ERR, &wc);
+        q2_push(e, &wc);
+        p->where = W_FLUSHED;
+    }
+}
+
 static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *out)
 {
     if (wc->wr_id == PROBE_ID) {
@@ -432,6 +456,8 @@ static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *ou
          * connection (not in the spec) */
         if (failover(e) && !e->dead) {
             if (path_error(wc->status)) {
+                if (path == 2 && e->send_mode == SHIFT_STATE_WAIT_DRAINED)
+                    flush_held(e);
                 if (e->send_mode != SHIFT_STATE_ERROR)
                     ep_event(e, SHIFT_EVENT_PATH_DOWN, path, wc->status, 0);
                 e->send_mode = SHIFT_STATE_ERROR;

@@ -39,22 +39,12 @@ def normalise(obs: dict[str, Any]) -> dict[str, Any]:
 
 def gap(s: State, ev: Event, implicit_nak: bool = False) -> str | None:
     """Why event ev from model state s leaves the fragment where the two sides can be
-    compared step by step, or None. A WR held behind a fence that failed (below), a
-    skipped notification's success ahead of a replayed signaled WR (F5, below), or -
+    compared step by step, or None. A skipped notification's success ahead of a
+    replayed signaled WR (F5, below), or -
     unless the bound has ImplicitNak - a cumulative ACK that covers a READ or an atomic
     whose own response was lost: without it the spec completes it (with the value 0);
     an RC NIC, simnic included, takes the ACK as an implicit NAK, goes back to the READ
     or atomic and spends a retry."""
-    if ev.name == "Transmit" and ev.args[1] == 1:
-        h = HOST[ev.args[0]]
-        nxt, sq = s.nxt[h][0], s.sq[h][0]  # h's requester on the default path
-        if s.sendMode[h] == "Error" and s.fence[h] and nxt <= len(sq) \
-                and sq[nxt - 1] > s.fence[h]:
-            # docs/findings.md, "a WR held behind a failed fence": the spec's Transmit
-            # holds the default path only in WaitDrained, so when the backup path fails
-            # under the fence the held WRs go out; the C core keeps them held (its
-            # doorbell is never rung).
-            return "a WR held behind a fence that failed: the spec transmits it, the core holds it"
     h = HOST[ev.args[0]] if ev.name == "PollCq" else 0
     if ev.name == "PollCq" and s.buffered[h] and s.buffered[h][0].recv == 0:  # a send CQE
         first = s.buffered[h][0]

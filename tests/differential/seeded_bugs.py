@@ -299,6 +299,14 @@ MUTANTS = (
            "    if (inc > e->inc && !holds1(e) && reset_default(e, inc) == 0) {",
            "    if (inc > e->inc && !holds1(e) && (reset_default(e, inc), 1)) {",
            "a reset the NIC refused (dead, or completions still to write) is answered as done"),
+    # issue 15, item 8: a WR held behind a failed fence
+    Mutant("held-wrs-never-flushed", "datapath.c",
+           "                if (path == 2 && e->send_mode == SHIFT_STATE_WAIT_DRAINED)\n"
+           "                    flush_held(e);",
+           "                if (0 && path == 2 && e->send_mode == SHIFT_STATE_WAIT_DRAINED)\n"
+           "                    flush_held(e);",
+           "the WRs a fail-back held behind a fence that failed never complete",
+           caught_by="corpus"),
 )
 
 
