@@ -279,12 +279,8 @@ COLD_PATH static int post_slow(ep_s *e, struct shift_send_wr *wr, struct shift_s
              * completions included): so does q2. A dead endpoint (not in the spec)
              * flushes it behind every completion still to be polled (take_flushed). */
             p->where = W_FLUSHED;
-            if (!e->dead) {
-                struct shift_wc wc;
-                send_wc(&p->wr, seq, SHIFT_WC_WR_FLUSH_ERR, &wc);
-                q2_absorb(e);
-                q2_push(e, &wc);
-            }
+            if (!e->dead)
+                q2_flush(e, p);
             break;
         }
         if (e->send_mode != SHIFT_STATE_ERROR)
@@ -382,9 +378,6 @@ COLD_PATH static int direct_error(ep_s *e, const struct shift_wc *wc)
     return 0;
 }
 
-/* A send completion polled from path's CQ (spec: PollCq, a send CQE): 1 and *out for
- * the application, 2 if it started a failover instead, 0 if it is stale (from before a
- * reset or a drain, or the layer's own probe). */
 /* spec: HeldBehind. The fence failed on the backup path: the WRs the fail-back held on
  * the default QP behind it (its doorbell never rung) complete flushed behind its error,
  * in post order, unless the default QP failed meanwhile (then its own flushes report
@@ -397,18 +390,18 @@ static void flush_held(ep_s *e)
         backend_error(e, e->ops->query_qp(e->ctx, e->qp[1], &state, &rq_psn, &sq_psn)) ||
         state != SHIFT_QPS_RTS)
         return;
-    q2_absorb(e);
     for (uint64_t s = e->phead; s < e->ptail; s++) {
         pend_t *p = &e->pq[s & e->pmask];
         if ((p->flags & PF_DONE) || p->where != W_DEFAULT)
             continue;
-        struct shift_wc wc;
-        send_wc(&p->wr, s, SHIFT_WC_WR_FLUSH_ERR, &wc);
-        q2_push(e, &wc);
+        q2_flush(e, p);
         p->where = W_FLUSHED;
     }
 }
 
+/* A send completion polled from path's CQ (spec: PollCq, a send CQE): 1 and *out for
+ * the application, 2 if it started a failover instead, 0 if it is stale (from before a
+ * reset or a drain, or the layer's own probe). */
 static int take_send(ep_s *e, int path, struct shift_wc *wc, struct shift_wc *out)
 {
     if (wc->wr_id == PROBE_ID) {

@@ -422,6 +422,7 @@ INTERNAL void buf_send(ep_s *e, const pend_t *p, int status);
 INTERNAL void buf_recv(ep_s *e, uint64_t app_id, int status);
 INTERNAL void q2_push(ep_s *e, const struct shift_wc *wc);
 INTERNAL void q2_absorb(ep_s *e);
+INTERNAL void q2_flush(ep_s *e, const pend_t *p);
 INTERNAL void send_wc(const struct shift_send_wr *w, uint64_t wr_id, int status,
                       struct shift_wc *wc);
 INTERNAL void recv_wc(uint64_t wr_id, int status, struct shift_wc *wc);

@@ -85,6 +85,16 @@ void q2_absorb(ep_s *e)
     backend_error(e, r < 0); /* (what is left follows q2 in the application's poll) */
 }
 
+/* Send WR p completes WR_FLUSH_ERR on the backup CQ, behind what the backend's holds now
+ * (spec: a flush appended to cq[h][2]: a post in Error, a WR held behind a failed fence). */
+void q2_flush(ep_s *e, const pend_t *p)
+{
+    struct shift_wc wc;
+    send_wc(&p->wr, p->wr.wr_id, SHIFT_WC_WR_FLUSH_ERR, &wc);
+    q2_absorb(e);
+    q2_push(e, &wc);
+}
+
 void buf_recv(ep_s *e, uint64_t app_id, int status)
 {
     struct shift_wc wc;
