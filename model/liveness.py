@@ -1,12 +1,16 @@
 """Liveness on the explored graph: `<>[](PathHealthy(1) \\/ PathHealthy(2)) => <>Done`
-under the designs' weak fairness (FailoverFairness in spec/Failover.tla).
+under the designs' fairness (FailoverFairness in spec/Failover.tla: weak, strong for the
+handshake timer).
 
 A counterexample is a fair behaviour that never reaches Done and from some point on keeps
 a path healthy. On a finite graph its infinite part either
 - stays in a strongly connected set S of not-Done, healthy states, in which every weakly
-  fair action instance A that is enabled in *every* state of S is also taken inside S (a
-  behaviour that runs through all of S then treats A fairly; for weak fairness a whole
-  strongly connected component is the best such S, so checking components is complete), or
+  fair action instance that is enabled in *every* state of S, and every strongly fair one
+  enabled in *some* state of S, is also taken inside S (a behaviour that runs through all
+  of S then treats it fairly). For weak fairness a whole strongly connected component is
+  the best such S; a strongly fair instance enabled in a component but never taken there
+  rules out only the states that enable it, so the rest is split into components again
+  and each is checked in turn (the usual refinement for Streett conditions), or
 - stutters for ever in one not-Done, healthy state in which no fair action is enabled.
 The prefix must avoid Done states too. Both shapes are searched and the one with the
 shortest prefix is returned as a lasso of events.
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 
 from shift.model.explore import Counterexample, Exploration, Graph
-from shift.model.next import fairness_class
+from shift.model.next import fairness_class, strongly_fair
 from shift.model.properties import done, some_path_healthy
 
 FairClass = tuple
@@ -72,6 +76,14 @@ def _sccs(nodes: list[int], succ: list[list[int]], member: list[bool]) -> list[l
                         break
                 out.append(comp)
     return out
+
+
+def _sccs_within(nodes: list[int], succ: list[list[int]]) -> list[list[int]]:
+    """The strongly connected components of the subgraph on `nodes` alone."""
+    local = {v: i for i, v in enumerate(nodes)}
+    sub = [[local[w] for w in succ[v] if w in local] for v in nodes]
+    comps = _sccs(list(range(len(nodes))), sub, [True] * len(nodes))
+    return [[nodes[i] for i in comp] for comp in comps]
 
 
 def _path(g: Graph, src: int, dst: int, inside: set[int]) -> list[tuple[int, int]]:
@@ -132,16 +144,22 @@ def check_liveness(ex: Exploration, prop: str = "Liveness") -> Counterexample | 
         if not enabled[v] and (best is None or pdepth[v] < best[0]):
             best = (pdepth[v], v, None)
     succ = [[t for t, _ in es] for es in edges]
-    for comp in _sccs(cand, succ, member):
+    todo = _sccs(cand, succ, member)
+    while todo:
+        comp = todo.pop()
         inside = set(comp)
         taken = {classes[lid] for u in comp for t, lid in edges[u] if t in inside}
         if len(comp) == 1 and not any(t == comp[0] for t, _ in edges[comp[0]]):
             continue  # no cycle here; stuttering was handled above
-        always = set.intersection(*(enabled[u] for u in comp))
-        if always <= taken:
-            entry = min(comp, key=lambda u: pdepth[u])
-            if best is None or pdepth[entry] < best[0]:
-                best = (pdepth[entry], entry, comp)
+        if not set.intersection(*(enabled[u] for u in comp)) <= taken:
+            continue  # a weakly fair instance starves in every cycle of comp
+        starved = {c for u in comp for c in enabled[u] if strongly_fair(c)} - taken
+        if starved:  # only cycles through states that do not enable it remain
+            todo += _sccs_within([u for u in comp if not enabled[u] & starved], succ)
+            continue
+        entry = min(comp, key=lambda u: pdepth[u])
+        if best is None or pdepth[entry] < best[0]:
+            best = (pdepth[entry], entry, comp)
     if best is None:
         return None
     _, entry, comp = best

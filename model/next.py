@@ -3,7 +3,7 @@
 Every transition carries the event (the vocabulary, `shift.model.events`) and the TLA+
 action that took it: the same except for Deliver, which is DeliverPacket for a request or
 an ACK and DeliverControl for a control message. TLC labels its state graph's edges with
-the action, and weak fairness is per action instance (`fairness_class`).
+the action, and fairness is per action instance (`fairness_class`, `strongly_fair`).
 """
 
 from __future__ import annotations
@@ -74,14 +74,23 @@ def action_of(s: State, ev: Event) -> str:
     return ev.name
 
 
-# The weakly fair actions of FailoverFairness; Drop and the faults are not fair.
+# The fair actions of FailoverFairness; Drop and the faults are not fair.
 FAIR_ACTIONS = frozenset({"PostSend", "PostRecv", "AppWrite", "Transmit", "Timeout",
                           "WriteCqe", "DeliverPacket", "DeliverControl", "PollCq", "Progress",
                           "HandshakeTimeout", "CompletionTimeout", "FatalEvent"})
+# Those of them strongly fair (SF_vars): a host's handshake timer runs on its own clock, so
+# the peer's traffic, which disables it now and then, cannot hold it off for ever.
+STRONG_ACTIONS = frozenset({"HandshakeTimeout"})
+
+
+def strongly_fair(fair_class: tuple[Any, ...]) -> bool:
+    """Is this conjunct of FailoverFairness SF_vars (else WF_vars)?"""
+    return fair_class[0] in STRONG_ACTIONS
 
 
 def fairness_class(action: str, ev: Event) -> tuple[Any, ...] | None:
-    """The WF_vars(...) conjunct a transition belongs to, or None when it is unfair.
+    """The WF_vars(...) or SF_vars(...) conjunct a transition belongs to, or None when it
+    is unfair.
     Transmit(h, p), Timeout(h, p), WriteCqe(h, p), FatalEvent(h, p), PollCq(h), Progress(h),
     HandshakeTimeout(h), CompletionTimeout(h),
     DeliverPacket(p, d) and DeliverControl(p, d) are one conjunct per argument; PostSend(h),

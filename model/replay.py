@@ -7,7 +7,8 @@ reaches is compared with the one in the file, so an ITF trace is validated, not 
 
 Liveness is judged on the trace's shape: a lasso (its last state repeats an earlier one)
 or a final state that stutters, never Done, a path healthy all along the repeated part,
-and every weakly fair action that stays enabled taken in it.
+every weakly fair action that stays enabled taken in it, and every strongly fair one
+enabled anywhere in it taken in it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shift.model.events import TraceError, load_trace
-from shift.model.next import Model, NotEnabled, action_of, fairness_class
+from shift.model.next import Model, NotEnabled, action_of, fairness_class, strongly_fair
 from shift.model.properties import INVARIANTS, done, some_path_healthy
 from shift.model.state import State
 from shift.model.tla import FIELDS as TLA_FIELDS
@@ -51,7 +52,8 @@ def _liveness(model: Model, states: list[State], events: list[Event]) -> tuple[s
         taken = {fairness_class(action_of(s, ev), ev) for s, ev in steps}
         enabled = [{fairness_class(t.action, t.event) for t in model.successors(s)} - {None}
                    for s in cycle]
-        starved = set.intersection(*enabled) - taken
+        sometimes = {c for c in set().union(*enabled) if strongly_fair(c)}
+        starved = (set.intersection(*enabled) | sometimes) - taken
         if starved:
             return None
         return (f"a fair cycle back to step {loop + 1} that never reaches Done", loop, False)

@@ -922,7 +922,7 @@ Init ==
     /\ event = << "Init" >>
 
 \* The system: the applications, the NICs, the wire and the layer on both
-\* hosts. Every one of its actions is weakly fair (FailoverFairness).
+\* hosts. Every one of its actions is fair (FailoverFairness).
 \* Model: next.successors, the events whose action is in next.FAIR_ACTIONS.
 \* C: the NICs' sn_* steps and the layer's shift_* calls.
 System(D) ==
@@ -944,7 +944,12 @@ Environment ==
 
 FailoverNext(D) == System(D) \/ Environment
 
-\* Model: next.fairness_class.
+\* Weak fairness on every action of System(D) but HandshakeTimeout, which is strongly
+\* fair: a host's timer runs on its own clock, and the peer's traffic on the backup path
+\* (which disables the timer here, the quiet-wire abstraction) cannot hold it off for
+\* ever. Under weak fairness a peer resending a request the host cannot answer (its NIC
+\* dead for good) would starve the host's own resend (docs/findings.md).
+\* Model: next.fairness_class, next.STRONG_ACTIONS.
 FailoverFairness(D) ==
     /\ \A h \in Hosts : WF_vars(PostSend(h)) /\ WF_vars(PostRecv(h)) /\ WF_vars(AppWrite(h))
     /\ \A h \in Hosts, p \in Paths : WF_vars(Transmit(h, p)) /\ WF_vars(Timeout(h, p))
@@ -952,6 +957,6 @@ FailoverFairness(D) ==
     /\ \A p \in Paths, d \in Directions :
            WF_vars(DeliverPacket(p, d, D.staged)) /\ WF_vars(DeliverControl(p, d))
     /\ \A h \in Hosts : WF_vars(PollCq(h, D)) /\ WF_vars(Progress(h, D))
-                      /\ WF_vars(HandshakeTimeout(h)) /\ WF_vars(CompletionTimeout(h, D))
+                      /\ SF_vars(HandshakeTimeout(h)) /\ WF_vars(CompletionTimeout(h, D))
 
 =============================================================================

@@ -9,6 +9,6 @@ D == [failover |-> FALSE, skip |-> "none", refuseAtomics |-> FALSE, failBack |->
       readsResponder |-> FALSE, staged |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
-Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)
+Fairness == FailoverFairness(D)  \* System(D) weakly fair, its handshake timer strongly
 Spec == Init /\ [][Next]_vars /\ Fairness
 =============================================================================

@@ -11,6 +11,6 @@ D == [failover |-> TRUE, skip |-> "counter", refuseAtomics |-> TRUE, failBack |-
       readsResponder |-> FALSE, staged |-> FALSE]
 
 Next == FailoverNext(D)          \* System(D) \/ Environment (Failover.tla)
-Fairness == FailoverFairness(D)  \* weak fairness on each action of System(D)
+Fairness == FailoverFairness(D)  \* System(D) weakly fair, its handshake timer strongly
 Spec == Init /\ [][Next]_vars /\ Fairness
 =============================================================================
