@@ -90,6 +90,10 @@ def packet(state: State, sender: str, m: dict[str, Any]) -> str:
         return f"fail-back notice ({n} notification{'' if n == 1 else 's'} before its fence)"
     if m["what"] == "apperr":
         return "word that its application failed the QP pair"
+    if m["what"] == "reconnect":
+        return f"request to reconnect: reset the default path into incarnation {m['seq']}"
+    if m["what"] == "reconnected":
+        return f"reconnected: its end of the default path is in incarnation {m['seq']}"
     seq = f" #{m['seq']}" if m.get("seq") else ""
     return f"counter{seq} = {m['count']}" + (", asking for an answer" if m.get("ask") else "")
 
@@ -154,7 +158,7 @@ HEADLINES = {
     "PollCq": "{0}'s application polls its CQ",
     "Progress": "{0}'s failover layer takes a step",
     "Timeout": "{0}'s retransmission timer on path {1} fires",
-    "HandshakeTimeout": "{0}'s handshake timer fires: no answer to its counter came back",
+    "HandshakeTimeout": "{0}'s handshake timer fires: an answer it awaits did not come back",
     "CompletionTimeout": "{0}'s completion timer fires: a WR on the default path waits "
                          "for ever (RNR NAKs, retried for ever)",
     "WriteCqe": "{0}'s NIC {1} writes a receive completion it had already ACKed into host memory",
@@ -396,6 +400,24 @@ def _duplicate_lines(before: State, after: State, h: str) -> list[str]:
                else "ignored")]
 
 
+def _reconnect_lines(before: State, after: State) -> list[str]:
+    """A request to reconnect that reached its host and was neither taken nor answered."""
+    args, heads = _delivered(before, after, lambda m: m["kind"] == "ctl"
+                             and m["what"] == "reconnect")
+    if not heads:
+        return []
+    h = peer(sender_of(args[1]))
+    answered = any(m["kind"] == "ctl" for c in wire_changes(before, after)
+                   if sender_of(c.direction) == h for m in c.entered)
+    if answered or of(before, "incarnation", h) != of(after, "incarnation", h):
+        return []
+    if heads[0]["seq"] < of(before, "incarnation", h):
+        return [f"{h}'s end is in a later incarnation already: it ignores this older request"]
+    return [f"{h} cannot reset its end of the default path now (its NIC 1 or 2 is down, its "
+            f"default QP still holds WRs or owes completions, or its application failed the "
+            f"QP pair): it drops the request, which {peer(h)}'s handshake timer sends again"]
+
+
 def _response_lines(before: State, after: State) -> list[str]:
     """A request that reached its responder and did not execute: a duplicate (re-ACKed)
     or one the responder discarded."""
@@ -462,7 +484,8 @@ def _implicit_nak_lines(before: State, after: State) -> list[str]:
 
 def narrate_step(before: State, after: State) -> list[str]:
     """The lines of one step: the headline, then what changed, in RDMA terms."""
-    body = (_response_lines(before, after) + _rnr_lines(before, after)
+    body = (_response_lines(before, after) + _reconnect_lines(before, after)
+            + _rnr_lines(before, after)
             + _implicit_nak_lines(before, after)
             + _exec_lines(before, after)
             + _wire_lines(before, after)

@@ -63,3 +63,24 @@ def test_every_packet_sent_is_narrated_once(design: str) -> None:
             said = sum((" transmits " in ln and "dead link" not in ln) or "'s NIC" in ln
                        and " sends " in ln for ln in narrate_step(before, after))
             assert said == entered, narrate_step(before, after)
+
+
+def test_a_request_to_reconnect_is_told_as_one() -> None:
+    """The lasso of docs/findings.md's starved counter: B reconnects and asks A, whose NIC 1
+    is dead; the request, A dropping it and B's timer asking again are told as such, never
+    as a counter."""
+    model = Model.load("Shift", "default")
+    events = [make("Init", 1), make("PostSend", "A", 1), make("PostRecv", "B", 1),
+              make("NicFail", "A", 1), make("PollCq", "A"), make("PostSend", "A", 2),
+              make("Progress", "A"), make("Deliver", 2, "AtoB"), make("Progress", "B"),
+              make("Progress", "B"), make("Drop", 2, "BtoA"), make("Progress", "B"),
+              make("Progress", "B"), make("Deliver", 2, "BtoA"),
+              make("HandshakeTimeout", "B")]
+    states = [to_tla(s, e) for s, e in zip(model.run(events), events, strict=True)]
+    lines = [ln.strip() for ln in tell(states, {})]
+    asks = "B's NIC 2 sends request to reconnect: reset the default path into incarnation 1"
+    assert lines.count(asks) == 2
+    assert any(ln.startswith("A cannot reset its end of the default path now") for ln in lines)
+    assert not any("counter" in ln and "reconnect" in ln for ln in lines)
+    assert any(ln.startswith("15. HandshakeTimeout(B)") and "answer it awaits" in ln
+               for ln in lines)

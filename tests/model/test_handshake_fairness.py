@@ -7,7 +7,6 @@ fairness it finds none, and replaying the starving lasso judges it unfair."""
 from __future__ import annotations
 
 import pytest
-
 from shift.model import next as model_next
 from shift.model.config import bound_from_constants
 from shift.model.explore import Exploration, explore
@@ -36,7 +35,7 @@ def explored(request: pytest.FixtureRequest) -> tuple[Model, Exploration]:
 
 def test_the_strongly_fair_timer_keeps_liveness(explored: tuple[Model, Exploration]) -> None:
     _, ex = explored
-    assert model_next.STRONG_ACTIONS == {"HandshakeTimeout"}
+    assert {"HandshakeTimeout"} == model_next.STRONG_ACTIONS
     assert check_liveness(ex) is None
 
 
