@@ -2296,7 +2296,8 @@ static uint64_t rng_next(uint64_t *s)
 
 /* a control message as the layer lays it out (src/layer.h): magic, kind, want_reply,
  * 16 bits of padding, seq, 32 bits of padding, count */
-enum { CTL_LEN = 24, CTL_KIND_COUNTER = 1, CTL_KIND_FAILBACK = 2 };
+enum { CTL_LEN = 24, CTL_KIND_COUNTER = 1, CTL_KIND_FAILBACK = 2, CTL_KIND_APP_ERROR = 3,
+       CTL_KIND_RECONNECT = 6, CTL_KIND_RECONNECTED = 7 };
 static const uint32_t ctl_magic = 0x53484654u;
 
 static void ctl_put(uint8_t *m, int kind, int want, uint32_t seq, int64_t count)
@@ -2330,6 +2331,17 @@ static int ctl_ok(const struct shift_ep_info *i, int path, const uint8_t *m, uin
         return 0;
     if (m[4] == CTL_KIND_FAILBACK) /* its count: notifications that took receive WRs */
         return path == 1 && !m[5] && !seq && (uint64_t)count <= i->recvs_posted;
+    if (m[4] == CTL_KIND_APP_ERROR)
+        return path == 2 && !m[5] && !seq && !count;
+    if (m[4] == CTL_KIND_RECONNECT || m[4] == CTL_KIND_RECONNECTED) {
+        /* the peer asks for its next incarnation, never behind this end's (which reset
+         * into each it reached); its answer names one this end reset into */
+        if (path != 2 || m[5] || count || !seq)
+            return 0;
+        return m[4] == CTL_KIND_RECONNECT
+                   ? seq >= i->incarnation && seq - i->incarnation <= 1
+                   : seq <= i->incarnation;
+    }
     if (m[4] != CTL_KIND_COUNTER || path != 2 || !seq || seq < i->peer_seq)
         return 0;
     if (seq == i->peer_seq ? count != i->peer_ctr : count < i->peer_ctr)
@@ -2354,13 +2366,35 @@ static int info_same(const struct shift_ep_info *a, const struct shift_ep_info *
            a->ctl_sent == b->ctl_sent && a->backup_state_bytes == b->backup_state_bytes &&
            a->backend_errors == b->backend_errors && a->send_state == b->send_state &&
            a->recv_state == b->recv_state && a->fresh == b->fresh && a->asked == b->asked &&
-           a->peer_seq == b->peer_seq && a->ctr_seq == b->ctr_seq;
+           a->peer_seq == b->peer_seq && a->ctr_seq == b->ctr_seq &&
+           a->incarnation == b->incarnation && a->reconnecting == b->reconnecting;
+}
+
+/* A request to reconnect or its answer numbered around the endpoint's incarnation, or
+ * the word of an application's error with one field wrong (a valid one would end the
+ * connection: the tests of shift.h's application errors take that one). */
+static void ctl_make_reconnect(uint64_t *s, const struct shift_ep_info *i, uint8_t *buf,
+                               int *path)
+{
+    uint64_t r = rng_next(s);
+    *path = r % 8 ? 2 : 1;
+    if (r % 16 == 1) {
+        int wrong = (int)(rng_next(s) % 3);
+        ctl_put(buf, CTL_KIND_APP_ERROR, wrong == 0, wrong == 1, wrong == 2 ? 1 : 0);
+        *path = wrong == 0 && rng_next(s) % 2 ? 1 : 2;
+        return;
+    }
+    /* -1 .. +2, the next incarnation (a reset) half of the time */
+    uint32_t seq = i->incarnation + (rng_next(s) % 2 ? 1 : (uint32_t)(rng_next(s) % 4) - 1);
+    ctl_put(buf, rng_next(s) % 2 ? CTL_KIND_RECONNECT : CTL_KIND_RECONNECTED,
+            rng_next(s) % 16 == 0, rng_next(s) % 8 ? seq : 0, rng_next(s) % 16 == 0);
 }
 
 /* A message near the valid ones of the endpoint's state (a counter numbered around the
  * last one taken, valued around the last counter and the notifications posted; a
- * fail-back notice), then mutated: bits flipped, truncated, extended, a random kind,
- * path or byte, random bytes, NULL. *len and *path are set; the message may be NULL. */
+ * fail-back notice; a request to reconnect or its answer), then mutated: bits flipped,
+ * truncated, extended, a random kind, path or byte, random bytes, NULL. *len and *path
+ * are set; the message may be NULL. */
 static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *buf,
                          uint32_t *len, int *path)
 {
@@ -2373,7 +2407,9 @@ static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *bu
                               peer <= INT64_MAX - up ? peer + up : peer};
     memset(buf, 0, 64);
     *len = CTL_LEN;
-    if (r % 4) {
+    if (r % 8 == 4) {
+        ctl_make_reconnect(s, i, buf, path);
+    } else if (r % 4) {
         uint32_t seq = i->peer_seq + (uint32_t)(rng_next(s) % 4) - 1; /* -1 .. +2 */
         ctl_put(buf, CTL_KIND_COUNTER, (int)(rng_next(s) % 2), seq,
                 counts[rng_next(s) % (sizeof counts / sizeof *counts)]);
@@ -2435,30 +2471,75 @@ static uint8_t *ctl_make(uint64_t *s, const struct shift_ep_info *i, uint8_t *bu
     return buf;
 }
 
+/* What a valid request to reconnect or its answer may do (a before, b after): a request
+ * for the next incarnation resets this end into it or is dropped (the reset cannot be
+ * made now); a request for this end's own incarnation, or the answer, ends a wait for
+ * that incarnation and nothing else. */
+static int reconnect_taken(const struct shift_ep_info *a, const struct shift_ep_info *b,
+                           int kind, uint32_t seq)
+{
+    if (kind != CTL_KIND_RECONNECT && kind != CTL_KIND_RECONNECTED)
+        return 1;
+    if (kind == CTL_KIND_RECONNECT && seq == a->incarnation + 1)
+        return b->incarnation == seq ? b->reconnecting == 0
+                                     : b->incarnation == a->incarnation &&
+                                           b->reconnecting == a->reconnecting;
+    return b->incarnation == a->incarnation &&
+           b->reconnecting == (a->reconnecting == seq ? 0 : a->reconnecting);
+}
+
+/* The connection the random messages meet: a failover done, notifications posted and
+ * outstanding on the backup path. */
+static void ctl_random_open(lay_t *L, int design, unsigned flags)
+{
+    lay_open(L, design, 1, flags);
+    struct shift_wc sa[64], sb[64];
+    int na = 0, nb = 0;
+    lay_round(L, 1, 0);
+    lay_round(L, 2, 0);
+    settle(L, sa, &na, sb, &nb, NULL, 1);
+    lay_round(L, 3, 0);
+    CHECK(sn_nic_fail(L->f, 0, 1) == 1); /* B counted 2 of the 3 */
+    settle(L, sa, &na, sb, &nb, NULL, 1);
+    lay_round(L, 4, 0); /* on the backup path, not delivered yet */
+    lay_round(L, 5, 0);
+    struct shift_ep_info a, b;
+    CHECK(shift_ep_query(L->ep[0], &a) == 0 && a.failovers == 1 && a.sends_posted == 5 &&
+          a.peer_seq == 1 && a.peer_ctr == 2 && a.outstanding == 4);
+    CHECK(shift_ep_query(L->ep[1], &b) == 0 && b.peer_seq == 1 && b.peer_ctr == 0 &&
+          b.recv_state == SHIFT_RECV_FALLBACK);
+}
+
+/* Did taking the valid message m do what its kind does (a before, b after)? */
+static int ctl_taken(const struct shift_ep_info *a, const struct shift_ep_info *b,
+                     const uint8_t *m)
+{
+    uint32_t seq;
+    int64_t count;
+    memcpy(&seq, m + 8, 4);
+    memcpy(&count, m + 16, 8);
+    if (b->ctl_received != a->ctl_received + 1 || b->ctl_rejected != a->ctl_rejected)
+        return 0;
+    if (m[4] == CTL_KIND_COUNTER)
+        return b->peer_seq == seq && b->peer_ctr == count;
+    if (m[4] == CTL_KIND_APP_ERROR) /* the connection is dead */
+        return b->state == SHIFT_STATE_ERROR;
+    return reconnect_taken(a, b, m[4], seq);
+}
+
 /* Issue 15, item 7: random and mutated control messages reach shift_ctl_input of both
  * endpoints after a failover, with notifications posted and outstanding. Each is taken
- * exactly when the rule of shift.h says the peer could have sent it; a rejected one
- * returns -EINVAL, adds one to ctl_rejected and changes nothing else of the state. */
+ * exactly when the rule of shift.h says the peer could have sent it (and does what its
+ * kind does); a rejected one returns -EINVAL, adds one to ctl_rejected and changes
+ * nothing else of the state. The word of the peer's application error ends the
+ * connection: the test starts over on a new one. */
 static void test_ctl_input_random(int design, unsigned flags, uint64_t seed, int n)
 {
     lay_t L;
-    lay_open(&L, design, 1, flags);
-    struct shift_wc sa[64], sb[64];
-    int na = 0, nb = 0;
-    lay_round(&L, 1, 0);
-    lay_round(&L, 2, 0);
-    settle(&L, sa, &na, sb, &nb, NULL, 1);
-    lay_round(&L, 3, 0);
-    CHECK(sn_nic_fail(L.f, 0, 1) == 1); /* B counted 2 of the 3 */
-    settle(&L, sa, &na, sb, &nb, NULL, 1);
-    lay_round(&L, 4, 0); /* on the backup path, not delivered yet */
-    lay_round(&L, 5, 0);
+    ctl_random_open(&L, design, flags);
     struct shift_ep_info a, b;
-    CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.failovers == 1 && a.sends_posted == 5 &&
-          a.peer_seq == 1 && a.peer_ctr == 2 && a.outstanding == 4);
-    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.peer_seq == 1 && b.peer_ctr == 0 &&
-          b.recv_state == SHIFT_RECV_FALLBACK);
-    uint64_t s = seed, taken = 0, rejected = 0, wrong = 0;
+    uint64_t s = seed, taken = 0, rejected = 0, wrong = 0, reconnects = 0, resets = 0,
+             restarts = 0;
     uint8_t buf[96];
     for (int t = 0; t < n; t++) {
         shift_ep ep = L.ep[rng_next(&s) % 2];
@@ -2469,28 +2550,29 @@ static void test_ctl_input_random(int design, unsigned flags, uint64_t seed, int
         int ok = ctl_ok(&a, path, m, len);
         int r = shift_ctl_input(ep, path, m, len);
         wrong += shift_ep_query(ep, &b) != 0;
-        int right;
-        if (ok) {
-            uint32_t seq;
-            int64_t count;
-            memcpy(&seq, buf + 8, 4);
-            memcpy(&count, buf + 16, 8);
-            right = r == 0 && b.ctl_received == a.ctl_received + 1 &&
-                    b.ctl_rejected == a.ctl_rejected &&
-                    (buf[4] != CTL_KIND_COUNTER || (b.peer_seq == seq && b.peer_ctr == count));
-            taken++;
-        } else {
-            right = r == -EINVAL && b.ctl_rejected == a.ctl_rejected + 1 &&
-                    b.ctl_received == a.ctl_received && info_same(&a, &b);
-            rejected++;
-        }
+        int right = ok ? r == 0 && ctl_taken(&a, &b, m)
+                       : r == -EINVAL && b.ctl_rejected == a.ctl_rejected + 1 &&
+                             b.ctl_received == a.ctl_received && info_same(&a, &b);
+        taken += ok;
+        rejected += !ok;
+        reconnects += ok && (m[4] == CTL_KIND_RECONNECT || m[4] == CTL_KIND_RECONNECTED);
+        resets += b.incarnation != a.incarnation;
         if (!right && wrong++ < 5)
-            fprintf(stderr, "ctl message %d (design %d): valid %d, returned %d, len %u, path %d\n",
-                    t, design, ok, r, len, path);
+            fprintf(stderr, "ctl message %d (design %d): valid %d, returned %d, len %u, "
+                    "path %d, kind %d\n", t, design, ok, r, len, path, m ? m[4] : -1);
+        if (ok && m[4] == CTL_KIND_APP_ERROR) {
+            lay_close(&L);
+            ctl_random_open(&L, design, flags);
+            restarts++;
+        }
     }
     CHECK(wrong == 0);
-    /* both kinds of outcome were exercised, and plenty of each */
-    CHECK(taken >= (uint64_t)n / 50 && rejected >= (uint64_t)n / 2);
+    /* every kind of outcome was exercised, and plenty of each */
+    CHECK(taken >= (uint64_t)n / 50 && rejected >= (uint64_t)n / 2 &&
+          reconnects >= (uint64_t)n / 1000 && restarts < (uint64_t)n / 1000);
+    /* a request taken reset the default QP (B's, whose NIC is up) in Shift's run; the
+     * other designs' ends seldom can (their seeds give 1 and 0 resets) */
+    CHECK(design != SHIFT_DESIGN_SHIFT || resets >= 3);
     lay_close(&L);
 }
 
