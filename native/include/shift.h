@@ -453,8 +453,9 @@ int shift_async_event(shift_ep ep, int path);
 /* A control message from the peer arrived on path (called by the backend): 0 if it
  * was taken (ctl_received; the word that the peer's application failed the QP pair
  * fails this endpoint's too, as plain RC's: every outstanding WR and receive WR comes
- * back flushed, and a dead endpoint answers a counter with it), or -EINVAL if it is not a message the peer's layer could
- * have sent on that path to this endpoint as it is; such a message is counted
+ * back flushed, and a dead endpoint answers a counter with it), or -EINVAL if it is not
+ * a message the peer's layer could have sent on that path to this endpoint as it is;
+ * such a message is counted
  * (ctl_rejected) and changes nothing else. Rejected: a NULL msg or a len other than
  * the message's (truncated or extended); a bad magic; an unknown kind; a field the
  * sender sets to 0 that is not (padding; the number of a fail-back notice; the number
@@ -466,7 +467,12 @@ int shift_async_event(shift_ep ep, int path);
  * counter taken (stale); a counter that repeats the last number with another value,
  * or a later one with a smaller value (a receive counter only grows); a negative
  * counter; and, for Shift and ShiftPrefix, a counter above the notifications (two-sided
- * sends) this endpoint posted, sends_posted. A fail-back notice counts the notifications
+ * sends) this endpoint posted, sends_posted; a request to reconnect or its answer
+ * (CTL_RECONNECT, CTL_RECONNECTED: backup path only, count and want_reply 0) numbered 0,
+ * a request for an incarnation before this endpoint's or past the next (the peer asks
+ * for one past its own, never ahead of this endpoint's), an answer for an incarnation
+ * this endpoint never reset into (after shift_ep_info.incarnation). A fail-back notice
+ * counts the notifications
  * its sender posted up to its fence; the receive side moves back once its counter
  * reaches that number (at once, or at the poll that takes the last of them: their
  * completions may not be in host memory yet, F11). A bad handle is -EINVAL, counted
