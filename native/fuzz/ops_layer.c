@@ -281,10 +281,15 @@ void op_ep_poll(void)
 void op_ep_step(void)
 {
     shift_ep h = pick(T_EP);
-    int live = ep_of(h) != NULL, r;
-    if (fz_u8(W->in) & 1) {
+    int live = ep_of(h) != NULL, r, how = fz_u8(W->in);
+    if (how & 1) {
         r = shift_progress(h);
         FZ_CHECK(live ? r >= SHIFT_STEP_NONE && r <= SHIFT_STEP_RELEASE : r == -EINVAL, r, 0);
+    } else if (how % 8 == 6) {
+        /* the control messages waiting at the backend: a count, or the -errno of a fault
+         * injected at ctl_recv (the messages wait) */
+        r = shift_ctl_poll(h);
+        FZ_CHECK(live ? r > -4096 : r == -EINVAL, r, 0);
     } else {
         int path = pick_path();
         r = shift_timer(h, path);

@@ -180,6 +180,13 @@ struct shift_backend_ops {
     int (*dereg_mr)(void *ctx, void *mr);
     /* a control message of the layer to the peer over path (reliable while it lives) */
     int (*ctl_send)(void *ctx, void *qp, const void *msg, uint32_t len);
+    /* Optional. The oldest control message that arrived on qp and is not yet taken:
+     * copied into buf (at most cap bytes; a longer one is cut, and the layer rejects
+     * it), its length returned and the message taken; 0 if none waits; -errno if the
+     * backend failed (the message, if any, waits for the next call). The layer polls it
+     * (shift_ctl_poll, and first thing at every shift_progress). NULL: the backend hands
+     * each message to shift_ctl_input as it arrives. */
+    int (*ctl_recv)(void *ctx, void *qp, void *buf, uint32_t cap);
     /* Optional. The i-th WR (0 = oldest) posted to qp and not yet covered by a polled
      * successful completion, copied to *out as it was posted (inline data readable
      * until the next post): 0, or 1 if a polled error completion covers it; -ENOENT
@@ -487,6 +494,12 @@ int shift_async_event(shift_ep ep, int path);
  * than 8, numbers one 0 or past 2^20, or repeats a pair this endpoint holds with
  * another value (a pair's number is its for good). */
 int shift_ctl_input(shift_ep ep, int path, const void *msg, uint32_t len);
+/* Take the control messages waiting at the backend (ctl_recv), the default path's then
+ * the backup path's, each as shift_ctl_input does. shift_progress calls it first; a
+ * backend calls it when it learns that messages arrived (the simulator: at delivery).
+ * The number of messages read (taken or rejected), 0 without ctl_recv, -errno for a bad
+ * handle or a backend that failed (counted in backend_errors; what was read is taken). */
+int shift_ctl_poll(shift_ep ep);
 int shift_ep_query(shift_ep ep, struct shift_ep_info *info);
 /* The oldest event the application has not taken: 1 and *ev, 0 if there is none, or
  * -EINVAL (a bad handle, a NULL ev). Events only report: polling them, or not, changes

@@ -77,10 +77,12 @@ enum shift_backend_op {
     SHIFT_OP_ASYNC_EVENT = 10,
     SHIFT_OP_LOCAL_INFO = 11,
     SHIFT_OP_RTR_QP = 12,
-    SHIFT_OP_COUNT = 13
+    SHIFT_OP_CTL_RECV = 13,
+    SHIFT_OP_COUNT = 14
 };
 /* Fault injection at the backend: host's endpoint's call of op after `after` more
- * calls of it fails with err (a positive errno; poll_cq, sq_pending and async_event return -err)
+ * calls of it fails with err (a positive errno; poll_cq, sq_pending, async_event and
+ * ctl_recv return -err)
  * without acting; err 0 cancels. One pending fault per host and op. (Creating and
  * destroying QPs and dereg are not injected: teardown has no error to report.) */
 int shift_sim_fail_op(shift_conn c, int host, int op, uint32_t after, int err);

@@ -824,6 +824,7 @@ int shift_progress(shift_ep h)
     ep_s *e = ep_get(h);
     if (!e)
         return -EINVAL;
+    shift_ctl_poll(h); /* (a backend failure is counted; the messages wait) */
     int st = setup_step(e); /* (the two-phase set-up's: nothing once it is done) */
     if (st)
         return st;
@@ -953,6 +954,29 @@ static int ctl_valid(const ep_s *e, int path, const ctl_msg *m)
      * ShiftPrefix) never above the notifications posted */
     return m->count >= 0 && m->count >= e->peer_ctr &&
            (!is_shift(e) || (uint64_t)m->count <= e->notes_posted);
+}
+
+/* spec: DeliverControl(p, d), for each message the backend holds: control messages
+ * arrive as packets the layer polls (ctl_recv), as completions are */
+int shift_ctl_poll(shift_ep h)
+{
+    ep_s *e = ep_get(h);
+    if (!e)
+        return -EINVAL;
+    if (!e->ops->ctl_recv)
+        return 0;
+    int n = 0;
+    for (int p = 1; p <= 2; p++) {
+        uint8_t buf[CTL_RECV_MAX];
+        int r;
+        while ((r = e->ops->ctl_recv(e->ctx, e->qp[p], buf, sizeof buf)) > 0) {
+            shift_ctl_input(h, p, buf, (uint32_t)r); /* (counted there: taken or not) */
+            n++;
+        }
+        if (backend_error(e, r < 0))
+            return r;
+    }
+    return n;
 }
 
 /* spec: DeliverControl(p, d) - the backend hands over a control message that arrived

@@ -22,6 +22,9 @@ enum {
     CTL_RECONNECT = 6,   /* reset your end of the default path into incarnation seq */
     CTL_RECONNECTED = 7  /* done: my end is in incarnation seq */
 };
+/* what shift_ctl_poll reads a message into: past every kind's length (a longer one is
+ * cut to this, which no kind has, and rejected) */
+#define CTL_RECV_MAX 128u
 #define PROBE_ID UINT64_MAX
 #define KEPT_ID (UINT64_MAX - 1) /* a kept copy's completion, once polled (kept_polled) */
 #define MAX_WR 16384u

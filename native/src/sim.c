@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { SIM_INBOX = 8, SIM_CTL_MAX = 256 };
+
 typedef struct sim_ctx {
     sn_fab *f;
     sn_fabric fh;
@@ -19,6 +21,13 @@ typedef struct sim_ctx {
      * every endpoint on the device) */
     sn_events read[3];
     uint64_t calls[SHIFT_OP_COUNT]; /* the endpoint's calls of each op (tests) */
+    /* the control messages each path's QP received and the layer has not read
+     * (ctl_recv), oldest first; one past SIM_INBOX is lost, as on a full receive queue */
+    struct {
+        uint8_t msg[SIM_INBOX][SIM_CTL_MAX];
+        uint32_t len[SIM_INBOX];
+        unsigned head, count;
+    } inbox[3];
 } sim_ctx;
 
 typedef struct conn_s {
@@ -257,6 +266,24 @@ static int b_ctl_send(void *c, void *qp, const void *msg, uint32_t len)
     return err ? err : sn__ctl_send(qp, msg, len);
 }
 
+/* The oldest message of qp's inbox. An injected fault reads none: it waits. */
+static int b_ctl_recv(void *c, void *qp, void *buf, uint32_t cap)
+{
+    sim_ctx *x = c;
+    int err = fault(c, SHIFT_OP_CTL_RECV);
+    if (err)
+        return -err;
+    int p = path_of(x, qp);
+    if (!p || !x->inbox[p].count)
+        return 0;
+    unsigned slot = x->inbox[p].head;
+    uint32_t len = x->inbox[p].len[slot] < cap ? x->inbox[p].len[slot] : cap;
+    memcpy(buf, x->inbox[p].msg[slot], len);
+    x->inbox[p].head = (slot + 1) % SIM_INBOX;
+    x->inbox[p].count--;
+    return (int)len;
+}
+
 /* One event of qp's NIC this endpoint has not read. An injected fault reads none: the
  * event waits for the next call. */
 static int b_async_event(void *c, void *qp, int *event)
@@ -329,6 +356,7 @@ static const struct shift_backend_ops sim_ops = {
     .reg_mr = b_reg_mr,
     .dereg_mr = b_dereg_mr,
     .ctl_send = b_ctl_send,
+    .ctl_recv = b_ctl_recv,
     .sq_pending = b_sq_pending,
     .query_qp_num = b_query_qp_num,
     .async_event = b_async_event,
@@ -339,11 +367,18 @@ static const struct shift_backend_ops sim_ops = {
     .rtr_qp = b_rtr_qp,
 };
 
+/* A control message reached one of x's QPs: it waits in the path's inbox, and the layer
+ * reads it at once (the spec's DeliverControl is one step: delivery and taking). */
 static void on_ctl(void *arg, sn_qp qp, const void *msg, uint32_t len)
 {
     sim_ctx *x = arg;
     int p = x->qph[1] == qp ? 1 : 2;
-    shift_ctl_input(x->ep, p, msg, len);
+    if (x->inbox[p].count < SIM_INBOX && len <= SIM_CTL_MAX) {
+        unsigned slot = (x->inbox[p].head + x->inbox[p].count++) % SIM_INBOX;
+        memcpy(x->inbox[p].msg[slot], msg, len);
+        x->inbox[p].len[slot] = len;
+    }
+    shift_ctl_poll(x->ep);
 }
 
 static conn_s *conn_get(shift_conn c) { return h_get(c, H_CONN); }

@@ -2178,7 +2178,7 @@ static void fi_settle(fi_t *F, int timers)
 static const char *const fi_op_names[SHIFT_OP_COUNT] = {
     "modify_qp", "query_qp", "reset_qp", "post_send", "post_recv", "ring",
     "poll_cq",   "reg_mr",   "ctl_send", "sq_pending", "async_event", "local_info",
-    "rtr_qp"};
+    "rtr_qp",    "ctl_recv"};
 
 /* the scenario; a fault on (host, op) at call index k if op >= 0; with fatal, the NIC
  * dies as a device in fatal error (no completions, an event the layer reads) */
@@ -2716,6 +2716,37 @@ static void test_ctl_first_counter_lost(void)
     check_rounds(4, sa, na, sb, nb, mem_at);
     CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.state == SHIFT_STATE_DEFAULT &&
           a.failbacks == 1);
+    lay_close(&L);
+}
+
+/* Control messages arrive as packets the layer polls (ctl_recv): B's backend fails the
+ * poll at the counter's delivery, so the counter waits at the backend, B has taken
+ * nothing and counted the failure; B's next shift_progress reads it, and the failover
+ * completes as ever. */
+static void test_ctl_waits_for_the_poll(void)
+{
+    lay_t L;
+    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
+    struct shift_wc sa[32], sb[32];
+    uint64_t mem_at[32];
+    int na = 0, nb = 0;
+    for (uint64_t k = 1; k <= 3; k++)
+        lay_round(&L, k, 0);
+    CHECK(shift_ctl_poll(NULL) == -EINVAL && shift_ctl_poll(L.ep[1]) == 0);
+    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
+    CHECK(until_ctl(&L, 2, SN_AtoB, sa, &na, sb, &nb, mem_at)); /* A's counter */
+    struct shift_ep_info b0, b;
+    CHECK(shift_ep_query(L.ep[1], &b0) == 0 && b0.ctl_received == 0);
+    CHECK(shift_sim_fail_op(L.c, 1, SHIFT_OP_CTL_RECV, 0, EIO) == 0);
+    CHECK(sn_deliver(L.f, 2, SN_AtoB) == 1);
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.ctl_received == 0 && b.peer_seq == 0 &&
+          b.backend_errors == b0.backend_errors + 1 && b.send_state == SHIFT_STATE_DEFAULT);
+    CHECK(shift_progress(L.ep[1]) > 0); /* reads the counter, then starts the failover */
+    CHECK(shift_ep_query(L.ep[1], &b) == 0 && b.ctl_received == 1 && b.peer_seq == 1 &&
+          b.failovers == 1);
+    CHECK(shift_ctl_poll(L.ep[1]) == 0); /* nothing more waits */
+    settle(&L, sa, &na, sb, &nb, mem_at, 1);
+    check_rounds(3, sa, na, sb, nb, mem_at);
     lay_close(&L);
 }
 
@@ -3718,6 +3749,7 @@ int main(void)
     test_ctl_input_random(SHIFT_DESIGN_SHIFT_PREFIX, SHIFT_EP_COPY_POSTS, 0x15c72, 30000);
     test_ctl_input_random(SHIFT_DESIGN_NAIVE_REPLAY, 0, 0x15c73, 20000);
     test_ctl_first_counter_lost();
+    test_ctl_waits_for_the_poll();
     test_completion_timer_sees_direct_posts(0);
     test_completion_timer_sees_direct_posts(SHIFT_EP_COPY_POSTS);
     test_ctl_answer_lost();
