@@ -2677,17 +2677,25 @@ static void test_completion_timer_sees_direct_posts(unsigned flags)
 
 /* (i) The first counter is lost: A's handshake timer resends it (same number, same
  * value), B takes it as new, and the failover completes. */
+/* Shift, three rounds posted, A's default NIC dies: run until A's counter (its
+ * handshake) heads the backup path to B, and leave it there. */
+static void until_first_counter(lay_t *L, struct shift_wc *sa, int *na, struct shift_wc *sb,
+                                int *nb, uint64_t *mem_at)
+{
+    lay_open(L, SHIFT_DESIGN_SHIFT, 1, 0);
+    for (uint64_t k = 1; k <= 3; k++)
+        lay_round(L, k, 0);
+    CHECK(sn_nic_fail(L->f, 0, 1) == 1);
+    CHECK(until_ctl(L, 2, SN_AtoB, sa, na, sb, nb, mem_at));
+}
+
 static void test_ctl_first_counter_lost(void)
 {
     lay_t L;
-    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
     struct shift_wc sa[32], sb[32];
     uint64_t mem_at[32];
     int na = 0, nb = 0;
-    for (uint64_t k = 1; k <= 3; k++)
-        lay_round(&L, k, 0);
-    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
-    CHECK(until_ctl(&L, 2, SN_AtoB, sa, &na, sb, &nb, mem_at)); /* A's handshake */
+    until_first_counter(&L, sa, &na, sb, &nb, mem_at);
     struct shift_ep_info a, b;
     CHECK(shift_ep_query(L.ep[0], &a) == 0 && a.sent_ctr && a.asked && a.ctr_seq == 1 &&
           a.ctl_sent == 1 && a.peer_ctr == -1);
@@ -2726,15 +2734,11 @@ static void test_ctl_first_counter_lost(void)
 static void test_ctl_waits_for_the_poll(void)
 {
     lay_t L;
-    lay_open(&L, SHIFT_DESIGN_SHIFT, 1, 0);
     struct shift_wc sa[32], sb[32];
     uint64_t mem_at[32];
     int na = 0, nb = 0;
-    for (uint64_t k = 1; k <= 3; k++)
-        lay_round(&L, k, 0);
+    until_first_counter(&L, sa, &na, sb, &nb, mem_at);
     CHECK(shift_ctl_poll(NULL) == -EINVAL && shift_ctl_poll(L.ep[1]) == 0);
-    CHECK(sn_nic_fail(L.f, 0, 1) == 1);
-    CHECK(until_ctl(&L, 2, SN_AtoB, sa, &na, sb, &nb, mem_at)); /* A's counter */
     struct shift_ep_info b0, b;
     CHECK(shift_ep_query(L.ep[1], &b0) == 0 && b0.ctl_received == 0);
     CHECK(shift_sim_fail_op(L.c, 1, SHIFT_OP_CTL_RECV, 0, EIO) == 0);
