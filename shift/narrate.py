@@ -379,6 +379,12 @@ def _delivered(before: State, after: State,
     return args, [m for _, m in _arrivals(before, after) if kind(m)]
 
 
+def _sends_ctl(before: State, after: State, h: str) -> bool:
+    """Did h send a control message in this step (an answer to what reached it)?"""
+    return any(m["kind"] == "ctl" for c in wire_changes(before, after)
+               if sender_of(c.direction) == h for m in c.entered)
+
+
 def _duplicate_lines(before: State, after: State, h: str) -> list[str]:
     """A counter that reached h and was not taken: a resend of one h took already (or an
     older one), answered again or ignored."""
@@ -393,8 +399,7 @@ def _duplicate_lines(before: State, after: State, h: str) -> list[str]:
         return [f"{h}'s NIC 2 is dead or its QP 2 in the error state: the counter is lost"]
     if seq < last:
         return [f"{h} took a later counter already: it ignores this one"]
-    answered = any(m["kind"] == "ctl" for c in wire_changes(before, after)
-                   if sender_of(c.direction) == h for m in c.entered)
+    answered = _sends_ctl(before, after, h)
     return [f"{h} took counter #{heads[0]['seq']} already: a resend, "
             + ("and it asks, so " + h + " sends its own counter again" if answered
                else "ignored")]
@@ -407,8 +412,7 @@ def _reconnect_lines(before: State, after: State) -> list[str]:
     if not heads:
         return []
     h = peer(sender_of(args[1]))
-    answered = any(m["kind"] == "ctl" for c in wire_changes(before, after)
-                   if sender_of(c.direction) == h for m in c.entered)
+    answered = _sends_ctl(before, after, h)
     if answered or of(before, "incarnation", h) != of(after, "incarnation", h):
         return []
     if heads[0]["seq"] < of(before, "incarnation", h):
