@@ -125,11 +125,7 @@ class Connection:
         self._hs = self._open(fabric, attr, cq)
         self._h = self._hs[0]
         fabric._conns.append(self)
-        self._ep = []
-        for h in (0, 1):
-            ep = ffi.new("shift_ep *")
-            check_errno(lib.shift_sim_ep(self._hs[h], h, ep), "shift_sim_ep")
-            self._ep.append(ep[0])
+        self._ep = [self._endpoint(h) for h in (0, 1)]
         nbytes = (self.regions + 2 * self.max_wr) * SLOT
         self._mr = (self.register("A", nbytes, ALL_ACCESS), self.register("B", nbytes, ALL_ACCESS))
         if self.two_phase:  # the applications' own exchange: the default path alone
@@ -168,6 +164,22 @@ class Connection:
             check_errno(r, "shift_sim_open")
         return hs + [out[0]]
 
+    def _endpoint(self, h: int) -> Any:
+        """Host h's endpoint (shift_ep) of the handles `_open` made."""
+        ep = ffi.new("shift_ep *")
+        check_errno(lib.shift_sim_ep(self._hs[h], h, ep), "shift_sim_ep")
+        return ep[0]
+
+    def _close_handles(self) -> None:
+        for h in dict.fromkeys(self._hs):  # (once each: one handle, or one per host)
+            check_errno(lib.shift_sim_close(h), "shift_sim_close")
+
+    def _reg_mr(self, h: int, addr: int, nbytes: int, access: int, keys: Any) -> None:
+        """Register [addr, addr + nbytes) of host h on both its NICs; the peer learns the
+        keys (two_phase: its layer, in-band)."""
+        check_errno(lib.shift_sim_reg_mr(self._hs[h], h, addr, nbytes, access, keys),
+                    "shift_reg_mr")
+
     # -- the two-phase set-up (two_phase=True)
     def local_info(self, host: str, path: int) -> PathInfo:
         """What the peer needs to connect to host's QP of path (`shift_ep_local_info`):
@@ -175,7 +187,7 @@ class Connection:
         i = ffi.new("struct shift_path_info *")
         check_errno(lib.shift_ep_local_info(self._eph(host), path_arg(path), i),
                     "shift_ep_local_info")
-        return PathInfo(i.qp_num, i.psn, i.lid, i.port, bytes(i.gid))
+        return PathInfo(i.qp_num, i.psn, i.lid, i.port, bytes(i.gid), i.ctl_qp_num)
 
     def connect_path(self, host: str, path: int, remote: PathInfo) -> None:
         """Connect host's QP of path to the peer's, as remote describes it
@@ -185,6 +197,7 @@ class Connection:
             raise TypeError(f"remote: PathInfo expected, got {type(remote).__name__}")
         i = ffi.new("struct shift_path_info *")
         i.qp_num, i.psn, i.lid, i.port = remote.qp_num, remote.psn, remote.lid, remote.port
+        i.ctl_qp_num = remote.ctl_qp_num
         if len(remote.gid) != 16:
             raise ValueError("remote.gid: 16 bytes expected")
         ffi.memmove(i.gid, remote.gid, 16)
@@ -210,8 +223,7 @@ class Connection:
     def close(self) -> None:
         if self._h is None:
             return
-        for h in dict.fromkeys(self._hs):  # (once each: one handle, or one per host)
-            check_errno(lib.shift_sim_close(h), "shift_sim_close")
+        self._close_handles()
         self._h = None
         self._fabric._conns.remove(self)
 
@@ -224,8 +236,7 @@ class Connection:
         off = self._fabric._alloc(h, nbytes)
         keys = ffi.new("struct shift_mr_keys *")
         self.handle  # noqa: B018 - raises once closed
-        check_errno(lib.shift_sim_reg_mr(self._hs[h], h, self._fabric._base_addr[h] + off,
-                                         nbytes, access, keys), "shift_reg_mr")
+        self._reg_mr(h, self._fabric._base_addr[h] + off, nbytes, access, keys)
         return MemoryRegion(self, host, off, nbytes, keys)
 
     # -- regions

@@ -201,6 +201,7 @@ class PathInfo:
     lid: int
     port: int
     gid: bytes  # 16 bytes
+    ctl_qp_num: int = 0  # the layer's control QP beside it (a libibverbs backend's), or 0
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-HEADERS = ("shift_verbs.h", "simnic.h", "shift.h", "shift_sim.h")
+HEADERS = ("shift_verbs.h", "simnic.h", "shift.h", "shift_sim.h", "shift_ibv.h")
 LIBRARY = "libshift.so"
 
 

@@ -47,6 +47,7 @@ DEBIAN_PACKAGES = {
 }
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
 PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c")
+BACKEND_SOURCE = Path(__file__).resolve().parent / "backend" / "ibv.c"
 
 Progress = Callable[[str], None]
 
@@ -87,6 +88,11 @@ class Build:
         return self.lib / f"libshiftsim-rdmav{PROVIDER_ABI}.so"
 
     @property
+    def backend(self) -> Path:
+        """The layer's libibverbs backend (shift_ibv.h), built against this libibverbs."""
+        return self.lib / "libshift_ibv.so"
+
+    @property
     def driver_file(self) -> Path:
         return self.tree / "etc" / "libibverbs.d" / "shiftsim.driver"
 
@@ -95,9 +101,9 @@ class Build:
 
     def complete(self) -> bool:
         if not (self.provider.is_file() and self.driver_file.is_file()
-                and self.program("ibv_devinfo").is_file()):
+                and self.backend.is_file() and self.program("ibv_devinfo").is_file()):
             return False
-        built = self.provider.stat().st_mtime
+        built = min(self.provider.stat().st_mtime, self.backend.stat().st_mtime)
         return all(built >= p.stat().st_mtime for p in provider_inputs())
 
 
@@ -105,8 +111,9 @@ def provider_inputs() -> list[Path]:
     """What the provider is built from: its sources and header, and the core it links."""
     from shift import native
 
-    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h")]
-            + [native.include_dir() / "simnic.h", native.lib_dir() / native.LIBRARY])
+    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h")] + [BACKEND_SOURCE]
+            + [native.include_dir() / h for h in ("simnic.h", "shift.h", "shift_ibv.h")]
+            + [native.lib_dir() / native.LIBRARY])
 
 
 def default_root() -> Path:
@@ -221,6 +228,20 @@ def compile_provider(build: Build, say: Progress) -> None:
     build.driver_file.write_text("driver shiftsim\n")
 
 
+def compile_backend(build: Build, say: Progress) -> None:
+    """The layer's libibverbs backend: ibv_* calls only, against this build's public
+    headers (it runs over any provider; here the simulated one)."""
+    from shift import native
+
+    say(f"building the libibverbs backend {build.backend.name}")
+    run_logged([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Wpedantic",
+                "-Wshadow", "-Wstrict-prototypes", "-Werror", "-O2", "-g", "-fPIC", "-shared",
+                "-isystem", str(build.tree / "include"), f"-I{native.include_dir()}",
+                str(BACKEND_SOURCE), f"-L{build.lib}", "-libverbs",
+                f"-Wl,-rpath,{build.lib}", "-o", str(build.backend)],
+               build.root, build.root / "backend.log")
+
+
 def ensure_built(say: Progress = lambda _: None, root: Path | None = None) -> Build:
     """The rdma-core build with the provider, made now if it is missing or stale."""
     build = Build(root or default_root())
@@ -233,6 +254,7 @@ def ensure_built(say: Progress = lambda _: None, root: Path | None = None) -> Bu
             if not build.program("ibv_devinfo").is_file():
                 compile_rdma_core(build, say)
             compile_provider(build, say)
+            compile_backend(build, say)
     return build
 
 

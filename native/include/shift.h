@@ -145,6 +145,9 @@ struct shift_path_info {
     uint8_t port;           /* its port number (>= 1) */
     uint8_t reserved;       /* 0 */
     uint8_t gid[16];        /* its port's GID */
+    uint32_t ctl_qp_num;    /* the layer's control QP beside it (a libibverbs backend's
+                             * datagram QP, 24 bits), or 0: its control messages ride the
+                             * QP itself (the simulator's backend) */
 };
 
 /* ---- the backend: verbs operations the core uses; ctx is the backend's ---- */

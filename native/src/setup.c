@@ -21,12 +21,12 @@ enum { QPN_MAX = 0xffffff, PSN_MAX = 0xffffff };
 
 static int has_setup_ops(const ep_s *e) { return e->ops->local_info && e->ops->rtr_qp; }
 
-/* a path_info the peer's layer (or the application) could give: 24-bit QPN and PSN,
+/* a path_info the peer's layer (or the application) could give: 24-bit QPNs and PSN,
  * a port, reserved 0 */
 static int info_valid(const struct shift_path_info *i)
 {
     return i->qp_num != 0 && i->qp_num <= QPN_MAX && i->psn <= PSN_MAX && i->port >= 1 &&
-           i->reserved == 0;
+           i->reserved == 0 && i->ctl_qp_num <= QPN_MAX;
 }
 
 int backup_ready(const ep_s *e)

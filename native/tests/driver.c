@@ -3172,7 +3172,7 @@ static void test_setup_failure_before_ready(void)
 }
 
 /* ---- set-up messages as bytes: the layout of layer.h's ctl_setup and ctl_keys ---- */
-enum { SU_LEN = 44, KY_LEN = 80, SU_KIND = 4, KY_KIND = 5, KY_MAX = 8, ANN_MAX = 1 << 20 };
+enum { SU_LEN = 48, KY_LEN = 80, SU_KIND = 4, KY_KIND = 5, KY_MAX = 8, ANN_MAX = 1 << 20 };
 
 static void su_put(uint8_t *m, uint8_t flags, const struct shift_path_info *in, uint32_t keys,
                    uint32_t seen)
@@ -3187,8 +3187,9 @@ static void su_put(uint8_t *m, uint8_t flags, const struct shift_path_info *in, 
     m[18] = in->port;
     m[19] = in->reserved;
     memcpy(m + 20, in->gid, 16);
-    memcpy(m + 36, &keys, 4);
-    memcpy(m + 40, &seen, 4);
+    memcpy(m + 36, &in->ctl_qp_num, 4);
+    memcpy(m + 40, &keys, 4);
+    memcpy(m + 44, &seen, 4);
 }
 
 static void ky_put(uint8_t *m, uint32_t first, uint8_t n, const uint32_t (*pairs)[2])
@@ -3228,9 +3229,9 @@ static int su_ok(const struct shift_ep_info *i, const su_model *M, int path, con
     if (m[4] == SU_KIND) {
         uint8_t ref[SU_LEN]; /* the peer's backup QP as its messages carry it */
         su_put(ref, 0, &M->peer, 0, 0);
-        uint32_t keys = len == SU_LEN ? rd32(m + 36) : 0, seen = len == SU_LEN ? rd32(m + 40) : 0;
+        uint32_t keys = len == SU_LEN ? rd32(m + 40) : 0, seen = len == SU_LEN ? rd32(m + 44) : 0;
         return len == SU_LEN && !m[6] && !m[7] && (m[5] & ~3) == 0 && (m[5] & 1) &&
-               memcmp(m + 8, ref + 8, 28) == 0 && keys <= ANN_MAX && keys >= i->peer_keys &&
+               memcmp(m + 8, ref + 8, 32) == 0 && keys <= ANN_MAX && keys >= i->peer_keys &&
                seen >= i->keys_acked && seen <= i->keys_announced;
     }
     if (m[4] != KY_KIND || len != KY_LEN || m[6] || m[7] || rd32(m + 12))
@@ -3378,7 +3379,7 @@ static void test_setup_ctl_random(uint64_t seed, int n)
             right = r == 0 && b.ctl_received == a.ctl_received + 1 &&
                     b.ctl_rejected == a.ctl_rejected && b.peer_keys_held == M[h].nheld &&
                     (m[4] != SU_KIND ||
-                     (b.peer_keys == rd32(m + 36) && b.keys_acked == rd32(m + 40)));
+                     (b.peer_keys == rd32(m + 40) && b.keys_acked == rd32(m + 44)));
             taken++;
         } else if (ok) {
             right = r == 0;

@@ -47,6 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--spec-dir", type=Path, metavar="DIR",
                    help="use this copy of the specification (its workloads, bounds and "
                         "declarations) instead of the packaged one")
+    p.add_argument("--side", choices=("core", "verbs"), default="core",
+                   help="the C layer's backend: core (the simulator's table, default) or "
+                        "verbs (libibverbs over the simulated provider, in lock-step; the "
+                        "run enters the simulated devices' environment itself)")
     p.add_argument("--replay", type=Path, metavar="TRACE",
                    help="run one saved trace (an event trace, .jsonl, or an ITF counterexample "
                         "of `shift check`, .itf.json) through both sides instead, step by "
@@ -65,7 +69,7 @@ class Batch:
     divergent: list[list[Event]] = field(default_factory=list)
 
 
-Job = tuple[str, str, int, int, int, Path | None]
+Job = tuple[str, str, int, int, int, Path | None, str]
 
 
 def run_batch(job: Job) -> Batch:
@@ -73,14 +77,14 @@ def run_batch(job: Job) -> Batch:
     from shift.differential import run_trace, trace_from_choices
     from shift.model.next import Model
 
-    design, bound, seed, count, max_events, spec_dir = job
+    design, bound, seed, count, max_events, spec_dir, side = job
     model = Model.load(design, bound, spec_dir)
     rng = random.Random(seed)
     out = Batch(design)
     for _ in range(count):
         events = trace_from_choices(model, [rng.randrange(1 << 16)
                                             for _ in range(max_events + 1)])
-        r = run_trace(model, events)
+        r = run_trace(model, events, side=side)
         out.traces += 1
         out.steps += len(r.events) - 1
         out.gaps += r.gap is not None
@@ -104,7 +108,7 @@ def _jobs(designs: list[str], args: argparse.Namespace) -> Iterator[Job]:
             else:
                 count = BATCH
             yield (d, args.bound, args.seed * 1_000_003 + k * 7919 + designs.index(d),
-                   count, args.max_events, args.spec_dir)
+                   count, args.max_events, args.spec_dir, args.side)
         k += 1
 
 
@@ -134,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-events must be at least 1")
     if args.examples is None and args.seconds is None:
         args.examples = 500
+    if args.side == "verbs":
+        from shift.verbs import lockstep
+
+        if not lockstep.active():  # the simulated devices' environment, then this command
+            return lockstep.run_inside([sys.executable, "-m", "shift", *sys.argv[1:]])
     if args.replay is not None:
         return replay(args, designs)
 
@@ -193,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
     progress(final=True)
     elapsed = time.monotonic() - start
 
-    print(f"shift fuzz: bound {args.bound}, seed {args.seed}, {args.workers} worker(s), "
+    print(f"shift fuzz: bound {args.bound}, seed {args.seed}, side {args.side}, "
+          f"{args.workers} worker(s), "
           f"{elapsed:.1f} s")
     saved: list[Path] = []
     for d, b in total.items():
@@ -205,11 +215,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {'':<12} events never generated: {', '.join(missing)}")
         if b.divergent:
             model = Model.load(d, args.bound, args.spec_dir)
-            small = shrink(model, min(b.divergent, key=len))
+            small = shrink(model, min(b.divergent, key=len), side=args.side)
             path = save_trace(args.out / d / args.bound / f"seed{args.seed}-{len(saved)}.jsonl",
                               small)
             saved.append(path)
-            print(report(model, run_trace(model, small)))
+            print(report(model, run_trace(model, small, side=args.side)))
             print(f"saved: {path}")
     if saved:
         print(f"divergence: {len(saved)} design(s); replay with "
@@ -230,7 +240,7 @@ def replay(args: argparse.Namespace, designs: list[str]) -> int:
     model = Model.load(designs[0], args.bound, args.spec_dir)
     events, _ = load_any(args.replay, model)  # an ITF trace gives its events
     try:
-        run = run_trace(model, events)
+        run = run_trace(model, events, side=args.side)
     except NotEnabled as e:
         raise NotEnabled(f"{args.replay}: {e}") from None
     print(report(model, run))

@@ -43,6 +43,8 @@ from shift.vocabulary import Event
 # The designs both sides implement: the C core's (enum shift_design), under their names in
 # spec/designs.toml; the model has every design.
 DESIGNS = tuple(d.value for d in DesignCode)
+# The C side's backends: the simulator's table, or libibverbs over the simulated provider.
+SIDES = ("core", "verbs")
 
 
 SLOT = 8  # bytes per region
@@ -80,19 +82,29 @@ class Bridge:
 
     def __init__(self, design: str, bound: Constants, program: Sequence[Any],
                  peer_program: Sequence[Any] = (), copy_posts: bool = False,
-                 fail_back: bool | None = None):
+                 fail_back: bool | None = None, side: str = "core"):
         """The fabric takes the bound's transport (MaxRetries, AckBeforeCqe, RnrNak,
-        RnrRetry, DeviceFatal); the connection fails back where the bound recovers, unless fail_back
-        says otherwise."""
+        RnrRetry, DeviceFatal); the connection fails back where the bound recovers, unless
+        fail_back says otherwise. side: the layer's backend - "core" (the simulator's
+        table) or "verbs" (libibverbs over the simulated provider in lock-step, which the
+        process's environment must be: `shift.verbs.lockstep`)."""
+        if side not in SIDES:
+            raise ValueError(f"unknown side {side!r} (expected one of {', '.join(SIDES)})")
+        self.side = side
         self.program = tuple(program)  # A's
         self.programs = (self.program, tuple(peer_program))  # per host: A's, B's
         self.fabric = Fabric(retries=bound.max_retries, ack_before_cqe=bound.ack_before_cqe,
                              rnr_nak=bound.rnr_nak, rnr_retry=bound.rnr_retry,
                              device_fatal=bound.device_fatal)
-        self.conn = self.fabric.connect(
-            design, regions=len(REGIONS), max_wr=16, probe="instant", ctl_retries=255,
-            copy_posts=copy_posts, record=True,
-            fail_back=bound.recover if fail_back is None else fail_back)
+        kw = dict(regions=len(REGIONS), max_wr=16, probe="instant", ctl_retries=255,
+                  copy_posts=copy_posts, record=True,
+                  fail_back=bound.recover if fail_back is None else fail_back)
+        if side == "verbs":
+            from shift.verbs.layer import VerbsConnection
+
+            self.conn: Connection = VerbsConnection(self.fabric, DesignCode(design), **kw)
+        else:
+            self.conn = self.fabric.connect(design, **kw)  # type: ignore[arg-type]
 
     def close(self) -> None:
         self.fabric.close()
@@ -117,6 +129,8 @@ class Bridge:
 
     def qp_ready(self, host: str, path: int) -> bool:
         """Is host's QP of path ready to send (RTS), as simnic has it?"""
+        if self.side == "verbs":
+            return self.conn.qp_state(host, path) == lib.SHIFT_QPS_RTS  # type: ignore[attr-defined]
         qp = ffi.new("sn_qp *")
         check_errno(lib.shift_sim_qp(self.conn.handle, "AB".index(host), path, qp),
                     "shift_sim_qp")

@@ -145,11 +145,12 @@ class Run:
 
 
 def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None = None,
-              copy_posts: bool = False) -> Run:
+              copy_posts: bool = False, side: str = "core") -> Run:
     """Drive both sides with the trace; stop at the first divergence. NotEnabled when an
     event cannot happen in the model (the trace is not one of the spec's behaviours).
     copy_posts: the layer keeps its own copy of each WR (the path of a backend that
-    cannot give its send queue back) instead of reading the send queue at a failure."""
+    cannot give its send queue back) instead of reading the send queue at a failure.
+    side: the C layer's backend (`Bridge`: "core" or "verbs")."""
     events = list(events)
     if not events:
         raise NotEnabled("an empty trace (it starts with Init)")
@@ -158,7 +159,8 @@ def run_trace(model: Model, events: Sequence[Event], kept: Iterable[str] | None 
                  else kept)
     s = model.init(events[0])
     states = [s]
-    bridge = Bridge(design, model.bound, s.program[0], s.program[1], copy_posts)
+    bridge = Bridge(design, model.bound, s.program[0], s.program[1], copy_posts,
+                    side=side)
     try:
         for k, ev in enumerate(events[1:], 2):
             why = gap(s, ev, model.bound.implicit_nak)

@@ -24,15 +24,16 @@ from shift.vocabulary import Event
 from .runner import run_trace
 
 
-def diverges(model: Model, events: Sequence[Event]) -> bool:
+def diverges(model: Model, events: Sequence[Event], side: str = "core") -> bool:
     """Does the trace diverge (False when it is not a behaviour of the model)?"""
     try:
-        return run_trace(model, events).divergence is not None
+        return run_trace(model, events, side=side).divergence is not None
     except NotEnabled:
         return False
 
 
-def shrink(model: Model, events: Sequence[Event], budget: int = 2000) -> list[Event]:
+def shrink(model: Model, events: Sequence[Event], budget: int = 2000,
+           side: str = "core") -> list[Event]:
     """A shorter trace that still diverges: greedily drop events (the model must still
     allow every event left) until no single event can go or the budget of runs is spent.
     The first event (Init) stays first."""
@@ -45,11 +46,11 @@ def shrink(model: Model, events: Sequence[Event], budget: int = 2000) -> list[Ev
         while k >= 1 and runs < budget:
             cand = best[:k] + best[k + 1:]
             runs += 1
-            if diverges(model, cand):
+            if diverges(model, cand, side):
                 best, changed = cand, True
             k -= 1
         # everything after the divergence is irrelevant
-        run = run_trace(model, best)
+        run = run_trace(model, best, side=side)
         if run.divergence is not None and len(run.events) < len(best):
             best, changed = run.events, True
     return best

@@ -101,14 +101,14 @@ def test_ctl_input_checks_its_arguments(conn):
 
 # -- the two-phase set-up's messages (src/layer.h's ctl_setup, ctl_keys; setup.c)
 SETUP, KEYS, READY, ASK = 4, 5, 1, 2
-SETUP_FMT, KEYS_FMT = "=IBBHIIHBB16sII", "=IBBHII16I"
+SETUP_FMT, KEYS_FMT = "=IBBHIIHBB16sIII", "=IBBHII16I"
 
 
 def setup_msg(info, flags: int = READY, keys: int = 1, seen: int = 1, pad: int = 0,
               reserved: int = 0) -> bytes:
     """A CTL_SETUP: the sender's backup QP, its flags, its pairs announced, ours it holds."""
     return struct.pack(SETUP_FMT, MAGIC, SETUP, flags, pad, info.qp_num, info.psn, info.lid,
-                       info.port, reserved, info.gid, keys, seen)
+                       info.port, reserved, info.gid, info.ctl_qp_num, keys, seen)
 
 
 def keys_msg(first: int, pairs: list[tuple[int, int]], n: int | None = None) -> bytes:
