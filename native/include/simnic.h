@@ -163,6 +163,8 @@ int sn_poll_cq(sn_cq cq, int n, struct shift_wc *wc);
 int sn_create_qp(sn_fabric f, int host, int nic, const struct sn_qp_init_attr *attr,
                  sn_qp *out);
 int sn_destroy_qp(sn_qp qp);
+/* RESET: EBUSY, changing nothing, while the NIC owes host memory completions on the QP's
+ * CQs (ack_before_cqe), as sn_reset_qp. */
 int sn_modify_qp(sn_qp qp, const struct sn_qp_attr *attr, int mask);
 int sn_query_qp(sn_qp qp, struct sn_qp_attr *attr);
 /* Both QPs (one per host, same NIC index) RESET/INIT -> RTS, connected, PSNs 0. */

@@ -270,11 +270,21 @@ int sn_destroy_qp(sn_qp q)
     return 0;
 }
 
+/* Does the NIC still owe host memory completions on qp's CQs (ack_before_cqe)? */
+static int owes_cqes(const sn_qp_s *qp)
+{
+    return qp->scq->written < qp->scq->tail || qp->rcq->written < qp->rcq->tail;
+}
+
 int sn_modify_qp(sn_qp q, const struct sn_qp_attr *attr, int mask)
 {
     sn_qp_s *qp = sn__qp(q);
-    if (!qp)
+    if (!qp || !attr)
         return EINVAL;
+    /* a reset waits for the completions the NIC owes, as sn_reset_qp does (a driver's
+     * modify to RESET cannot take back a CQE already on its way to memory) */
+    if ((mask & SN_QP_STATE) && attr->qp_state == SHIFT_QPS_RESET && owes_cqes(qp))
+        return EBUSY;
     return sn__modify(qp, attr, mask);
 }
 
@@ -334,14 +344,12 @@ int sn__reconnect(sn_qp_s *qp)
 
 int sn__reset_qp(sn_qp_s *qp, uint32_t inc)
 {
-    sn_cq_s *cqs[2] = {qp->scq, qp->rcq};
     if (!qp->has_dest)
         return EINVAL;
     if (!qp->f->host[qp->host].nic[qp->nic].alive)
         return ENETDOWN;
-    for (int i = 0; i < 2; i++)
-        if (cqs[i]->written < cqs[i]->tail)
-            return EBUSY;
+    if (owes_cqes(qp))
+        return EBUSY;
     qp_rts_fresh(qp);
     qp->inc = inc;
     return 0;

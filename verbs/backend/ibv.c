@@ -475,6 +475,8 @@ static int b_destroy_cq(void *c, void *cq)
 
 /* ------------------------------------------------------------ the state machine -- */
 
+static int ring_held(struct ibq *q);
+
 /* The layer's transitions (shift.h: modify_qp): INIT with the RC attributes, RTR towards
  * the remote it was connected to, RTS with the send PSN from RTR; ERR, RESET as asked. */
 static int b_modify_qp(void *c, void *qp, int state, uint32_t rq_psn, uint32_t sq_psn)
@@ -488,7 +490,12 @@ static int b_modify_qp(void *c, void *qp, int state, uint32_t rq_psn, uint32_t s
     case SHIFT_QPS_ERR: {
         struct ibv_qp_attr a = {.qp_state = state == SHIFT_QPS_RESET ? IBV_QPS_RESET
                                                                      : IBV_QPS_ERR};
-        return modify(q->rc, &a, IBV_QP_STATE);
+        err = modify(q->rc, &a, IBV_QP_STATE);
+        if (!err && state == SHIFT_QPS_RESET)
+            q->nheld = 0; /* (RESET empties the send queue, what waited too) */
+        else if (!err)
+            ring_held(q); /* (ERR flushes what waited for the doorbell too) */
+        return err;
     }
     case SHIFT_QPS_INIT:
         return rc_init(q);
