@@ -46,7 +46,7 @@ DEBIAN_PACKAGES = {
     "/usr/include/libudev.h": "libudev-dev",
 }
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
-PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c")
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "lockstep.c", "ud.c")
 
 Progress = Callable[[str], None]
 
@@ -105,7 +105,7 @@ def provider_inputs() -> list[Path]:
     """What the provider is built from: its sources and header, and the core it links."""
     from shift import native
 
-    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h")]
+    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h", "shiftsim_lockstep.h")]
             + [native.include_dir() / "simnic.h", native.lib_dir() / native.LIBRARY])
 
 
