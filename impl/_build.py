@@ -17,6 +17,7 @@ ROOT = os.path.dirname(HERE)
 NATIVE = os.path.join(ROOT, "native")
 HEADERS = ("shift_verbs.h", "simnic.h", "shift.h", "shift_sim.h")
 SOURCES = ("common.c", "simnic_fabric.c", "simnic_qp.c", "simnic_rc.c", "simnic_wire.c",
+           "simnic_ud.c", "simnic_ops.c",
            "endpoint.c", "pending.c", "datapath.c", "failover.c", "silent.c", "kept.c", "cq.c",
            "setup.c",
            "sim.c")

@@ -186,9 +186,9 @@ class Fabric:
 
     def head_kind(self, path: int, direction: str) -> str | None:
         """What the packet at the head of a channel is: "req", "ack", "ctl" (a control
-        message of the layer), or None when the channel is empty."""
+        message of the layer), "ud" (a UD datagram), or None when the channel is empty."""
         kind = lib.sn_wire_head_kind(self.handle, path_arg(path), dir_arg(direction))
-        return {1: "req", 2: "ack", 3: "ctl"}.get(kind)
+        return {1: "req", 2: "ack", 3: "ctl", 4: "ud"}.get(kind)
 
     def can_send(self, host: str, path: int) -> bool:
         """Would a packet host sends on path leave: its NIC alive and the link up?"""

@@ -10,7 +10,11 @@ itself - a completion channel - fails with ENOSPC instead of reading zeros). The
 sees at most an empty ``/dev/infiniband`` directory, the mount point.
 
 One process is one host: ``SHIFT_SIM_HOST`` (A or B) tells the provider which, and the
-GUIDs, GIDs and LIDs differ between hosts, as a program that exchanges them expects.
+GUIDs, GIDs and LIDs differ between hosts, as a program that exchanges them expects. Or,
+in lock-step mode (host ``LOCKSTEP``, "AB"), one process is both: ``SHIFT_SIM_LOCKSTEP=1``
+and four devices, sim0 and sim1 host A's NICs, sim2 and sim3 host B's, each with the
+GUID, GID and LID it has in its own host's process; the program attaches a fabric it
+steps itself (verbs/provider/shiftsim_lockstep.h).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from shift.errors import ShiftError, UsageError
 from .rdma_core import Build
 
 HOSTS = ("A", "B")
+LOCKSTEP = "AB"  # the host value of a process that is both hosts (lock-step mode)
 DEVICES = 2  # sim0 and sim1: the host's NIC 1 (default path) and NIC 2 (backup path)
 CDEV = "1:7"  # the stand-in character device, /dev/full: a kernel command fails (ENOSPC)
 USER_VERBS_ABI = 6  # class/infiniband_verbs/abi_version: what libibverbs 59 accepts
@@ -41,6 +46,14 @@ def host_index(host: str) -> int:
     if host not in HOSTS:
         raise UsageError(f"host {host!r}: the simulated hosts are A and B")
     return HOSTS.index(host)
+
+
+def hosts_of(host: str) -> tuple[str, ...]:
+    """The hosts a process plays: one, or both in lock-step mode."""
+    if host == LOCKSTEP:
+        return HOSTS
+    host_index(host)
+    return (host,)
 
 
 def node_guid(host: str, device: int) -> str:
@@ -57,9 +70,12 @@ def write_file(path: Path, text: str) -> None:
     path.write_text(text + "\n")
 
 
-def write_device(sysfs: Path, host: str, device: int) -> None:
-    name = device_name(device)
-    uverbs = sysfs / "class" / "infiniband_verbs" / f"uverbs{device}"
+def write_device(sysfs: Path, host: str, device: int, index: int | None = None) -> None:
+    """Device ``device`` of ``host`` (its NIC ``device + 1``) as sim``index`` (by default
+    sim``device``: lock-step mode numbers host B's after host A's)."""
+    index = device if index is None else index
+    name = device_name(index)
+    uverbs = sysfs / "class" / "infiniband_verbs" / f"uverbs{index}"
     write_file(uverbs / "ibdev", name)
     write_file(uverbs / "dev", CDEV)
     write_file(uverbs / "abi_version", str(PROVIDER_ABI))
@@ -73,10 +89,12 @@ def write_device(sysfs: Path, host: str, device: int) -> None:
 
 
 def write_sysfs(sysfs: Path, host: str, devices: int = DEVICES) -> Path:
-    """The sysfs tree of one host's simulated devices under ``sysfs``."""
+    """The sysfs tree of one host's simulated devices under ``sysfs`` (both hosts', A's
+    first, for ``LOCKSTEP``)."""
     write_file(sysfs / "class" / "infiniband_verbs" / "abi_version", str(USER_VERBS_ABI))
-    for device in range(devices):
-        write_device(sysfs, host, device)
+    for i, h in enumerate(hosts_of(host)):
+        for device in range(devices):
+            write_device(sysfs, h, device, i * devices + device)
     return sysfs
 
 
@@ -108,7 +126,12 @@ def environment(build: Build, host: str, sysfs: Path) -> dict[str, str]:
     prepend("LD_LIBRARY_PATH", build.lib)
     prepend("PYTHONPATH", build.python)
     env["SYSFS_PATH"] = str(sysfs)
-    env["SHIFT_SIM_HOST"] = host
+    env.pop("SHIFT_SIM_LOCKSTEP", None)  # (an outer lock-step run's: not this one's)
+    if host == LOCKSTEP:
+        env.pop("SHIFT_SIM_HOST", None)
+        env["SHIFT_SIM_LOCKSTEP"] = "1"
+    else:
+        env["SHIFT_SIM_HOST"] = host
     return env
 
 
@@ -139,15 +162,15 @@ def check_can_run(argv: list[str], env: dict[str, str]) -> None:
 @contextmanager
 def prepared(build: Build, host: str, argv: list[str], devices: int = DEVICES,
              env: dict[str, str] | None = None) -> Iterator[tuple[list[str], dict[str, str]]]:
-    """The command line and environment that run ``argv`` as host ``host``; the sysfs
-    tree lives until the context ends."""
-    host_index(host)
+    """The command line and environment that run ``argv`` as host ``host`` (A, B, or
+    ``LOCKSTEP``: both); the sysfs tree lives until the context ends."""
+    total = devices * len(hosts_of(host))
     with tempfile.TemporaryDirectory(prefix=f"shift-sysfs-{host}-") as tmp:
         full = environment(build, host, write_sysfs(Path(tmp) / "sys", host, devices))
-        full["PATH"] = os.pathsep.join((str(write_rdma_tool(Path(tmp) / "bin", devices)),
+        full["PATH"] = os.pathsep.join((str(write_rdma_tool(Path(tmp) / "bin", total)),
                                         full["PATH"]))
         full.update(env or {})
-        full["SHIFT_SIM_DEVICES"] = str(devices)
+        full["SHIFT_SIM_DEVICES"] = str(total)
         check_can_run(argv, full)
         yield ["unshare", "--mount", "--propagation", "private",
                "sh", "-c", NAMESPACE_SCRIPT, "shift-run", *argv], full

@@ -46,7 +46,7 @@ DEBIAN_PACKAGES = {
     "/usr/include/libudev.h": "libudev-dev",
 }
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
-PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c")
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "lockstep.c", "ud.c")
 BACKEND_SOURCE = Path(__file__).resolve().parent / "backend" / "ibv.c"
 
 Progress = Callable[[str], None]
@@ -111,7 +111,8 @@ def provider_inputs() -> list[Path]:
     """What the provider is built from: its sources and header, and the core it links."""
     from shift import native
 
-    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h")] + [BACKEND_SOURCE]
+    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h", "shiftsim_lockstep.h")]
+            + [BACKEND_SOURCE]
             + [native.include_dir() / h for h in ("simnic.h", "shift.h", "shift_ibv.h")]
             + [native.lib_dir() / native.LIBRARY])
 

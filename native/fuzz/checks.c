@@ -96,7 +96,7 @@ static void check_fabric(fz_fab *f)
         FZ_CHECK(sn_path_healthy(f->h, p) == healthy, p, healthy);
         for (int d = 0; d < 2; d++) {
             int k = sn_wire_head_kind(f->h, p, d), n = sn_wire_len(f->h, p, d);
-            FZ_CHECK(k >= 0 && k <= 3 && (k == 0) == (n == 0), k, n);
+            FZ_CHECK(k >= 0 && k <= 4 && (k == 0) == (n == 0), k, n); /* kind 4: a datagram */
             FZ_CHECK(f->link[p] || n == 0, p, n); /* a dead link carries nothing */
         }
     }

@@ -246,7 +246,7 @@ void op_modify_qp(void)
 {
     sn_qp q = pick(T_QP);
     struct sn_qp_attr a = {(int)fz_small(W->in, 7), pick_qpn(), fz_small(W->in, 4),
-                           fz_small(W->in, 4), 0, 0, 0, (int)fz_small(W->in, 16)};
+                           fz_small(W->in, 4), 0, 0, 0, (int)fz_small(W->in, 16), 0, 0};
     int mask = (int)fz_small(W->in, 32);
     int r = sn_modify_qp(q, fz_u8(W->in) < 250 ? &a : NULL, mask);
     FZ_CHECK(r == 0 || r == EINVAL, r, 0);

@@ -142,6 +142,7 @@ struct shift_wc {
     uint32_t imm_data;
     uint32_t qp_num;
     unsigned int wc_flags;  /* enum shift_wc_flags */
+    uint32_t src_qp;        /* a UD receive: the sending QP's number (0 otherwise) */
 };
 
 /* The name of a completion status, as ibv_wc_status_str; "UNKNOWN" out of range. */

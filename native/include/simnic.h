@@ -40,6 +40,15 @@
  *    does under user-space verbs: its QPs go silent (in ERR, no flush, later posts
  *    taken without a completion, until a reset) and it raises the asynchronous event
  *    IBV_EVENT_DEVICE_FATAL, which sn_async_event reads (spec: DeviceFatal).
+ *
+ * UD semantics (sn_create_ud_qp, sn_post_send_ud), as UD hardware: a datagram is one
+ * packet on its NIC's path, FIFO with the path's other packets, put there at post time
+ * (no Transmit step, no ACK, no retransmission; a signaled send completes at once). At
+ * delivery it goes to the UD QP its destination QP number names on the receiving NIC
+ * (in RTR or RTS, the Q_Key matching), into its oldest receive WR: byte_len is 40 + the
+ * payload, which lands after the first 40 bytes of the buffer (the GRH's room, left as
+ * it was: no GRH is written). No such QP, a bad Q_Key or no receive WR: the datagram is
+ * discarded and counted (ud_discarded). A dead link or NIC loses it as any packet.
  */
 #ifndef SIMNIC_H
 #define SIMNIC_H
@@ -93,7 +102,8 @@ enum sn_qp_attr_mask {
     SN_QP_DEST_QPN = 2,
     SN_QP_RQ_PSN = 4,
     SN_QP_SQ_PSN = 8,
-    SN_QP_ACCESS = 16
+    SN_QP_ACCESS = 16,
+    SN_QP_QKEY = 32         /* UD only; required from RESET to INIT */
 };
 
 struct sn_qp_attr {
@@ -107,6 +117,8 @@ struct sn_qp_attr {
     int access;             /* the remote operations the QP accepts as a responder
                              * (SHIFT_ACCESS_REMOTE_*; a new QP accepts all): another is
                              * NAKed as an invalid request (rxe_resp.c check_op_valid) */
+    uint32_t qkey;          /* UD: the Q_Key a datagram must carry to be received */
+    int ud;                 /* query only: 1 for a UD QP */
 };
 
 struct sn_counters {
@@ -118,6 +130,8 @@ struct sn_counters {
     uint64_t duplicates;    /* duplicate requests answered without re-execution */
     uint64_t timeouts;      /* retransmission timer expiries that went back */
     uint64_t malformed;     /* bytes sn_wire_put refused: not a packet */
+    uint64_t ud_discarded;  /* datagrams delivered to a live NIC that no UD QP took: no
+                             * such QP, a bad Q_Key, no receive WR */
 };
 
 /* RC as hardware runs it, the spec's defaults (spec/designs.toml's defaults.constants):
@@ -167,6 +181,19 @@ int sn_destroy_qp(sn_qp qp);
  * CQs (ack_before_cqe), as sn_reset_qp. */
 int sn_modify_qp(sn_qp qp, const struct sn_qp_attr *attr, int mask);
 int sn_query_qp(sn_qp qp, struct sn_qp_attr *attr);
+/* A UD QP: the same life as an RC one (modify, query, destroy, sn_post_recv), but
+ * RESET -> INIT sets its Q_Key (SN_QP_QKEY), RTR takes no destination or PSN, and it
+ * sends with sn_post_send_ud. Its number comes from the RC QPs' space: no QP of either
+ * host shares it (a one-host fabric of host B: from SN_QPN_HOST_B up). */
+int sn_create_ud_qp(sn_fabric f, int host, int nic, const struct sn_qp_init_attr *attr,
+                    sn_qp *out);
+/* One SEND or SEND_WITH_IMM from a UD QP in RTS to QP dest_qpn (24 bits) of the peer's
+ * NIC on the same path, carrying qkey: on the wire at once (num_sge 0 or 1, up to
+ * SHIFT_MAX_MSG bytes; wr->next is ignored). 0, EINVAL (malformed, not UD, not RTS),
+ * ENOMEM (send queue full). In ERR the WR is flushed; on a dead device it is taken and
+ * nothing completes. */
+int sn_post_send_ud(sn_qp qp, const struct shift_send_wr *wr, uint32_t dest_qpn,
+                    uint32_t qkey);
 /* Both QPs (one per host, same NIC index) RESET/INIT -> RTS, connected, PSNs 0. */
 int sn_connect(sn_qp a, sn_qp b);
 /* The connection manager re-establishes the pair qp belongs to: both ends are reset
@@ -216,7 +243,7 @@ int sn_async_event(sn_fabric f, int host, int nic, int *event);
  * ran; returns the number of steps (no drops, no timeouts, no faults). */
 long sn_pump(sn_fabric f, long budget);
 /* Packets on a channel; 0 for bad arguments. Head kind: 0 none, 1 request, 2 ack,
- * 3 control. */
+ * 3 control, 4 datagram (UD). */
 int sn_wire_len(sn_fabric f, int path, int dir);
 /* The wire as bytes (a packet's encoding: a header of SN_WIRE_HEADER bytes, then its
  * payload). sn_wire_take takes the head packet off a channel into buf: its length, 0 if
@@ -231,6 +258,52 @@ int sn_wire_head_kind(sn_fabric f, int path, int dir);
 int sn_path_healthy(sn_fabric f, int path);
 int sn_nic_alive(sn_fabric f, int host, int nic);
 int sn_link_is_up(sn_fabric f, int path);
+
+/* simnic's entry points as a table. libshift's handles are valid only in the copy of the
+ * code that made them (each copy has its own handle table): a program with two copies in
+ * one process (the Python extension, and a verbs provider linked to libshift.so) gives
+ * the code that must act on another copy's fabric that copy's table. size is
+ * sizeof(struct sn_ops) of the copy that filled it (a check that both agree). */
+struct sn_ops {
+    size_t size;
+    int (*fabric_create)(const struct sn_fabric_attr *attr, sn_fabric *out);
+    int (*host_create)(const struct sn_fabric_attr *attr, int host, sn_fabric *out);
+    int (*fabric_destroy)(sn_fabric f);
+    int (*host_mem)(sn_fabric f, int host, uint8_t **base, size_t *size);
+    int (*counters_get)(sn_fabric f, struct sn_counters *out);
+    int (*reg_mr)(sn_fabric f, int host, int nic, uint64_t addr, size_t length, int access,
+                  sn_mr *out);
+    int (*mr_keys)(sn_mr mr, uint32_t *lkey, uint32_t *rkey);
+    int (*dereg_mr)(sn_mr mr);
+    int (*create_cq)(sn_fabric f, int host, int cqe, sn_cq *out);
+    int (*destroy_cq)(sn_cq cq);
+    int (*poll_cq)(sn_cq cq, int n, struct shift_wc *wc);
+    int (*create_qp)(sn_fabric f, int host, int nic, const struct sn_qp_init_attr *attr,
+                     sn_qp *out);
+    int (*create_ud_qp)(sn_fabric f, int host, int nic, const struct sn_qp_init_attr *attr,
+                        sn_qp *out);
+    int (*destroy_qp)(sn_qp qp);
+    int (*modify_qp)(sn_qp qp, const struct sn_qp_attr *attr, int mask);
+    int (*query_qp)(sn_qp qp, struct sn_qp_attr *attr);
+    int (*post_send)(sn_qp qp, struct shift_send_wr *wr, struct shift_send_wr **bad);
+    int (*post_send_ud)(sn_qp qp, const struct shift_send_wr *wr, uint32_t dest_qpn,
+                        uint32_t qkey);
+    int (*post_recv)(sn_qp qp, struct shift_recv_wr *wr, struct shift_recv_wr **bad);
+    int (*transmit)(sn_fabric f, int host, int path);
+    int (*deliver)(sn_fabric f, int path, int dir);
+    int (*timeout)(sn_fabric f, int host, int path);
+    int (*link_down)(sn_fabric f, int path);
+    int (*link_up)(sn_fabric f, int path);
+    int (*nic_fail)(sn_fabric f, int host, int nic);
+    int (*nic_recover)(sn_fabric f, int host, int nic);
+    int (*async_event)(sn_fabric f, int host, int nic, int *event);
+    int (*wire_take)(sn_fabric f, int path, int dir, void *buf, uint32_t cap);
+    int (*wire_put)(sn_fabric f, int path, int dir, const void *buf, uint32_t len);
+    int (*nic_alive)(sn_fabric f, int host, int nic);
+    int (*link_is_up)(sn_fabric f, int path);
+};
+/* out: this copy's functions (NULL: nothing) */
+void sn_get_ops(struct sn_ops *out);
 /* CDEF-END */
 
 #ifdef __cplusplus

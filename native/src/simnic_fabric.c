@@ -100,6 +100,24 @@ void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t le
             status == SHIFT_WC_SUCCESS && qp->f->attr.ack_before_cqe);
 }
 
+/* A UD receive completion is written at once: no ACK goes before it (ack_before_cqe
+ * orders a completion after the ACK of its request, and a datagram has none). */
+void ud_recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, uint32_t len, int has_imm,
+                 uint32_t imm, uint32_t src_qp)
+{
+    struct shift_wc wc = {
+        .wr_id = r->wr_id,
+        .status = status,
+        .opcode = SHIFT_WC_RECV,
+        .byte_len = len,
+        .qp_num = qp->qpn,
+        .src_qp = src_qp,
+        .imm_data = has_imm ? imm : 0,
+        .wc_flags = has_imm ? SHIFT_WC_WITH_IMM : 0,
+    };
+    cq_push(qp->rcq, qp, &wc, UINT64_MAX, 0);
+}
+
 /* ------------------------------------------------------------- fabric ------- */
 
 void sn_fabric_attr_init(struct sn_fabric_attr *attr)

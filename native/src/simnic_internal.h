@@ -7,7 +7,7 @@
 #include "internal.h"
 #include "simnic.h"
 
-enum { PKT_REQ = 1, PKT_ACK = 2, PKT_CTL = 3 };
+enum { PKT_REQ = 1, PKT_ACK = 2, PKT_CTL = 3, PKT_UD = 4 };
 enum { SYN_ACK = 0, SYN_RNR = 1, SYN_INV_REQ = 2, SYN_REM_ACCESS = 3, SYN_REM_OP = 4 };
 
 typedef struct sn_pkt {
@@ -19,8 +19,9 @@ typedef struct sn_pkt {
     uint32_t psn;
     uint32_t len;
     uint32_t imm;
-    uint32_t rkey;
-    uint64_t raddr, cmp, swap, val;
+    uint32_t rkey;         /* a request's R_Key; a datagram's Q_Key (its DETH) */
+    uint64_t raddr;        /* a request's remote address; a datagram's source QP */
+    uint64_t cmp, swap, val;
     uint8_t *data;
     uint32_t cap;
     uint8_t small[24];
@@ -110,6 +111,8 @@ typedef struct sn_qp_s {
     uint32_t inc;          /* its incarnation: every reset of one end (sn_reset_qp) starts a
                             * new one, and a packet of another incarnation is discarded (it
                             * was sent to or by the QP's earlier life) */
+    int ud;                /* a UD QP (simnic_ud.c): datagrams, never a destination */
+    uint32_t qkey;         /* UD: the Q_Key its datagrams must carry */
 } sn_qp_s;
 
 /* A NIC's asynchronous events, counted by kind (a reader keeps its own counts): its
@@ -238,10 +241,23 @@ INTERNAL void cq_write_all(sn_cq_s *cq);
 INTERNAL void cq_lose_unwritten(sn_cq_s *cq, int nic);
 INTERNAL void recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, int opcode, uint32_t len,
                        int has_imm, uint32_t imm);
+/* a UD receive completion: the datagram's source QP, its length with the GRH's room */
+INTERNAL void ud_recv_cqe(sn_qp_s *qp, const sn_rwqe *r, int status, uint32_t len,
+                          int has_imm, uint32_t imm, uint32_t src_qp);
+/* simnic_ud.c: UD QPs' transitions, and a datagram delivered to a live NIC */
+INTERNAL int ud_modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask);
+INTERNAL void ud_deliver(sn_fab *f, int host, int path, sn_pkt *p);
+/* simnic_rc.c: memory regions as the NIC finds them */
+INTERNAL sn_mr_s *mr_lookup(sn_fab *f, int host, int nic, uint32_t key, int remote);
+INTERNAL int mr_covers(const sn_mr_s *mr, uint64_t addr, uint64_t len);
 /* simnic_qp.c: QPs */
+INTERNAL int qp_create(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *attr,
+                       int ud, sn_qp *out);
 INTERNAL int caller_qp(sn_qp q, sn_qp_s **out);
 INTERNAL void qp_to_err(sn_qp_s *qp);
 INTERNAL void qp_fail(sn_qp_s *qp, uint64_t err_idx, int status);
 INTERNAL void qp_release(sn_qp_s *qp);
+/* its queues emptied without completions (a reset) */
+INTERNAL void qp_empty(sn_qp_s *qp);
 
 #endif

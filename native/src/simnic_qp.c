@@ -53,7 +53,7 @@ void qp_fail(sn_qp_s *qp, uint64_t err_idx, int status)
     qp_flush_all(qp, err_idx, status);
 }
 
-static void qp_empty(sn_qp_s *qp)
+void qp_empty(sn_qp_s *qp)
 {
     qp->una = qp->nxt = qp->db = qp->good = qp->done = qp->tail;
     qp->rq_head = qp->rq_tail;
@@ -153,6 +153,8 @@ static int modify_state(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
 /* the state transition, then (only if it succeeded) the access flags */
 int sn__modify(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
 {
+    if (qp->ud)
+        return ud_modify(qp, attr, mask);
     int err = modify_state(qp, attr, mask);
     if (!err && (mask & SN_QP_ACCESS))
         qp->access = attr->access;
@@ -171,6 +173,13 @@ void qp_release(sn_qp_s *qp)
 
 int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *attr,
                  sn_qp *out)
+{
+    return qp_create(fh, host, nic, attr, 0, out);
+}
+
+/* an RC or UD QP: one number space for both, so a packet's destination names one QP */
+int qp_create(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *attr, int ud,
+              sn_qp *out)
 {
     sn_fab *f = sn__fab(fh);
     if (!f)
@@ -224,6 +233,7 @@ int sn_create_qp(sn_fabric fh, int host, int nic, const struct sn_qp_init_attr *
     qp->host = host;
     qp->nic = nic;
     qp->qpn = f->qpn_base + f->nqps;
+    qp->ud = ud;
     qp->state = SHIFT_QPS_RESET;
     qp->scq = scq;
     qp->rcq = rcq;
@@ -302,13 +312,16 @@ int sn_query_qp(sn_qp q, struct sn_qp_attr *attr)
     attr->nic = qp->nic;
     attr->host = qp->host;
     attr->access = qp->access;
+    attr->qkey = qp->qkey;
+    attr->ud = qp->ud;
     return 0;
 }
 
 int sn_connect(sn_qp a, sn_qp b)
 {
     sn_qp_s *x = sn__qp(a), *y = sn__qp(b);
-    if (!x || !y || x == y || x->f != y->f || x->host == y->host || x->nic != y->nic)
+    if (!x || !y || x == y || x->f != y->f || x->host == y->host || x->nic != y->nic ||
+        x->ud || y->ud)
         return EINVAL;
     if ((x->state != SHIFT_QPS_RESET && x->state != SHIFT_QPS_INIT) ||
         (y->state != SHIFT_QPS_RESET && y->state != SHIFT_QPS_INIT))
@@ -375,7 +388,7 @@ int sn_reconnect(sn_qp q)
 int sn__post_send(sn_qp_s *qp, struct shift_send_wr *wr, struct shift_send_wr **bad)
 {
     for (; wr; wr = wr->next) {
-        int err = shift_send_wr_check(wr, qp->max_inline);
+        int err = qp->ud ? EINVAL : shift_send_wr_check(wr, qp->max_inline); /* UD: _ud */
         if (!err && qp->state != SHIFT_QPS_RTS && qp->state != SHIFT_QPS_ERR)
             err = EINVAL;
         if (!err && qp->tail - qp->done >= qp->sq_cap)

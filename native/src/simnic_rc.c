@@ -13,7 +13,7 @@
 static int psn_diff(uint32_t a, uint32_t b) { return (int)(int32_t)(a - b); }
 
 /* the MR a key names on a NIC, with the access asked; NULL if none */
-static sn_mr_s *mr_lookup(sn_fab *f, int host, int nic, uint32_t key, int remote)
+sn_mr_s *mr_lookup(sn_fab *f, int host, int nic, uint32_t key, int remote)
 {
     int code = (int)(key >> 24), idx = (int)((key >> 8) & 0xffff);
     if (code != host * 2 + nic)
@@ -27,7 +27,7 @@ static sn_mr_s *mr_lookup(sn_fab *f, int host, int nic, uint32_t key, int remote
     return mr;
 }
 
-static int mr_covers(const sn_mr_s *mr, uint64_t addr, uint64_t len)
+int mr_covers(const sn_mr_s *mr, uint64_t addr, uint64_t len)
 {
     return addr >= mr->addr && len <= mr->len && addr - mr->addr <= mr->len - len;
 }
@@ -396,6 +396,10 @@ int sn_deliver(sn_fabric fh, int path, int dir)
         return 0;
     f->ctr.delivered++;
     int host = dir == SN_AtoB ? SN_HOST_B : SN_HOST_A;
+    if (p->kind == PKT_UD && f->host[host].nic[path].alive) {
+        ud_deliver(f, host, path, p); /* (a dead NIC loses it below, as any packet) */
+        return 1;
+    }
     sn_qp_s *qp = qp_by_qpn(f, p->dst_qpn);
     if (!f->host[host].nic[path].alive || !qp || qp->host != host || qp->nic != path ||
         p->inc != qp->inc) {

@@ -368,7 +368,8 @@ int sn_link_is_up(sn_fabric fh, int path)
 /* -------------------------------------------------- the wire as bytes ------- */
 /* A packet's encoding, little-endian: version, kind, op, 0; dst_qpn, psn, len, imm,
  * rkey (32 bits each); raddr, cmp, swap, val (64 bits each); the sending QP's
- * incarnation (32 bits); then len payload bytes. */
+ * incarnation (32 bits); then len payload bytes. A datagram (kind 4) carries its Q_Key
+ * in rkey and its source QP number in raddr, as UD's DETH does. */
 enum { WIRE_VERSION = 2, CTL_MAX = 256 };
 
 static void put_le(uint8_t *b, uint64_t v, int n)
@@ -404,11 +405,28 @@ static void encode(const sn_pkt *p, uint8_t *b)
     memcpy(b + SN_WIRE_HEADER, p->data, p->len);
 }
 
+/* A datagram's header: a SEND (its imm 0) or SEND_WITH_IMM, QP numbers of 24 bits,
+ * and nothing in the fields of RC (cmp, swap, val, the incarnation): a UD QP has none. */
+static int datagram_ok(const uint8_t *b)
+{
+    int op = b[2];
+    if (op != SHIFT_WR_SEND && op != SHIFT_WR_SEND_WITH_IMM)
+        return 0;
+    if (op == SHIFT_WR_SEND && get_le(b + 16, 4) != 0)
+        return 0;
+    if (get_le(b + 4, 4) >= (1u << 24) || get_le(b + 24, 8) >= (1u << 24))
+        return 0;
+    return get_le(b + 32, 8) == 0 && get_le(b + 40, 8) == 0 && get_le(b + 48, 8) == 0 &&
+           get_le(b + 56, 4) == 0;
+}
+
 /* Would the NICs act on a packet of this kind, op and payload without harm? A request's
  * op is a WR opcode, a READ asks for at most one message; an ACK's op is a syndrome; a
- * control message is at most CTL_MAX bytes. */
-static int well_formed(int kind, int op, uint32_t len, uint64_t val)
+ * control message is at most CTL_MAX bytes; a datagram as datagram_ok says. */
+static int well_formed(const uint8_t *b, uint32_t len)
 {
+    int kind = b[1], op = b[2];
+    uint64_t val = get_le(b + 48, 8);
     switch (kind) {
     case PKT_REQ:
         if (op < SHIFT_WR_RDMA_WRITE || op > SHIFT_WR_ATOMIC_FETCH_AND_ADD)
@@ -420,6 +438,8 @@ static int well_formed(int kind, int op, uint32_t len, uint64_t val)
         return op >= SYN_ACK && op <= SYN_REM_OP;
     case PKT_CTL:
         return len >= 1 && len <= CTL_MAX;
+    case PKT_UD:
+        return datagram_ok(b);
     default:
         return 0;
     }
@@ -454,7 +474,7 @@ int sn_wire_put(sn_fabric fh, int path, int dir, const void *buf, uint32_t len)
     const uint8_t *b = buf;
     if (len < SN_WIRE_HEADER || len > SN_WIRE_MAX || b[0] != WIRE_VERSION || b[3] != 0 ||
         get_le(b + 12, 4) != len - SN_WIRE_HEADER ||
-        !well_formed(b[1], b[2], len - SN_WIRE_HEADER, get_le(b + 48, 8))) {
+        !well_formed(b, len - SN_WIRE_HEADER)) {
         f->ctr.malformed++;
         return EINVAL;
     }

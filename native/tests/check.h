@@ -2,7 +2,10 @@
 #ifndef SHIFT_TESTS_CHECK_H
 #define SHIFT_TESTS_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
+
+#include "simnic.h"
 
 extern int checks, failures;
 #define CHECK(c)                                                                        \
@@ -16,6 +19,11 @@ extern int checks, failures;
 
 /* wire.c: one-host fabrics joined by the wire as bytes */
 void test_wire(void);
+/* the packet parser fed mutations of a good packet (wire.c) */
+void parser_random(sn_fabric f, const uint8_t *good, int glen, uint64_t seed, int *taken,
+                   int *refused);
+/* ud.c: UD QPs and datagrams; simnic's table of entry points */
+void test_ud(void);
 /* shared_cq.c: several endpoints on one CQ pair */
 void test_shared_cq(void);
 

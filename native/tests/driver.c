@@ -3703,6 +3703,7 @@ int main(void)
     test_raw_implicit_nak();
     test_raw_errors();
     test_wire();
+    test_ud();
     test_raw_bad_handles();
     for (int host = 0; host < 2; host++)
         for (int step = 0; step < 12; step++)

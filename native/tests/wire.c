@@ -236,7 +236,8 @@ static void test_parser_rejects(void)
     uint8_t pkt[SN_WIRE_MAX + 8];
     struct { int kind, op; uint32_t len; uint64_t val; } bad[] = {
         {0, 0, 0, 0},                                 /* no such kind */
-        {4, 0, 0, 0},
+        {5, 0, 0, 0},
+        {4, 0, 0, 0},                                 /* a datagram that is no SEND */
         {1, 7, 0, 0},                                 /* no such opcode */
         {1, SHIFT_WR_RDMA_READ, 0, SHIFT_MAX_MSG + 1}, /* a READ of more than a message */
         {1, SHIFT_WR_RDMA_READ, 8, 8},                /* a READ request with a payload */
@@ -274,41 +275,50 @@ static void test_parser_rejects(void)
     split_close(&s);
 }
 
-/* Random and mutated bytes at B's NIC: whatever parses is acted on as a packet (a bad
- * rkey is NAKed, a stray PSN discarded), the rest is refused; nothing else happens. */
-static void test_parser_random(void)
+/* 20,000 random and mutated copies of a good packet (glen bytes) put on path 1 towards
+ * host B of f and delivered: whatever parses is acted on as a packet (a bad rkey is
+ * NAKed, a stray PSN discarded, a datagram discarded or received), the rest is refused;
+ * nothing else happens. What B answers is taken off the wire. */
+void parser_random(sn_fabric f, const uint8_t *good, int glen, uint64_t seed, int *taken,
+                   int *refused)
 {
-    split_t s;
-    split_open(&s);
-    uint8_t good[SN_WIRE_MAX], pkt[SN_WIRE_MAX];
-    struct shift_send_wr w = wr_to(&s, 0, 1, SHIFT_WR_RDMA_WRITE, 0, 24, 0);
-    CHECK(sn_post_send(s.qp[0], &w, NULL) == 0 && sn_transmit(s.f[0], 0, 1) == 1);
-    int glen = sn_wire_take(s.f[0], 1, SN_AtoB, good, sizeof good);
-    CHECK(glen == SN_WIRE_HEADER + 24);
-    uint64_t seed = 0x5348494654ULL;
-    int taken = 0, refused = 0;
+    uint8_t pkt[SN_WIRE_MAX];
     for (int i = 0; i < 20000; i++) {
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
         uint32_t len = (uint32_t)(seed >> 33) % (SN_WIRE_HEADER + 64);
-        memcpy(pkt, good, sizeof pkt);
+        memcpy(pkt, good, (size_t)glen);
         for (int k = 0; k < 1 + (int)(seed >> 60); k++) { /* mutate a few bytes */
             seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
             pkt[(seed >> 40) % (uint32_t)glen] = (uint8_t)(seed >> 24);
         }
-        if (i % 2)
+        if (i % 2 || len > (uint32_t)glen)
             len = (uint32_t)glen;
-        int r = sn_wire_put(s.f[1], 1, SN_AtoB, pkt, len);
+        int r = sn_wire_put(f, 1, SN_AtoB, pkt, len);
         CHECK(r == 0 || r == EINVAL);
         if (r == 0) {
-            taken++;
-            CHECK(sn_deliver(s.f[1], 1, SN_AtoB) == 1);
+            ++*taken;
+            CHECK(sn_deliver(f, 1, SN_AtoB) == 1);
         } else {
-            refused++;
+            ++*refused;
         }
-        uint8_t out[SN_WIRE_MAX]; /* whatever B answers leaves by its wire */
-        while (sn_wire_take(s.f[1], 1, SN_BtoA, out, sizeof out) > 0)
+        uint8_t out[SN_WIRE_MAX];
+        while (sn_wire_take(f, 1, SN_BtoA, out, sizeof out) > 0)
             ;
     }
+}
+
+/* the random test from an RC WRITE (datagrams: ud.c's parser test) */
+static void test_parser_random(void)
+{
+    split_t s;
+    split_open(&s);
+    uint8_t good[SN_WIRE_MAX];
+    struct shift_send_wr w = wr_to(&s, 0, 1, SHIFT_WR_RDMA_WRITE, 0, 24, 0);
+    CHECK(sn_post_send(s.qp[0], &w, NULL) == 0 && sn_transmit(s.f[0], 0, 1) == 1);
+    int glen = sn_wire_take(s.f[0], 1, SN_AtoB, good, sizeof good);
+    CHECK(glen == SN_WIRE_HEADER + 24);
+    int taken = 0, refused = 0;
+    parser_random(s.f[1], good, glen, 0x5348494654ULL, &taken, &refused);
     CHECK(taken > 0 && refused > 0);
     CHECK(malformed(s.f[1]) == (uint64_t)refused);
     split_close(&s);

@@ -40,7 +40,7 @@ with Context(name="sim0") as ctx:
         "cq_of_no_entries": errno_of(lambda: CQ(ctx, 0)),
         "cq_on_vector_1": errno_of(lambda: CQ(ctx, 8, None, None, 1)),
         "qp_of_two_sges": errno_of(lambda: qp(pd, cq, sge=2)),
-        "ud_qp": errno_of(lambda: qp(pd, cq, e.IBV_QPT_UD)),
+        "uc_qp": errno_of(lambda: qp(pd, cq, e.IBV_QPT_UC)),
         "send_of_two_sges": errno_of(lambda: rc.post_send(two)),
         "send_before_rts": errno_of(lambda: rc.post_send(one)),
         "still_usable": errno_of(lambda: qp(pd, cq)),

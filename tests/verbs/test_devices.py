@@ -122,12 +122,12 @@ def test_one_process_per_host(rdma: Build) -> None:
 
 
 def test_what_the_provider_cannot_do_is_refused(rdma: Build) -> None:
-    """One SGE, RC only, one completion vector: anything else gets the errno verbs
-    gives, never a crash, and the device stays usable."""
+    """One SGE, RC and UD only, one completion vector: anything else gets the errno
+    verbs gives, never a crash, and the device stays usable."""
     proc = run_as(rdma, "A", sys.executable, str(Path(__file__).with_name("pyverbs_refusals.py")))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
         "cq_of_no_entries": errno.EINVAL, "cq_on_vector_1": errno.EINVAL,
-        "qp_of_two_sges": errno.EINVAL, "ud_qp": errno.EOPNOTSUPP,
+        "qp_of_two_sges": errno.EINVAL, "uc_qp": errno.EOPNOTSUPP,
         "send_of_two_sges": errno.EINVAL, "send_before_rts": errno.EINVAL,
         "still_usable": 0}

@@ -56,7 +56,7 @@ void ss_unwatch(struct ss_host *h, int nic, int fd)
 }
 
 /* tell every context of the NIC, as the kernel's event file would */
-static void announce(struct ss_host *h, int nic, enum ibv_event_type type)
+void ss_announce(struct ss_host *h, int nic, enum ibv_event_type type)
 {
 	struct ib_uverbs_async_event_desc ev = {
 		.element = type == IBV_EVENT_DEVICE_FATAL ? 0 : 1, /* port 1 */
@@ -77,19 +77,19 @@ static int apply(struct ss_host *h, const char *verb, int nic, long count)
 	if (!strcmp(verb, "nic-down")) {
 		r = sn_nic_fail(h->fabric, h->host, nic);
 		if (r > 0)
-			announce(h, nic, IBV_EVENT_DEVICE_FATAL);
+			ss_announce(h, nic, IBV_EVENT_DEVICE_FATAL);
 	} else if (!strcmp(verb, "nic-up")) {
 		r = sn_nic_recover(h->fabric, h->host, nic);
 		if (r > 0)
-			announce(h, nic, IBV_EVENT_PORT_ACTIVE);
+			ss_announce(h, nic, IBV_EVENT_PORT_ACTIVE);
 	} else if (!strcmp(verb, "link-down")) {
 		r = sn_link_down(h->fabric, nic);
 		if (r > 0)
-			announce(h, nic, IBV_EVENT_PORT_ERR);
+			ss_announce(h, nic, IBV_EVENT_PORT_ERR);
 	} else if (!strcmp(verb, "link-up")) {
 		r = sn_link_up(h->fabric, nic);
 		if (r > 0)
-			announce(h, nic, IBV_EVENT_PORT_ACTIVE);
+			ss_announce(h, nic, IBV_EVENT_PORT_ACTIVE);
 	} else if (!strcmp(verb, "drop") && count >= 1 && count <= SS_MAX_DROP) {
 		h->drop_next[nic] += (uint32_t)count;
 		r = 1;

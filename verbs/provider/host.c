@@ -28,7 +28,33 @@
 #define SS_RETRY_NS (50 * 1000 * 1000ULL) /* the transport timer: 50 ms */
 #define SS_TICK_MS 5                        /* the progress thread's longest sleep */
 
-static struct ss_host the_host = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* the lock of every host and every simnic call; the host of socket mode */
+static pthread_mutex_t ss_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ss_host the_host;
+
+/* the simnic the provider calls: its own copy's, unless lock-step mode gave another */
+const struct sn_ops *ss_sn;
+
+const struct sn_ops *ss_own_ops(void)
+{
+	static struct sn_ops own;
+
+	if (!own.size)
+		sn_get_ops(&own);
+	return &own;
+}
+
+int ss_lockstep_mode(void)
+{
+	static int mode = -1;
+
+	if (mode < 0) {
+		const char *v = getenv("SHIFT_SIM_LOCKSTEP");
+
+		mode = v && !strcmp(v, "1");
+	}
+	return mode;
+}
 
 static uint64_t now_ns(void)
 {
@@ -90,10 +116,11 @@ void ss_counters_text(struct ss_host *h, char *buf, size_t cap)
 
 	sn_counters_get(h->fabric, &c);
 	snprintf(buf, cap, "sent %llu received %llu dropped %llu lost %llu timeouts %llu "
-		 "duplicates %llu malformed %llu", (unsigned long long)h->sent,
+		 "duplicates %llu malformed %llu ud_discarded %llu", (unsigned long long)h->sent,
 		 (unsigned long long)h->received, (unsigned long long)h->dropped,
 		 (unsigned long long)h->lost, (unsigned long long)c.timeouts,
-		 (unsigned long long)c.duplicates, (unsigned long long)c.malformed);
+		 (unsigned long long)c.duplicates, (unsigned long long)c.malformed,
+		 (unsigned long long)c.ud_discarded);
 }
 
 /* SHIFT_SIM_STATS: the counters on stderr at the last close */
@@ -109,9 +136,9 @@ static void close_host(struct ss_host *h)
 {
 	if (h->running) {
 		h->running = 0;
-		pthread_mutex_unlock(&h->lock); /* let the thread see it and finish */
+		pthread_mutex_unlock(&ss_lock); /* let the thread see it and finish */
 		pthread_join(h->thread, NULL);
-		pthread_mutex_lock(&h->lock);
+		pthread_mutex_lock(&ss_lock);
 	}
 	for (int p = 1; p <= SS_NICS; p++)
 		if (h->sock[p] >= 0)
@@ -157,45 +184,77 @@ static int open_host(struct ss_host *h, int host)
 	return err;
 }
 
-int ss_host_get(int host)
+/* socket mode's host, opened by its first context: 0 or an errno */
+static int socket_host_get(int host)
 {
-	int err = 0;
-
-	pthread_mutex_lock(&the_host.lock);
+	ss_sn = ss_own_ops();
 	if (the_host.refs && the_host.host != host)
-		err = EINVAL;
-	else if (!the_host.refs)
-		err = open_host(&the_host, host);
-	if (!err)
-		the_host.refs++;
-	pthread_mutex_unlock(&the_host.lock);
-	if (err == EADDRINUSE)
-		fprintf(stderr, "shiftsim: host %c of fabric '%s' runs in another process already "
-			"(one process per host: give this pair its own SHIFT_SIM_FABRIC)\n",
-			host == SN_HOST_A ? 'A' : 'B', fabric_name());
-	else if (err)
-		fprintf(stderr, "shiftsim: cannot open host %c: %s\n", host == SN_HOST_A ? 'A' : 'B',
-			strerror(err));
-	return err;
+		return EINVAL;
+	if (!the_host.refs)
+		return open_host(&the_host, host);
+	return 0;
 }
 
-void ss_host_put(void)
+static void say_why(int host, int err)
 {
-	pthread_mutex_lock(&the_host.lock);
-	if (--the_host.refs == 0)
-		close_host(&the_host);
-	pthread_mutex_unlock(&the_host.lock);
+	char h = host == SN_HOST_A ? 'A' : 'B';
+
+	if (err == EADDRINUSE)
+		fprintf(stderr, "shiftsim: host %c of fabric '%s' runs in another process already "
+			"(one process per host: give this pair its own SHIFT_SIM_FABRIC)\n", h,
+			fabric_name());
+	else if (err == ENODEV && ss_lockstep_mode())
+		fprintf(stderr, "shiftsim: lock-step mode (SHIFT_SIM_LOCKSTEP=1): no fabric "
+			"attached yet (shiftsim_lockstep_attach)\n");
+	else
+		fprintf(stderr, "shiftsim: cannot open host %c: %s\n", h, strerror(err));
+}
+
+struct ss_host *ss_host_get(int host, int *err)
+{
+	struct ss_host *h = NULL;
+
+	pthread_mutex_lock(&ss_lock);
+	if (ss_lockstep_mode()) {
+		h = ss_lockstep_host(host, err);
+	} else {
+		*err = socket_host_get(host);
+		if (!*err) {
+			the_host.refs++;
+			h = &the_host;
+		}
+	}
+	pthread_mutex_unlock(&ss_lock);
+	if (!h)
+		say_why(host, *err);
+	return h;
+}
+
+void ss_host_put(struct ss_host *h)
+{
+	pthread_mutex_lock(&ss_lock);
+	if (h->lockstep)
+		ss_lockstep_put(h);
+	else if (--h->refs == 0)
+		close_host(h);
+	pthread_mutex_unlock(&ss_lock);
 }
 
 struct ss_host *ss_host_lock(void)
 {
-	pthread_mutex_lock(&the_host.lock);
-	return &the_host;
+	pthread_mutex_lock(&ss_lock);
+	return ss_lockstep_mode() ? ss_lockstep_first() : &the_host;
+}
+
+struct ss_host *ss_host_lock_ctx(struct ibv_context *ctx)
+{
+	pthread_mutex_lock(&ss_lock);
+	return to_ss_context(ctx)->host;
 }
 
 void ss_host_unlock(void)
 {
-	pthread_mutex_unlock(&the_host.lock);
+	pthread_mutex_unlock(&ss_lock);
 }
 
 static int out_dir(const struct ss_host *h)
@@ -290,7 +349,7 @@ void ss_progress(struct ss_host *h)
 {
 	int moved;
 
-	if (!h->fabric)
+	if (!h->fabric || h->lockstep) /* (lock-step: the caller moves the wire) */
 		return;
 	do {
 		moved = 0;
@@ -309,9 +368,9 @@ static void *progress_thread(void *arg)
 	struct pollfd fds[SS_NICS + 1];
 
 	for (;;) {
-		pthread_mutex_lock(&h->lock);
+		pthread_mutex_lock(&ss_lock);
 		if (!h->running) {
-			pthread_mutex_unlock(&h->lock);
+			pthread_mutex_unlock(&ss_lock);
 			return NULL;
 		}
 		ss_control_take(h);
@@ -320,7 +379,7 @@ static void *progress_thread(void *arg)
 			fds[p - 1] = (struct pollfd){.fd = h->sock[p], .events = POLLIN |
 						     (h->held_len[p] ? POLLOUT : 0)};
 		fds[SS_NICS] = (struct pollfd){.fd = h->ctl_sock, .events = POLLIN};
-		pthread_mutex_unlock(&h->lock);
+		pthread_mutex_unlock(&ss_lock);
 		poll(fds, SS_NICS + 1, SS_TICK_MS);
 	}
 }

@@ -1,8 +1,8 @@
 /*
  * queues.c - completion queues, memory regions and RC queue pairs: each verb checks
- * what simnic cannot express (more than one SGE, a UD QP, an SRQ, an IOVA other than
- * the address), translates to simnic's call under the host's lock, and gives simnic's
- * errno back. simnic's numbers for opcodes, statuses, QP states and access flags are
+ * what simnic cannot express (more than one SGE, an SRQ, an IOVA other than the
+ * address), translates to simnic's call under the host's lock, and gives simnic's
+ * errno back. A UD QP's verbs that differ from RC's are ud.c's (dispatched by type). simnic's numbers for opcodes, statuses, QP states and access flags are
  * the verbs ones (native/include/shift_verbs.h), but every value is mapped by name.
  */
 #include "shiftsim.h"
@@ -50,7 +50,7 @@ struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 		errno = ENOMEM;
 		return NULL;
 	}
-	h = ss_host_lock();
+	h = ss_host_lock_ctx(ctx);
 	err = sn_create_cq(h->fabric, h->host, cqe, &cq->cq);
 	ss_host_unlock();
 	if (err) {
@@ -84,6 +84,7 @@ static void to_ibv_wc(const struct shift_wc *s, struct ibv_wc *w)
 		.vendor_err = s->vendor_err,
 		.byte_len = s->byte_len,
 		.qp_num = s->qp_num,
+		.src_qp = s->src_qp, /* a UD receive's sender */
 		.wc_flags = (s->wc_flags & SHIFT_WC_WITH_IMM) ? IBV_WC_WITH_IMM : 0,
 	};
 	w->imm_data = s->imm_data; /* network order in, network order out */
@@ -158,7 +159,7 @@ struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 		errno = ENOMEM;
 		return NULL;
 	}
-	h = ss_host_lock();
+	h = ss_host_lock_ctx(pd->context);
 	err = sn_reg_mr(h->fabric, h->host, nic_of(pd->context), (uint64_t)(uintptr_t)addr,
 			length, mr_access(access), &mr->mr);
 	if (!err)
@@ -210,8 +211,11 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct sn_qp_attr q;
 	struct ss_host *h;
 	struct ss_qp *qp;
-	int err = check_qp_init(pd, attr);
+	int err;
 
+	if (attr->qp_type == IBV_QPT_UD)
+		return ss_create_ud_qp(pd, attr);
+	err = check_qp_init(pd, attr);
 	qp = err ? NULL : calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = err ? err : ENOMEM;
@@ -224,7 +228,7 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.max_recv_wr = attr->cap.max_recv_wr,
 		.max_inline_data = SHIFT_MAX_INLINE,
 	};
-	h = ss_host_lock();
+	h = ss_host_lock_ctx(pd->context);
 	err = sn_create_qp(h->fabric, h->host, nic_of(pd->context), &sa, &qp->qp);
 	if (!err)
 		err = sn_query_qp(qp->qp, &q);
@@ -257,7 +261,8 @@ int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	struct sn_qp_attr q;
 	int err;
 
-	(void)mask;
+	if (ibqp->qp_type == IBV_QPT_UD)
+		return ss_query_ud_qp(ibqp, attr, mask, init);
 	ss_host_lock();
 	err = sn_query_qp(qp->qp, &q);
 	ss_host_unlock();
@@ -322,6 +327,8 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	int m = SN_QP_STATE;
 	int err;
 
+	if (ibqp->qp_type == IBV_QPT_UD)
+		return ss_modify_ud_qp(ibqp, attr, mask);
 	m |= (mask & IBV_QP_DEST_QPN) ? SN_QP_DEST_QPN : 0;
 	m |= (mask & IBV_QP_RQ_PSN) ? SN_QP_RQ_PSN : 0;
 	m |= (mask & IBV_QP_SQ_PSN) ? SN_QP_SQ_PSN : 0;
@@ -391,6 +398,8 @@ int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	struct ss_host *h;
 	int err = 0;
 
+	if (ibqp->qp_type == IBV_QPT_UD)
+		return ss_post_send_ud(ibqp, wr, bad);
 	h = ss_host_lock();
 	for (; wr; wr = wr->next) {
 		struct shift_send_wr s;

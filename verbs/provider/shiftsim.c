@@ -6,7 +6,8 @@
  * provider by name, and opens them on a stand-in character device (/dev/full, in the
  * private mount namespace `shift run` makes): no kernel RDMA is involved, and no call
  * here issues a kernel command. Each process is one host (SHIFT_SIM_HOST, A or B) with
- * the devices sim0 and sim1, its NICs 1 and 2.
+ * the devices sim0 and sim1, its NICs 1 and 2; in lock-step mode (SHIFT_SIM_LOCKSTEP=1,
+ * lockstep.c) it is both, sim0 and sim1 host A's NICs, sim2 and sim3 host B's.
  *
  * This file is the device and context layer: discovery, the device's and the port's
  * attributes, protection domains, and the asynchronous-event channel a dead NIC will
@@ -63,15 +64,16 @@ static int index_from_name(const char *name)
 	return *end || i < 0 || i > 255 ? -1 : (int)i;
 }
 
-/* Unique across both hosts: "SHIFT" in the high bytes, then host and device. */
+/* Unique across both hosts: "SHIFT" in the high bytes, then host and device (its NIC
+ * less one: sim0 of either host is device 0, in socket and lock-step mode alike). */
 static uint64_t node_guid(const struct ss_device *d)
 {
-	return 0x5348494654000000ULL | (uint64_t)d->host << 8 | (uint64_t)d->index;
+	return 0x5348494654000000ULL | (uint64_t)d->host << 8 | (uint64_t)(d->nic - 1);
 }
 
 static uint16_t port_lid(const struct ss_device *d)
 {
-	return (uint16_t)(d->host * SS_LIDS_PER_HOST + d->index + 1);
+	return (uint16_t)(d->host * SS_LIDS_PER_HOST + d->nic);
 }
 
 static int ss_query_device_ex(struct ibv_context *ctx,
@@ -118,7 +120,7 @@ static int ss_query_device_ex(struct ibv_context *ctx,
 static int port_up(struct ibv_context *ctx)
 {
 	int nic = to_ss_context(ctx)->nic;
-	struct ss_host *h = ss_host_lock();
+	struct ss_host *h = ss_host_lock_ctx(ctx);
 	int up = sn_nic_alive(h->fabric, h->host, nic) && sn_link_is_up(h->fabric, nic);
 
 	ss_host_unlock();
@@ -173,13 +175,15 @@ static void ss_free_context(struct ibv_context *ibctx)
 {
 	struct ss_context *ctx = to_ss_context(ibctx);
 
-	ss_unwatch(ss_host_lock(), ctx->nic, ctx->event_write);
+	struct ss_host *h = ctx->host;
+
+	ss_unwatch(ss_host_lock_ctx(ibctx), ctx->nic, ctx->event_write);
 	ss_host_unlock();
 	close(ctx->event_write);
 	close(ibctx->async_fd);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
-	ss_host_put();
+	ss_host_put(h);
 }
 
 static const struct verbs_context_ops ss_ctx_ops = {
@@ -200,6 +204,8 @@ static const struct verbs_context_ops ss_ctx_ops = {
 	.destroy_qp = ss_destroy_qp,
 	.post_send = ss_post_send,
 	.post_recv = ss_post_recv,
+	.create_ah = ss_create_ah,
+	.destroy_ah = ss_destroy_ah,
 };
 
 /* The asynchronous events (a dead NIC, a port down) arrive on a pipe of our own:
@@ -218,12 +224,14 @@ static int open_event_channel(struct ss_context *ctx)
 static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					      void *private_data)
 {
+	struct ss_device *d = to_ss_device(ibdev);
+	struct ss_host *host;
 	struct ss_context *ctx;
 	int err;
 
 	(void)private_data;
-	err = ss_host_get(to_ss_device(ibdev)->host);
-	if (err) { /* the host's wire is taken: the same host of this fabric runs */
+	host = ss_host_get(d->host, &err);
+	if (!host) { /* the host's wire is taken, or lock-step mode has no fabric yet */
 		close(cmd_fd);
 		errno = err;
 		return NULL;
@@ -231,13 +239,14 @@ static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx) {
-		ss_host_put();
+		ss_host_put(host);
 		return NULL;
 	}
-	ctx->nic = to_ss_device(ibdev)->index + 1;
+	ctx->nic = d->nic;
+	ctx->host = host;
 	err = ctx->nic <= SS_NICS ? open_event_channel(ctx) : ENODEV;
 	if (!err) {
-		err = ss_watch(ss_host_lock(), ctx->nic, ctx->event_write);
+		err = ss_watch(ss_host_lock_ctx(&ctx->ibv_ctx.context), ctx->nic, ctx->event_write);
 		ss_host_unlock();
 		if (err) {
 			close(ctx->event_write);
@@ -247,7 +256,7 @@ static struct verbs_context *ss_alloc_context(struct ibv_device *ibdev, int cmd_
 	if (err) {
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);
-		ss_host_put();
+		ss_host_put(host);
 		errno = err;
 		return NULL;
 	}
@@ -261,14 +270,26 @@ static bool ss_match_device(struct verbs_sysfs_dev *sysfs_dev)
 	return index_from_name(sysfs_dev->ibdev_name) >= 0;
 }
 
+/* The host and NIC of simN: in socket mode the process's host, NIC N + 1; in lock-step
+ * mode NIC N % 2 + 1 of host N / 2. A NIC past SS_NICS is refused at open (ENODEV). */
+static void place_device(struct ss_device *d, int index)
+{
+	if (!ss_lockstep_mode()) {
+		d->host = host_from_env();
+		d->nic = index + 1;
+	} else {
+		d->host = index / SS_NICS ? SN_HOST_B : SN_HOST_A;
+		d->nic = index < 2 * SS_NICS ? index % SS_NICS + 1 : SS_NICS + 1;
+	}
+}
+
 static struct verbs_device *ss_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
 {
 	struct ss_device *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return NULL;
-	d->host = host_from_env();
-	d->index = index_from_name(sysfs_dev->ibdev_name);
+	place_device(d, index_from_name(sysfs_dev->ibdev_name));
 	return &d->ibv_dev;
 }
 
