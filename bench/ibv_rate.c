@@ -176,7 +176,9 @@ static void layer_open(struct layer *l, struct world *w)
 {
     static const char *dev[2][2] = {{"sim0", "sim1"}, {"sim2", "sim3"}};
     for (int h = 0; h < 2; h++) {
-        check(shift_ibv_open(dev[h][0], dev[h][1], 1, &l->ctx[h]), "shift_ibv_open");
+        /* (the control QPs' buffers in the simulated host's memory, past the data) */
+        check(shift_ibv_open(dev[h][0], dev[h][1], 1, w->mem[h] + 4096, SHIFT_IBV_CTL_MEM,
+                             &l->ctx[h]), "shift_ibv_open");
         struct shift_ep_attr a = {.role = h ? SHIFT_ROLE_RESPONDER : SHIFT_ROLE_REQUESTER,
                                   .design = SHIFT_DESIGN_SHIFT, .max_send_wr = QP_WR,
                                   .max_recv_wr = 1, .ctl_retries = 3};

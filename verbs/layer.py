@@ -35,12 +35,13 @@ from .rdma_core import Build, ensure_built
 # The hosts' devices in lock-step: (default path's, backup path's).
 DEVICES = (("sim0", "sim1"), ("sim2", "sim3"))
 PORT = 1
+CTL_MEM = 2 * 17 * 320  # SHIFT_IBV_CTL_MEM
 
 # shift_ibv.h's calls, with the core's types as plain pointers (they are the extension's)
 CDEF = """
 const void *shift_ibv_ops(void);
 int shift_ibv_open(const char *default_dev, const char *backup_dev, uint8_t port,
-                   void **out);
+                   void *ctl_mem, size_t ctl_len, void **out);
 int shift_ibv_close(void *ctx);
 int shift_ibv_path_info(void *ctx, int path, void *out);
 int shift_ibv_connect(void *ctx, int path, const void *remote);
@@ -97,9 +98,13 @@ class VerbsConnection(Connection):
         return eps
 
     def _open_ctx(self, h: int) -> Any:
+        """Host h's context; its control QPs' buffers in the host's memory (where the
+        simulated NIC's registrations must lie)."""
         out = self._ibv.ffi.new("void **")
         default, backup = DEVICES[h]
+        mem = self._fabric._base_addr[h] + self._fabric._alloc(h, CTL_MEM)
         check_errno(self._ibv.lib.shift_ibv_open(default.encode(), backup.encode(), PORT,
+                                                 self._ibv.ffi.cast("void *", mem), CTL_MEM,
                                                  out), "shift_ibv_open")
         return out[0]
 

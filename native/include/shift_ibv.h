@@ -41,11 +41,15 @@ struct shift_ibv_ctx;
 
 /* The backend table (the same for every context). */
 const struct shift_backend_ops *shift_ibv_ops(void);
+/* The memory a context's control QPs need for their buffers: SHIFT_IBV_CTL_MEM bytes. */
+enum { SHIFT_IBV_CTL_MEM = 2 * 17 * 320 };
 /* Open the devices named (ibv_get_device_name) for the default path and the backup
  * path, port `port` of each: ENODEV if one is not listed, else ibv_open_device's and
- * ibv_alloc_pd's error. */
+ * ibv_alloc_pd's error. The control QPs' buffers are ctl_mem (ctl_len >= SHIFT_IBV_CTL_MEM
+ * bytes the caller keeps, for a provider whose registrations must lie in memory of its
+ * own - the simulated hosts'), or, with NULL, the backend's own allocation. */
 int shift_ibv_open(const char *default_dev, const char *backup_dev, uint8_t port,
-                   struct shift_ibv_ctx **out);
+                   void *ctl_mem, size_t ctl_len, struct shift_ibv_ctx **out);
 /* EBUSY while a QP, CQ or MR of the layer is on it. */
 int shift_ibv_close(struct shift_ibv_ctx *ctx);
 /* What the peer needs to connect to this context's QP of path (made by the layer's

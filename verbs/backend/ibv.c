@@ -17,7 +17,7 @@ enum {
     CTL_GRH = 40,            /* a UD receive buffer starts with room for the GRH */
     CTL_HEAD = 4,            /* the incarnation stamp before the body */
     CTL_SLOT = 320,          /* GRH + stamp + body, rounded up */
-    CTL_SLOTS = 16,          /* receive buffers per control QP */
+    CTL_SLOTS = 16,          /* receive buffers per control QP (then one to send from) */
     CTL_QKEY = 0x53484946,   /* "SHIF": the control QPs' Q_Key */
     POST_BATCH = 32,         /* WRs translated per ibv_post_send call */
     HELD_MAX = 4096,         /* the layer holds at most a send queue's worth */
@@ -30,6 +30,8 @@ struct shift_ibv_ctx {
     uint8_t port;
     struct ibq *qp[3];          /* the layer's QP of each path, once made */
     int objects;                /* QPs, CQs and MRs the layer holds on it */
+    uint8_t *ctl_mem;           /* the control buffers of both paths' QPs */
+    int own_ctl_mem;
 };
 
 /* A WR the layer wrote without ringing (SHIFT_SEND_NO_DOORBELL), its inline bytes kept. */
@@ -49,7 +51,8 @@ struct ibq {
     struct ibv_cq *ctl_scq, *ctl_rcq;
     struct ibv_qp *ctl;         /* UD */
     struct ibv_mr *ctl_mr;
-    uint8_t *ctl_buf;           /* CTL_SLOTS receive slots, then the send slot */
+    uint8_t *ctl_buf;           /* CTL_SLOTS receive slots, then the send slot (the
+                                 * context's control memory, this path's part) */
     struct ibv_ah *ah;          /* to the peer's port (RC's address and the control QP's) */
     struct shift_path_info remote;
     int has_remote;
@@ -177,6 +180,7 @@ static int nonblocking(int fd)
     return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? errno : 0;
 }
 
+/* the devices closed and x freed */
 static void close_devices(struct shift_ibv_ctx *x)
 {
     for (int p = 1; p <= 2; p++) {
@@ -185,23 +189,39 @@ static void close_devices(struct shift_ibv_ctx *x)
         if (x->dev[p])
             ibv_close_device(x->dev[p]);
     }
+    if (x->own_ctl_mem)
+        free(x->ctl_mem);
+    free(x);
 }
 
+_Static_assert(SHIFT_IBV_CTL_MEM == 2 * (CTL_SLOTS + 1) * CTL_SLOT, "control memory");
+
 int shift_ibv_open(const char *default_dev, const char *backup_dev, uint8_t port,
-                   struct shift_ibv_ctx **out)
+                   void *ctl_mem, size_t ctl_len, struct shift_ibv_ctx **out)
 {
-    if (!default_dev || !backup_dev || !out || port < 1)
+    if (!default_dev || !backup_dev || !out || port < 1 ||
+        (ctl_mem && ctl_len < SHIFT_IBV_CTL_MEM))
         return EINVAL;
     *out = NULL;
     struct shift_ibv_ctx *x = calloc(1, sizeof *x);
     if (!x)
         return ENOMEM;
     x->port = port;
+    x->ctl_mem = ctl_mem;
+    if (!x->ctl_mem) {
+        x->ctl_mem = calloc(1, SHIFT_IBV_CTL_MEM);
+        x->own_ctl_mem = 1;
+        if (!x->ctl_mem) {
+            free(x);
+            return ENOMEM;
+        }
+    }
     int n = 0, err = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     if (!list) {
-        free(x);
-        return errno ? errno : ENODEV;
+        err = errno ? errno : ENODEV;
+        close_devices(x);
+        return err;
     }
     const char *names[3] = {NULL, default_dev, backup_dev};
     for (int p = 1; p <= 2 && !err; p++) {
@@ -216,7 +236,6 @@ int shift_ibv_open(const char *default_dev, const char *backup_dev, uint8_t port
     ibv_free_device_list(list);
     if (err) {
         close_devices(x);
-        free(x);
         return err;
     }
     *out = x;
@@ -230,7 +249,6 @@ int shift_ibv_close(struct shift_ibv_ctx *x)
     if (x->objects)
         return EBUSY;
     close_devices(x);
-    free(x);
     return 0;
 }
 
@@ -341,9 +359,7 @@ static int ctl_revive(struct ibq *q)
 
 static int ctl_create(struct ibq *q, struct ibv_context *dev, struct ibv_pd *pd)
 {
-    q->ctl_buf = calloc(CTL_SLOTS + 1, CTL_SLOT);
-    if (!q->ctl_buf)
-        return ENOMEM;
+    q->ctl_buf = q->x->ctl_mem + (size_t)(q->path - 1) * (CTL_SLOTS + 1) * CTL_SLOT;
     q->ctl_scq = ibv_create_cq(dev, CTL_SLOTS, NULL, NULL, 0);
     q->ctl_rcq = q->ctl_scq ? ibv_create_cq(dev, CTL_SLOTS, NULL, NULL, 0) : NULL;
     if (!q->ctl_rcq)
@@ -373,7 +389,6 @@ static void ctl_destroy(struct ibq *q)
         ibv_destroy_cq(q->ctl_rcq);
     if (q->ctl_scq)
         ibv_destroy_cq(q->ctl_scq);
-    free(q->ctl_buf);
 }
 
 /* ------------------------------------------------------------ QPs and CQs -------- */

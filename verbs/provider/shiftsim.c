@@ -76,6 +76,17 @@ static uint16_t port_lid(const struct ss_device *d)
 	return (uint16_t)(d->host * SS_LIDS_PER_HOST + d->nic);
 }
 
+static int nic_alive(struct ibv_context *ctx)
+{
+	struct ss_host *h = ss_host_lock_ctx(ctx);
+	int alive = sn_nic_alive(h->fabric, h->host, to_ss_context(ctx)->nic);
+
+	ss_host_unlock();
+	return alive;
+}
+
+/* A device in fatal error answers no command (EIO), as a driver's does once its firmware
+ * is gone: how a program tells a dead NIC from a link that is down (its port DOWN). */
 static int ss_query_device_ex(struct ibv_context *ctx,
 			      const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -85,6 +96,8 @@ static int ss_query_device_ex(struct ibv_context *ctx,
 
 	if (input && input->comp_mask)
 		return EINVAL;
+	if (!nic_alive(ctx))
+		return EIO;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
 	memset(attr, 0, attr_size);
