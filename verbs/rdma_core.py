@@ -46,7 +46,7 @@ DEBIAN_PACKAGES = {
     "/usr/include/libudev.h": "libudev-dev",
 }
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
-PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c")
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "sge.c")
 
 Progress = Callable[[str], None]
 

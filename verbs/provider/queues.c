@@ -1,8 +1,8 @@
 /*
  * queues.c - completion queues, memory regions and RC queue pairs: each verb checks
- * what simnic cannot express (more than one SGE, a UD QP, an SRQ, an IOVA other than
- * the address), translates to simnic's call under the host's lock, and gives simnic's
- * errno back. simnic's numbers for opcodes, statuses, QP states and access flags are
+ * what simnic cannot express (a UD QP, an SRQ, an IOVA other than the address),
+ * translates to simnic's call under the host's lock (a WR of several SGEs through
+ * sge.c), and gives simnic's errno back. simnic's numbers for opcodes, statuses, QP states and access flags are
  * the verbs ones (native/include/shift_verbs.h), but every value is mapped by name.
  */
 #include "shiftsim.h"
@@ -102,6 +102,8 @@ int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	h = ss_host_lock();
 	ss_progress(h);
 	k = sn_poll_cq(to_ss_cq(ibcq)->cq, n, got);
+	for (int i = 0; i < k; i++)
+		ss_sge_complete(&got[i]); /* the program's wr_id, its data scattered */
 	ss_host_unlock();
 	for (int i = 0; i < k; i++)
 		to_ibv_wc(&got[i], &wc[i]);
@@ -163,16 +165,20 @@ struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 			length, mr_access(access), &mr->mr);
 	if (!err)
 		err = sn_mr_keys(mr->mr, &lkey, &rkey);
-	ss_host_unlock();
 	if (err) {
+		ss_host_unlock();
 		free(mr);
 		errno = err;
 		return NULL;
 	}
+	mr->vmr.ibv_mr.addr = addr;
+	mr->vmr.ibv_mr.length = length;
 	mr->vmr.ibv_mr.lkey = lkey;
 	mr->vmr.ibv_mr.rkey = rkey;
 	mr->vmr.mr_type = IBV_MR_TYPE_MR;
 	mr->vmr.access = access;
+	ss_sge_add_mr(mr);
+	ss_host_unlock();
 	return &mr->vmr.ibv_mr;
 }
 
@@ -183,6 +189,8 @@ int ss_dereg_mr(struct verbs_mr *vmr)
 
 	ss_host_lock();
 	err = sn_dereg_mr(mr->mr);
+	if (!err)
+		ss_sge_remove_mr(mr);
 	ss_host_unlock();
 	if (!err)
 		free(mr);
@@ -198,7 +206,7 @@ static int check_qp_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context->device != pd->context->device ||
 	    a->recv_cq->context->device != pd->context->device)
 		return EINVAL;
-	if (a->cap.max_send_sge > 1 || a->cap.max_recv_sge > 1 ||
+	if (a->cap.max_send_sge > SS_MAX_SGE || a->cap.max_recv_sge > SS_MAX_SGE ||
 	    a->cap.max_inline_data > SHIFT_MAX_INLINE)
 		return EINVAL;
 	return 0;
@@ -213,6 +221,12 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	int err = check_qp_init(pd, attr);
 
 	qp = err ? NULL : calloc(1, sizeof(*qp));
+	if (qp && (ss_ring_init(&qp->sq, attr->cap.max_send_wr) ||
+		   ss_ring_init(&qp->rq, attr->cap.max_recv_wr))) {
+		ss_ring_free(&qp->sq);
+		free(qp);
+		qp = NULL;
+	}
 	if (!qp) {
 		errno = err ? err : ENOMEM;
 		return NULL;
@@ -228,17 +242,25 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	err = sn_create_qp(h->fabric, h->host, nic_of(pd->context), &sa, &qp->qp);
 	if (!err)
 		err = sn_query_qp(qp->qp, &q);
+	if (!err) {
+		qp->ibv_qp.qp_num = q.qp_num;
+		qp->nic = nic_of(pd->context);
+		ss_sge_add_qp(qp);
+	}
 	ss_host_unlock();
 	if (err) {
+		ss_ring_free(&qp->sq);
+		ss_ring_free(&qp->rq);
 		free(qp);
 		errno = err;
 		return NULL;
 	}
-	attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
+	/* what was asked, at least one: each WR is checked against it */
+	attr->cap.max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
+	attr->cap.max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	attr->cap.max_inline_data = SHIFT_MAX_INLINE;
 	qp->cap = attr->cap;
 	qp->sq_sig_all = attr->sq_sig_all;
-	qp->ibv_qp.qp_num = q.qp_num;
 	qp->ibv_qp.state = IBV_QPS_RESET;
 	qp->ibv_qp.qp_type = IBV_QPT_RC;
 	qp->ibv_qp.context = pd->context;
@@ -331,6 +353,10 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	}
 	ss_host_lock();
 	err = sn_modify_qp(qp->qp, &q, m);
+	if (!err && q.qp_state == IBV_QPS_RESET) { /* simnic emptied its queues */
+		ss_ring_clear(&qp->sq);
+		ss_ring_clear(&qp->rq);
+	}
 	ss_host_unlock();
 	if (!err) {
 		ibqp->state = (enum ibv_qp_state)q.qp_state;
@@ -346,9 +372,14 @@ int ss_destroy_qp(struct ibv_qp *ibqp)
 
 	ss_host_lock();
 	err = sn_destroy_qp(qp->qp);
-	ss_host_unlock();
 	if (!err)
+		ss_sge_remove_qp(qp);
+	ss_host_unlock();
+	if (!err) {
+		ss_ring_free(&qp->sq);
+		ss_ring_free(&qp->rq);
 		free(qp);
+	}
 	return err;
 }
 
@@ -360,13 +391,11 @@ static int send_wr(const struct ss_qp *qp, const struct ibv_send_wr *w,
 	int atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		     w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 
-	if (w->num_sge < 0 || w->num_sge > 1 || (w->num_sge && !w->sg_list))
-		return EINVAL;
+	if (atomic && w->num_sge > 1)
+		return EINVAL; /* one 8-byte element */
 	if (w->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return EINVAL; /* LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, ...: not simnic's */
 	*s = (struct shift_send_wr){
-		.wr_id = w->wr_id,
-		.num_sge = w->num_sge,
 		.opcode = (int)w->opcode, /* the same numbers, 0..6 */
 		.send_flags = ((w->send_flags & IBV_SEND_FENCE) ? SHIFT_SEND_FENCE : 0) |
 			      ((w->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all
@@ -379,9 +408,6 @@ static int send_wr(const struct ss_qp *qp, const struct ibv_send_wr *w,
 		.compare_add = atomic ? w->wr.atomic.compare_add : 0,
 		.swap = atomic ? w->wr.atomic.swap : 0,
 	};
-	if (w->num_sge)
-		s->sg = (struct shift_sge){w->sg_list[0].addr, w->sg_list[0].length,
-					   w->sg_list[0].lkey};
 	return 0;
 }
 
@@ -393,11 +419,19 @@ int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 	h = ss_host_lock();
 	for (; wr; wr = wr->next) {
+		uint8_t inl[SHIFT_MAX_INLINE]; /* inline data of several SGEs, gathered */
 		struct shift_send_wr s;
 
 		err = send_wr(qp, wr, &s);
 		if (!err)
+			err = ss_sge_send(h, qp, wr, &s, inl);
+		if (!err) {
 			err = sn_post_send(qp->qp, &s, NULL);
+			if (err)
+				ss_sge_unposted(&qp->sq);
+			else
+				ss_sge_posted(&qp->sq);
+		}
 		if (err)
 			break;
 	}
@@ -416,16 +450,16 @@ int ss_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 
 	h = ss_host_lock();
 	for (; wr; wr = wr->next) {
-		struct shift_recv_wr r = {.wr_id = wr->wr_id, .num_sge = wr->num_sge};
+		struct shift_recv_wr r;
 
-		if (wr->num_sge < 0 || wr->num_sge > 1 || (wr->num_sge && !wr->sg_list)) {
-			err = EINVAL;
-			break;
+		err = ss_sge_recv(h, qp, wr, &r);
+		if (!err) {
+			err = sn_post_recv(qp->qp, &r, NULL);
+			if (err)
+				ss_sge_unposted(&qp->rq);
+			else
+				ss_sge_posted(&qp->rq);
 		}
-		if (wr->num_sge)
-			r.sg = (struct shift_sge){wr->sg_list[0].addr, wr->sg_list[0].length,
-						  wr->sg_list[0].lkey};
-		err = sn_post_recv(qp->qp, &r, NULL);
 		if (err)
 			break;
 	}

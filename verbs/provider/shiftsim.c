@@ -97,8 +97,8 @@ static int ss_query_device_ex(struct ibv_context *ctx,
 	a->max_qp = SS_MAX_QP;
 	a->max_qp_wr = SS_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
-	a->max_sge = 1;
-	a->max_sge_rd = 1;
+	a->max_sge = SS_MAX_SGE;	/* simnic's one, or gathered and scattered (sge.c) */
+	a->max_sge_rd = SS_MAX_SGE;
 	a->max_cq = SS_MAX_QP;
 	a->max_cqe = SS_MAX_CQE;
 	a->max_mr = SS_MAX_MR;

@@ -18,6 +18,7 @@
 #define SS_NICS 2
 #define SS_MAX_CQE 65536 /* as simnic's CQ rings */
 #define SS_WATCHERS 256 /* open contexts per device that hear its events */
+#define SS_MAX_SGE 8 /* per WR: simnic's one, or the provider's bounce buffer (sge.c) */
 
 /* This process's host of the simulated fabric. One lock guards it and every simnic
  * call: the core has no lock of its own, the provider is where threads meet it. */
@@ -63,6 +64,14 @@ struct ss_cq {
 struct ss_mr {
 	struct verbs_mr vmr;
 	sn_mr mr;
+	struct ss_mr *next_live;        /* the host's regions (sge.c) */
+};
+
+/* a queue's WRs as posted to simnic, oldest first: [head, tail) not yet completed */
+struct ss_ring {
+	struct ss_slot *slot;
+	uint32_t cap;
+	uint64_t head, tail;
 };
 
 struct ss_qp {
@@ -71,6 +80,10 @@ struct ss_qp {
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
 	struct ibv_qp_attr path;        /* what simnic does not keep, as last set */
+	int nic;
+	struct ss_ring sq, rq;          /* the program's WRs behind simnic's (sge.c) */
+	sn_mr rsvd;                     /* the local key of the bounce buffers, or NULL */
+	struct ss_qp *next_live;        /* the host's QPs (sge.c) */
 };
 
 static inline struct ss_context *to_ss_context(struct ibv_context *ctx)
@@ -109,5 +122,21 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
 int ss_destroy_qp(struct ibv_qp *ibqp);
 int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int ss_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* sge.c: several SGEs per WR over simnic's one */
+int ss_ring_init(struct ss_ring *r, uint32_t cap);
+void ss_ring_clear(struct ss_ring *r);
+void ss_ring_free(struct ss_ring *r);
+void ss_sge_add_qp(struct ss_qp *qp);
+void ss_sge_remove_qp(struct ss_qp *qp);
+void ss_sge_add_mr(struct ss_mr *mr);
+void ss_sge_remove_mr(struct ss_mr *mr);
+int ss_sge_send(struct ss_host *h, struct ss_qp *qp, const struct ibv_send_wr *w,
+		struct shift_send_wr *s, uint8_t *inl_buf);
+int ss_sge_recv(struct ss_host *h, struct ss_qp *qp, const struct ibv_recv_wr *w,
+		struct shift_recv_wr *s);
+void ss_sge_posted(struct ss_ring *r);
+void ss_sge_unposted(struct ss_ring *r);
+void ss_sge_complete(struct shift_wc *wc);
 
 #endif
