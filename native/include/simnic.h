@@ -222,7 +222,7 @@ int sn_wire_len(sn_fabric f, int path, int dir);
  * always enough). sn_wire_put appends a packet to a channel: 0 (a packet onto a dead
  * link is lost, as any), EINVAL for bytes that are not a well-formed packet (counted as
  * malformed, not acted on). Input from the network: every field is checked. */
-enum { SN_WIRE_HEADER = 60, SN_WIRE_MAX = 4156 /* header + SHIFT_MAX_MSG */ };
+enum { SN_WIRE_HEADER = 60, SN_WIRE_MAX = 65596 /* header + SHIFT_MAX_MSG */ };
 int sn_wire_take(sn_fabric f, int path, int dir, void *buf, uint32_t cap);
 int sn_wire_put(sn_fabric f, int path, int dir, const void *buf, uint32_t len);
 int sn_wire_head_kind(sn_fabric f, int path, int dir);

@@ -31,7 +31,7 @@
 #define SS_MAX_QP_WR 16384       /* per queue, as simnic's rings */
 #define SS_MAX_MR 256
 #define SS_MAX_PD 64
-#define SS_MAX_MSG 4096          /* one packet per message (simnic.h) */
+#define SS_MAX_MSG SHIFT_MAX_MSG /* one packet of simnic's wire per message (simnic.h) */
 #define SS_LIDS_PER_HOST 16
 
 struct ss_pd {
