@@ -109,6 +109,7 @@ def environment(build: Build, host: str, sysfs: Path) -> dict[str, str]:
     prepend("PATH", build.bin)
     prepend("LD_LIBRARY_PATH", build.lib)
     prepend("PYTHONPATH", build.python)
+    prepend("LD_PRELOAD", build.channel_library)  # completion channels (channel.c)
     env["SYSFS_PATH"] = str(sysfs)
     env["SHIFT_SIM_HOST"] = host
     return env

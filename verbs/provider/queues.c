@@ -8,8 +8,12 @@
 #include "shiftsim.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int nic_of(struct ibv_context *ctx)
 {
@@ -28,6 +32,26 @@ static struct ss_qp *to_ss_qp(struct ibv_qp *qp)
 
 /* ------------------------------------------------------------ CQ ---------- */
 
+/* The host's CQs with a completion channel. A channel is a pipe (channel.c, which
+ * `shift run` preloads, makes it where libibverbs would ask the kernel): an armed CQ
+ * that holds a completion writes its address there, as the kernel's uverbs does, once;
+ * ibv_req_notify_cq arms it again. */
+static struct ss_cq *chan_cqs;
+
+/* the write end of the channel's pipe: the provider's own descriptor of it */
+static int channel_writer(const struct ibv_comp_channel *channel)
+{
+	struct stat st;
+	char path[64];
+	int fd;
+
+	if (fstat(channel->fd, &st) || !S_ISFIFO(st.st_mode))
+		return -EINVAL; /* not a channel of this provider's (channel.c) */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", channel->fd);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector)
 {
@@ -41,19 +65,36 @@ struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (channel) { /* completion events: not yet (no event pipe per channel) */
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	cq->chan_fd = -1;
+	if (channel) {
+		cq->chan_fd = channel_writer(channel);
+		cq->stash_cap = (uint32_t)cqe;
+		cq->stash = cq->chan_fd < 0 ? NULL : calloc(cq->stash_cap, sizeof(*cq->stash));
+		if (!cq->stash) {
+			err = cq->chan_fd < 0 ? -cq->chan_fd : ENOMEM;
+			if (cq->chan_fd >= 0)
+				close(cq->chan_fd);
+			free(cq);
+			errno = err;
+			return NULL;
+		}
+	}
 	h = ss_host_lock();
 	err = sn_create_cq(h->fabric, h->host, cqe, &cq->cq);
+	if (!err && channel) {
+		cq->next_chan = chan_cqs;
+		chan_cqs = cq;
+	}
 	ss_host_unlock();
 	if (err) {
+		if (cq->chan_fd >= 0)
+			close(cq->chan_fd);
+		free(cq->stash);
 		free(cq);
 		errno = err;
 		return NULL;
@@ -89,32 +130,89 @@ static void to_ibv_wc(const struct shift_wc *s, struct ibv_wc *w)
 	w->imm_data = s->imm_data; /* network order in, network order out */
 }
 
+/* up to n completions from simnic, as the program sees them: its wr_id, its data
+ * scattered (sge.c) */
+static int take(struct ss_cq *cq, int n, struct shift_wc *got)
+{
+	int k = sn_poll_cq(cq->cq, n, got);
+
+	for (int i = 0; i < k; i++)
+		ss_sge_complete(&got[i]);
+	return k;
+}
+
+/* an armed CQ that holds a completion: its event on the channel, once */
+static void cq_event(struct ss_cq *cq)
+{
+	uint32_t room = cq->stash_cap - cq->stash_n;
+
+	if (room) { /* what simnic holds comes into the stash, in order */
+		struct shift_wc got[64];
+		int k = take(cq, room < 64 ? (int)room : 64, got);
+
+		for (int i = 0; i < k; i++)
+			cq->stash[(cq->stash_head + cq->stash_n++) % cq->stash_cap] = got[i];
+	}
+	if (cq->stash_n) {
+		uint64_t handle = (uint64_t)(uintptr_t)&cq->ibv_cq; /* ib_uverbs_comp_event_desc */
+
+		if (write(cq->chan_fd, &handle, sizeof(handle)) == sizeof(handle))
+			cq->armed = 0; /* (a full pipe: the event waits for the next progress) */
+	}
+}
+
+void ss_cq_events(struct ss_host *h)
+{
+	(void)h;
+	for (struct ss_cq *cq = chan_cqs; cq; cq = cq->next_chan)
+		if (cq->armed)
+			cq_event(cq);
+}
+
 int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
+	struct ss_cq *cq = to_ss_cq(ibcq);
 	struct shift_wc got[64];
-	struct ss_host *h;
-	int k;
+	int k = 0;
 
 	if (n < 0 || (n && !wc))
 		return -EINVAL;
 	if (n > 64)
 		n = 64;
-	h = ss_host_lock();
-	ss_progress(h);
-	k = sn_poll_cq(to_ss_cq(ibcq)->cq, n, got);
-	for (int i = 0; i < k; i++)
-		ss_sge_complete(&got[i]); /* the program's wr_id, its data scattered */
+	ss_progress(ss_host_lock());
+	for (; k < n && cq->stash_n; k++, cq->stash_n--) { /* taken for an event, first */
+		got[k] = cq->stash[cq->stash_head];
+		cq->stash_head = (cq->stash_head + 1) % cq->stash_cap;
+	}
+	if (k < n) {
+		int more = take(cq, n - k, got + k);
+
+		k += more > 0 ? more : 0;
+		if (!k && more < 0)
+			k = more;
+	}
 	ss_host_unlock();
 	for (int i = 0; i < k; i++)
 		to_ibv_wc(&got[i], &wc[i]);
 	return k;
 }
 
+/* The next completion (solicited or not: an event for any is one the program polls
+ * and finds nothing it did not ask for, which verbs allows) raises the channel's event;
+ * one the CQ holds already raises it now, as hardware that compares the armed index
+ * with its producer index does. */
 int ss_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	(void)ibcq;
+	struct ss_cq *cq = to_ss_cq(ibcq);
+
 	(void)solicited_only;
-	return EOPNOTSUPP; /* no completion channel (ss_create_cq refuses one) */
+	if (cq->chan_fd < 0)
+		return EINVAL; /* no channel to tell */
+	ss_host_lock();
+	cq->armed = 1;
+	cq_event(cq);
+	ss_host_unlock();
+	return 0;
 }
 
 int ss_destroy_cq(struct ibv_cq *ibcq)
@@ -124,9 +222,19 @@ int ss_destroy_cq(struct ibv_cq *ibcq)
 
 	ss_host_lock();
 	err = sn_destroy_cq(cq->cq);
-	ss_host_unlock();
 	if (!err)
+		for (struct ss_cq **p = &chan_cqs; *p; p = &(*p)->next_chan)
+			if (*p == cq) {
+				*p = cq->next_chan;
+				break;
+			}
+	ss_host_unlock();
+	if (!err) {
+		if (cq->chan_fd >= 0)
+			close(cq->chan_fd);
+		free(cq->stash);
 		free(cq);
+	}
 	return err;
 }
 

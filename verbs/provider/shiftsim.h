@@ -59,6 +59,14 @@ struct ss_context {
 struct ss_cq {
 	struct ibv_cq ibv_cq;
 	sn_cq cq;
+	/* with a completion channel: the write end of its pipe (else -1), whether the
+	 * program asked for the next completion's event, and the completions taken from
+	 * simnic to see that one came, which a poll returns first */
+	int chan_fd;
+	int armed;
+	struct shift_wc *stash;
+	uint32_t stash_cap, stash_head, stash_n;
+	struct ss_cq *next_chan;        /* the host's CQs with a channel */
 };
 
 struct ss_mr {
@@ -107,6 +115,7 @@ int ss_watch(struct ss_host *h, int nic, int fd);
 void ss_unwatch(struct ss_host *h, int nic, int fd);
 
 /* queues.c: the verbs of CQs, MRs and QPs */
+void ss_cq_events(struct ss_host *h);   /* after progress: an armed CQ's event */
 struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector);
 int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
