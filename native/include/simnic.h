@@ -16,7 +16,8 @@
  * caller's to destroy or to post on: EBUSY.
  *
  * RC semantics implemented (see docs/performance.md and native/README.md):
- *  - one packet per message (messages up to SHIFT_MAX_MSG bytes), one PSN per WR;
+ *  - one packet per message (messages up to SHIFT_MAX_MSG bytes, 64 KiB: the wire's
+ *    packets are not held to an MTU), one PSN per WR;
  *  - the responder executes the request with the expected PSN and ACKs it; a
  *    duplicate is re-ACKed and not re-executed (a READ re-reads memory, an atomic
  *    returns its saved result); a request ahead of the expected PSN is discarded;

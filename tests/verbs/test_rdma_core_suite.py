@@ -26,9 +26,13 @@ MUST_PASS = ["test_atomic.AtomicTest.test_atomic_fetch_and_add",
              # random SGE counts (random_qp_cap: 1 to max_sge / 2)
              "test_qp.QPTest.test_create_rc_qp_no_attr",
              "test_qp.QPTest.test_create_rc_qp_with_attr",
+             # and a random creation mask (ibv_create_qp_ex: a PD, no creation flags)
+             "test_qp.QPTest.test_create_rc_qp_ex_no_attr",
+             "test_qp.QPTest.test_create_rc_qp_ex_with_attr",
              "test_qp.QPTest.test_query_rc_qp",
              # RC traffic through a completion channel (libshiftsim-channel.so)
              "test_cq_events.CqEventsTestCase.test_cq_events_rc",
+             "test_cq.CQAPITest.test_create_cq_with_comp_channel",
              # the P_Key from /sys/class/infiniband, max_msg_sz above 4 KiB
              "test_device.DeviceTest.test_get_pkey_index",
              "test_device.DeviceTest.test_query_port"]

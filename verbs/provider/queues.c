@@ -380,6 +380,38 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	return &qp->ibv_qp;
 }
 
+/* ibv_create_qp_ex for what ibv_create_qp gives: a PD and no creation flags (libibverbs
+ * itself sends a PD alone to ibv_create_qp). The extended QP's features (send_ops_flags
+ * and the ibv_wr_* API, TSO, XRC, RSS, ...) are not offered: EOPNOTSUPP. */
+struct ibv_qp *ss_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ex)
+{
+	struct ibv_qp_init_attr attr;
+	struct ibv_qp *qp;
+
+	if ((ex->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((ex->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ex->create_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(ex->comp_mask & IBV_QP_INIT_ATTR_PD) || !ex->pd || ex->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	attr = (struct ibv_qp_init_attr){
+		.qp_context = ex->qp_context,
+		.send_cq = ex->send_cq,
+		.recv_cq = ex->recv_cq,
+		.srq = ex->srq,
+		.cap = ex->cap,
+		.qp_type = ex->qp_type,
+		.sq_sig_all = ex->sq_sig_all,
+	};
+	qp = ss_create_qp(ex->pd, &attr);
+	if (qp)
+		ex->cap = attr.cap;
+	return qp;
+}
+
 int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init)
 {

@@ -195,6 +195,7 @@ static const struct verbs_context_ops ss_ctx_ops = {
 	.reg_mr = ss_reg_mr,
 	.dereg_mr = ss_dereg_mr,
 	.create_qp = ss_create_qp,
+	.create_qp_ex = ss_create_qp_ex,
 	.query_qp = ss_query_qp,
 	.modify_qp = ss_modify_qp,
 	.destroy_qp = ss_destroy_qp,

@@ -125,6 +125,7 @@ struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 			 int access);
 int ss_dereg_mr(struct verbs_mr *vmr);
 struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *ss_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ex);
 int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init);
 int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
