@@ -156,9 +156,12 @@ def host_a(ctx: Context, pd: PD, cq: CQ, rcq: CQ, qp: QP, a1: MR, peer: dict[str
     out["max_msg_sz"] = ctx.query_port(1).max_msg_sz
     too_long = [(a1, 0, 40000), (a1, 0, BIG - 40000 + 1)]  # one byte past the largest
     out["too_long"] = refused(lambda: qp.post_send(send(9, e.IBV_WR_SEND, too_long)))
-    # a key this process never registered among several: the WR fails as one bad SGE does
+    # among several SGEs, a key of the other NIC (sim1's region, of this very process):
+    # the WR fails as one SGE of that key does
+    other = Context(name="sim1")
+    elsewhere = MR(PD(other), SMALL, ACCESS)
     bad = SendWR(wr_id=10, opcode=e.IBV_WR_SEND, num_sge=2,
-                 sg=[SGE(a1.buf, 8, a1.lkey), SGE(a2.buf, 8, a2.lkey ^ 0x7f00)],
+                 sg=[SGE(a1.buf, 8, a1.lkey), SGE(elsewhere.buf, 8, elsewhere.lkey)],
                  send_flags=e.IBV_SEND_SIGNALED)
     qp.post_send(bad)
     out["bad_key"] = completions(cq, 1)

@@ -106,5 +106,5 @@ def test_limits_are_reported_and_enforced(seen: tuple[dict, dict]) -> None:
     assert a["max_sge"] == 8 and a["max_msg_sz"] == 65536
     for what in ("send_five", "recv_five", "qp_past_max_sge", "too_long"):
         assert a[what].startswith("refused"), (what, a[what])
-    # a bad key among several SGEs fails the WR as one bad SGE does, with its wr_id
+    # another NIC's key among several SGEs fails the WR as that one SGE would, with its wr_id
     assert [(c["wr_id"], c["status"]) for c in a["bad_key"]] == [(10, LOC_PROT_ERR)]

@@ -285,6 +285,7 @@ struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	mr->vmr.ibv_mr.rkey = rkey;
 	mr->vmr.mr_type = IBV_MR_TYPE_MR;
 	mr->vmr.access = access;
+	mr->nic = nic_of(pd->context);
 	ss_sge_add_mr(mr);
 	ss_host_unlock();
 	return &mr->vmr.ibv_mr;

@@ -16,8 +16,9 @@
  * READs are scattered then and whose buffers are freed. The program's wr_id comes back
  * in the completion.
  *
- * An element the WR may not use (a key the process did not register, bounds outside its
- * region, a region without local write for data that lands) is not gathered: the WR
+ * An element the WR may not use (a key the process did not register, or registered with
+ * the other NIC, bounds outside its region, a region without local write for data that
+ * lands) is not gathered: the WR
  * goes to simnic with that element alone, and fails as simnic fails it (LOC_PROT_ERR),
  * as a WR of one bad element does.
  *
@@ -122,9 +123,9 @@ static struct ss_qp *qp_by_num(uint32_t qp_num)
 	return NULL;
 }
 
-/* may the WR use the element: a region of this process's, the element inside it, and
- * local write where data lands in it */
-static int sge_ok(const struct ibv_sge *sg, int lands)
+/* may a WR of the QP's NIC use the element: a region of that NIC's, the element inside
+ * it, and local write where data lands in it */
+static int sge_ok(const struct ibv_sge *sg, int lands, int nic)
 {
 	if (!sg->length)
 		return 1;
@@ -134,7 +135,7 @@ static int sge_ok(const struct ibv_sge *sg, int lands)
 
 		if (m->lkey != sg->lkey)
 			continue;
-		return sg->addr >= base && sg->length <= m->length &&
+		return mr->nic == nic && sg->addr >= base && sg->length <= m->length &&
 		       sg->addr - base <= m->length - sg->length &&
 		       (!lands || (mr->vmr.access & IBV_ACCESS_LOCAL_WRITE));
 	}
@@ -186,7 +187,7 @@ static int one_sge(struct ss_host *h, struct ss_qp *qp, const struct ibv_sge *sg
 		return 0;
 	}
 	for (int i = 0; i < n; i++)
-		if (!sge_ok(&sg[i], lands)) {
+		if (!sge_ok(&sg[i], lands, qp->nic)) {
 			*s = (struct shift_sge){sg[i].addr, sg[i].length, sg[i].lkey};
 			return 0;
 		}

@@ -72,6 +72,7 @@ struct ss_cq {
 struct ss_mr {
 	struct verbs_mr vmr;
 	sn_mr mr;
+	int nic;                        /* the NIC it is registered with */
 	struct ss_mr *next_live;        /* the host's regions (sge.c) */
 };
 
