@@ -6,8 +6,10 @@ exists, so each run gets its own: a tree under a temporary directory that ``SYSF
 points libibverbs at, and, in a private mount namespace (``unshare --mount``, as root),
 a tmpfs on ``/dev/infiniband`` whose ``uverbsN`` stand in for the character devices
 (``/dev/full``: the provider issues no kernel command, and one that libibverbs issues
-itself - a completion channel - fails with ENOSPC instead of reading zeros). The host
-sees at most an empty ``/dev/infiniband`` directory, the mount point.
+itself - a completion channel - fails with ENOSPC instead of reading zeros). The tree's
+``class/infiniband`` also appears in ``/sys/class`` there (a read-only overlay on the real
+one), for programs that read sysfs themselves. The host sees at most an empty
+``/dev/infiniband`` directory, the mount point.
 
 One process is one host: ``SHIFT_SIM_HOST`` (A or B) tells the provider which, and the
 GUIDs, GIDs and LIDs differ between hosts, as a program that exchanges them expects. Or,
@@ -125,6 +127,7 @@ def environment(build: Build, host: str, sysfs: Path) -> dict[str, str]:
     prepend("PATH", build.bin)
     prepend("LD_LIBRARY_PATH", build.lib)
     prepend("PYTHONPATH", build.python)
+    prepend("LD_PRELOAD", build.channel_library)  # completion channels (channel.c)
     env["SYSFS_PATH"] = str(sysfs)
     env.pop("SHIFT_SIM_LOCKSTEP", None)  # (an outer lock-step run's: not this one's)
     if host == LOCKSTEP:
@@ -135,7 +138,10 @@ def environment(build: Build, host: str, sysfs: Path) -> dict[str, str]:
     return env
 
 
-# Run in the new mount namespace: the device nodes, then the program in place of sh.
+# Run in the new mount namespace: the device nodes; the tree's class/infiniband over the
+# real /sys/class (a read-only overlay: programs that read sysfs themselves rather than
+# through SYSFS_PATH, as rdma-core's tests read a P_Key, find the devices there too, and
+# every real class stays as it was); then the program in place of sh.
 NAMESPACE_SCRIPT = """set -e
 mkdir -p /dev/infiniband
 mount -t tmpfs shift-sim /dev/infiniband
@@ -143,6 +149,9 @@ i=0
 while [ "$i" -lt "$SHIFT_SIM_DEVICES" ]; do
     ln -s /dev/full "/dev/infiniband/uverbs$i"; i=$((i+1))
 done
+mount -t overlay -o "lowerdir=$SYSFS_PATH/class:/sys/class" shift-sysfs /sys/class ||
+    echo "shift run: no overlay file system: /sys/class/infiniband is not there" \
+         "(SYSFS_PATH is)" >&2
 exec "$@"
 """
 

@@ -46,7 +46,9 @@ DEBIAN_PACKAGES = {
     "/usr/include/libudev.h": "libudev-dev",
 }
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
-PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "lockstep.c", "ud.c")
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "lockstep.c", "ud.c",
+                    "sge.c")
+CHANNEL_SOURCE = "channel.c"  # libshiftsim-channel.so: preloaded by shift run
 BACKEND_SOURCE = Path(__file__).resolve().parent / "backend" / "ibv.c"
 
 Progress = Callable[[str], None]
@@ -93,6 +95,11 @@ class Build:
         return self.lib / "libshift_ibv.so"
 
     @property
+    def channel_library(self) -> Path:
+        """Completion channels for the simulated devices (``shift run`` preloads it)."""
+        return self.lib / "libshiftsim-channel.so"
+
+    @property
     def driver_file(self) -> Path:
         return self.tree / "etc" / "libibverbs.d" / "shiftsim.driver"
 
@@ -101,7 +108,8 @@ class Build:
 
     def complete(self) -> bool:
         if not (self.provider.is_file() and self.driver_file.is_file()
-                and self.backend.is_file() and self.program("ibv_devinfo").is_file()):
+                and self.backend.is_file() and self.channel_library.is_file()
+                and self.program("ibv_devinfo").is_file()):
             return False
         built = min(self.provider.stat().st_mtime, self.backend.stat().st_mtime)
         return all(built >= p.stat().st_mtime for p in provider_inputs())
@@ -111,10 +119,10 @@ def provider_inputs() -> list[Path]:
     """What the provider is built from: its sources and header, and the core it links."""
     from shift import native
 
-    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, "shiftsim.h", "shiftsim_lockstep.h")]
-            + [BACKEND_SOURCE]
-            + [native.include_dir() / h for h in ("simnic.h", "shift.h", "shift_ibv.h")]
-            + [native.lib_dir() / native.LIBRARY])
+PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "lockstep.c", "ud.c",
+                    "sge.c")
+CHANNEL_SOURCE = "channel.c"  # libshiftsim-channel.so: preloaded by shift run
+BACKEND_SOURCE = Path(__file__).resolve().parent / "backend" / "ibv.c"
 
 
 def default_root() -> Path:
@@ -227,6 +235,13 @@ def compile_provider(build: Build, say: Progress) -> None:
                 f"-Wl,-rpath,{build.lib}:{lib}", "-o", str(build.provider)],
                build.root, build.root / "provider.log")
     build.driver_file.write_text("driver shiftsim\n")
+    # completion channels (channel.c), where libibverbs asks the kernel: shift run preloads it
+    version_script = build.root / "channel.map"
+    version_script.write_text("IBVERBS_1.0 { global: ibv_create_comp_channel; local: *; };\n")
+    run_logged([os.environ.get("CC", "cc"), "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+                "-O2", "-g", "-fPIC", "-shared", "-isystem", str(build.tree / "include"),
+                str(PROVIDER_DIR / CHANNEL_SOURCE), f"-Wl,--version-script={version_script}",
+                "-ldl", "-o", str(build.channel_library)], build.root, build.root / "provider.log")
 
 
 def compile_backend(build: Build, say: Progress) -> None:

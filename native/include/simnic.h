@@ -16,7 +16,8 @@
  * caller's to destroy or to post on: EBUSY.
  *
  * RC semantics implemented (see docs/performance.md and native/README.md):
- *  - one packet per message (messages up to SHIFT_MAX_MSG bytes), one PSN per WR;
+ *  - one packet per message (messages up to SHIFT_MAX_MSG bytes, 64 KiB: the wire's
+ *    packets are not held to an MTU), one PSN per WR;
  *  - the responder executes the request with the expected PSN and ACKs it; a
  *    duplicate is re-ACKed and not re-executed (a READ re-reads memory, an atomic
  *    returns its saved result); a request ahead of the expected PSN is discarded;
@@ -251,7 +252,7 @@ int sn_wire_len(sn_fabric f, int path, int dir);
  * always enough). sn_wire_put appends a packet to a channel: 0 (a packet onto a dead
  * link is lost, as any), EINVAL for bytes that are not a well-formed packet (counted as
  * malformed, not acted on). Input from the network: every field is checked. */
-enum { SN_WIRE_HEADER = 60, SN_WIRE_MAX = 4156 /* header + SHIFT_MAX_MSG */ };
+enum { SN_WIRE_HEADER = 60, SN_WIRE_MAX = 65596 /* header + SHIFT_MAX_MSG */ };
 int sn_wire_take(sn_fabric f, int path, int dir, void *buf, uint32_t cap);
 int sn_wire_put(sn_fabric f, int path, int dir, const void *buf, uint32_t len);
 int sn_wire_head_kind(sn_fabric f, int path, int dir);

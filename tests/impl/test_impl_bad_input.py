@@ -14,9 +14,11 @@ from shift.impl import (
     RawSendWr,
     Status,
     Wr,
+    _native,
 )
 
 WRITE, WRITE_IMM, SEND, READ, CAS, FADD = 0, 1, 2, 4, 5, 6
+MAX_MSG = _native.lib.SHIFT_MAX_MSG  # the largest message: one more byte is malformed
 SIGNALED = 2
 
 
@@ -127,7 +129,7 @@ def test_batched_post_stops_at_the_bad_wr(fabric, copy_posts, bad):
 
 @pytest.mark.parametrize("kw", [
     {"opcode": 99}, {"opcode": -1}, {"send_flags": 0x8000}, {"num_sge": 2},
-    {"num_sge": -1}, {"length": 5000}, {"send_flags": SIGNALED | 8, "length": 65},
+    {"num_sge": -1}, {"length": MAX_MSG + 1}, {"send_flags": SIGNALED | 8, "length": 65},
     {"send_flags": SIGNALED | 8, "opcode": READ}, {"send_flags": SIGNALED | 512},
 ])
 def test_malformed_wr_is_einval_and_changes_nothing(conn, kw):

@@ -39,9 +39,9 @@ with Context(name="sim0") as ctx:
     print(json.dumps({
         "cq_of_no_entries": errno_of(lambda: CQ(ctx, 0)),
         "cq_on_vector_1": errno_of(lambda: CQ(ctx, 8, None, None, 1)),
-        "qp_of_two_sges": errno_of(lambda: qp(pd, cq, sge=2)),
+        "qp_of_nine_sges": errno_of(lambda: qp(pd, cq, sge=9)),  # max_sge is 8
         "uc_qp": errno_of(lambda: qp(pd, cq, e.IBV_QPT_UC)),
-        "send_of_two_sges": errno_of(lambda: rc.post_send(two)),
+        "send_of_two_sges": errno_of(lambda: rc.post_send(two)),  # the QP asked for one
         "send_before_rts": errno_of(lambda: rc.post_send(one)),
         "still_usable": errno_of(lambda: qp(pd, cq)),
     }))

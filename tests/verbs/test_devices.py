@@ -60,8 +60,20 @@ def test_the_devinfo_it_runs_is_rdma_core_59(rdma: Build) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == str(rdma.program("ibv_devinfo"))
     assert field(proc.stdout, "fw_ver") == "shift-simnic 1"
-    assert field(proc.stdout, "max_sge") == "1"
+    assert field(proc.stdout, "max_sge") == "8"  # gathered and scattered (sge.c)
+    assert field(proc.stdout, "max_msg_sz") == "0x10000"
     assert field(proc.stdout, "atomic_cap") == "ATOMIC_HCA (1)"
+
+
+def test_the_devices_are_in_sys_class_too(rdma: Build) -> None:
+    """Inside `shift run` the tree's class/infiniband is laid over /sys/class, for programs
+    that read sysfs themselves (rdma-core's test_get_pkey_index); every real class stays."""
+    script = ("cat /sys/class/infiniband/sim1/ports/1/pkeys/0 /sys/class/infiniband/sim0/node_guid;"
+              " test -d /sys/class/net && echo net")
+    proc = run_as(rdma, "B", "sh", "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0xffff", devices.node_guid("B", 0), "net"]
+    assert not Path("/sys/class/infiniband/sim0").exists()  # the host's is untouched
 
 
 def test_pyverbs_opens_and_queries_each_device(rdma: Build) -> None:
@@ -122,12 +134,13 @@ def test_one_process_per_host(rdma: Build) -> None:
 
 
 def test_what_the_provider_cannot_do_is_refused(rdma: Build) -> None:
-    """One SGE, RC and UD only, one completion vector: anything else gets the errno
-    verbs gives, never a crash, and the device stays usable."""
+    """At most 8 SGEs (and what the QP asked for), RC and UD only, one completion
+    vector: anything else gets the errno verbs gives, never a crash, and the device
+    stays usable."""
     proc = run_as(rdma, "A", sys.executable, str(Path(__file__).with_name("pyverbs_refusals.py")))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
         "cq_of_no_entries": errno.EINVAL, "cq_on_vector_1": errno.EINVAL,
-        "qp_of_two_sges": errno.EINVAL, "uc_qp": errno.EOPNOTSUPP,
+        "qp_of_nine_sges": errno.EINVAL, "uc_qp": errno.EOPNOTSUPP,
         "send_of_two_sges": errno.EINVAL, "send_before_rts": errno.EINVAL,
         "still_usable": 0}

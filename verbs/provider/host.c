@@ -358,6 +358,7 @@ void ss_progress(struct ss_host *h)
 	} while (moved);
 	for (int p = 1; p <= SS_NICS; p++)
 		expire(h, p);
+	ss_cq_events(h); /* a completion of an armed CQ: its channel's event */
 }
 
 /* the NIC's own work: wake on a packet, on room for a held one, or on the tick; move

@@ -1,15 +1,20 @@
 /*
  * queues.c - completion queues, memory regions and RC queue pairs: each verb checks
- * what simnic cannot express (more than one SGE, an SRQ, an IOVA other than the
- * address), translates to simnic's call under the host's lock, and gives simnic's
- * errno back. A UD QP's verbs that differ from RC's are ud.c's (dispatched by type). simnic's numbers for opcodes, statuses, QP states and access flags are
+ * what simnic cannot express (an SRQ, an IOVA other than the address), translates
+ * to simnic's call under the host's lock (a WR of several SGEs through sge.c), and
+ * gives simnic's errno back. A UD QP's verbs that differ from RC's are ud.c's
+ * (dispatched by type). simnic's numbers for opcodes, statuses, QP states and access flags are
  * the verbs ones (native/include/shift_verbs.h), but every value is mapped by name.
  */
 #include "shiftsim.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int nic_of(struct ibv_context *ctx)
 {
@@ -28,6 +33,26 @@ static struct ss_qp *to_ss_qp(struct ibv_qp *qp)
 
 /* ------------------------------------------------------------ CQ ---------- */
 
+/* The host's CQs with a completion channel. A channel is a pipe (channel.c, which
+ * `shift run` preloads, makes it where libibverbs would ask the kernel): an armed CQ
+ * that holds a completion writes its address there, as the kernel's uverbs does, once;
+ * ibv_req_notify_cq arms it again. */
+static struct ss_cq *chan_cqs;
+
+/* the write end of the channel's pipe: the provider's own descriptor of it */
+static int channel_writer(const struct ibv_comp_channel *channel)
+{
+	struct stat st;
+	char path[64];
+	int fd;
+
+	if (fstat(channel->fd, &st) || !S_ISFIFO(st.st_mode))
+		return -EINVAL; /* not a channel of this provider's (channel.c) */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", channel->fd);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector)
 {
@@ -41,19 +66,36 @@ struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (channel) { /* completion events: not yet (no event pipe per channel) */
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	cq->chan_fd = -1;
+	if (channel) {
+		cq->chan_fd = channel_writer(channel);
+		cq->stash_cap = (uint32_t)cqe;
+		cq->stash = cq->chan_fd < 0 ? NULL : calloc(cq->stash_cap, sizeof(*cq->stash));
+		if (!cq->stash) {
+			err = cq->chan_fd < 0 ? -cq->chan_fd : ENOMEM;
+			if (cq->chan_fd >= 0)
+				close(cq->chan_fd);
+			free(cq);
+			errno = err;
+			return NULL;
+		}
+	}
 	h = ss_host_lock_ctx(ctx);
 	err = sn_create_cq(h->fabric, h->host, cqe, &cq->cq);
+	if (!err && channel) {
+		cq->next_chan = chan_cqs;
+		chan_cqs = cq;
+	}
 	ss_host_unlock();
 	if (err) {
+		if (cq->chan_fd >= 0)
+			close(cq->chan_fd);
+		free(cq->stash);
 		free(cq);
 		errno = err;
 		return NULL;
@@ -90,30 +132,89 @@ static void to_ibv_wc(const struct shift_wc *s, struct ibv_wc *w)
 	w->imm_data = s->imm_data; /* network order in, network order out */
 }
 
+/* up to n completions from simnic, as the program sees them: its wr_id, its data
+ * scattered (sge.c) */
+static int take(struct ss_cq *cq, int n, struct shift_wc *got)
+{
+	int k = sn_poll_cq(cq->cq, n, got);
+
+	for (int i = 0; i < k; i++)
+		ss_sge_complete(&got[i]);
+	return k;
+}
+
+/* an armed CQ that holds a completion: its event on the channel, once */
+static void cq_event(struct ss_cq *cq)
+{
+	uint32_t room = cq->stash_cap - cq->stash_n;
+
+	if (room) { /* what simnic holds comes into the stash, in order */
+		struct shift_wc got[64];
+		int k = take(cq, room < 64 ? (int)room : 64, got);
+
+		for (int i = 0; i < k; i++)
+			cq->stash[(cq->stash_head + cq->stash_n++) % cq->stash_cap] = got[i];
+	}
+	if (cq->stash_n) {
+		uint64_t handle = (uint64_t)(uintptr_t)&cq->ibv_cq; /* ib_uverbs_comp_event_desc */
+
+		if (write(cq->chan_fd, &handle, sizeof(handle)) == sizeof(handle))
+			cq->armed = 0; /* (a full pipe: the event waits for the next progress) */
+	}
+}
+
+void ss_cq_events(struct ss_host *h)
+{
+	(void)h;
+	for (struct ss_cq *cq = chan_cqs; cq; cq = cq->next_chan)
+		if (cq->armed)
+			cq_event(cq);
+}
+
 int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
+	struct ss_cq *cq = to_ss_cq(ibcq);
 	struct shift_wc got[64];
-	struct ss_host *h;
-	int k;
+	int k = 0;
 
 	if (n < 0 || (n && !wc))
 		return -EINVAL;
 	if (n > 64)
 		n = 64;
-	h = ss_host_lock();
-	ss_progress(h);
-	k = sn_poll_cq(to_ss_cq(ibcq)->cq, n, got);
+	ss_progress(ss_host_lock());
+	for (; k < n && cq->stash_n; k++, cq->stash_n--) { /* taken for an event, first */
+		got[k] = cq->stash[cq->stash_head];
+		cq->stash_head = (cq->stash_head + 1) % cq->stash_cap;
+	}
+	if (k < n) {
+		int more = take(cq, n - k, got + k);
+
+		k += more > 0 ? more : 0;
+		if (!k && more < 0)
+			k = more;
+	}
 	ss_host_unlock();
 	for (int i = 0; i < k; i++)
 		to_ibv_wc(&got[i], &wc[i]);
 	return k;
 }
 
+/* The next completion (solicited or not: an event for any is one the program polls
+ * and finds nothing it did not ask for, which verbs allows) raises the channel's event;
+ * one the CQ holds already raises it now, as hardware that compares the armed index
+ * with its producer index does. */
 int ss_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	(void)ibcq;
+	struct ss_cq *cq = to_ss_cq(ibcq);
+
 	(void)solicited_only;
-	return EOPNOTSUPP; /* no completion channel (ss_create_cq refuses one) */
+	if (cq->chan_fd < 0)
+		return EINVAL; /* no channel to tell */
+	ss_host_lock();
+	cq->armed = 1;
+	cq_event(cq);
+	ss_host_unlock();
+	return 0;
 }
 
 int ss_destroy_cq(struct ibv_cq *ibcq)
@@ -123,9 +224,19 @@ int ss_destroy_cq(struct ibv_cq *ibcq)
 
 	ss_host_lock();
 	err = sn_destroy_cq(cq->cq);
-	ss_host_unlock();
 	if (!err)
+		for (struct ss_cq **p = &chan_cqs; *p; p = &(*p)->next_chan)
+			if (*p == cq) {
+				*p = cq->next_chan;
+				break;
+			}
+	ss_host_unlock();
+	if (!err) {
+		if (cq->chan_fd >= 0)
+			close(cq->chan_fd);
+		free(cq->stash);
 		free(cq);
+	}
 	return err;
 }
 
@@ -164,16 +275,21 @@ struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 			length, mr_access(access), &mr->mr);
 	if (!err)
 		err = sn_mr_keys(mr->mr, &lkey, &rkey);
-	ss_host_unlock();
 	if (err) {
+		ss_host_unlock();
 		free(mr);
 		errno = err;
 		return NULL;
 	}
+	mr->vmr.ibv_mr.addr = addr;
+	mr->vmr.ibv_mr.length = length;
 	mr->vmr.ibv_mr.lkey = lkey;
 	mr->vmr.ibv_mr.rkey = rkey;
 	mr->vmr.mr_type = IBV_MR_TYPE_MR;
 	mr->vmr.access = access;
+	mr->nic = nic_of(pd->context);
+	ss_sge_add_mr(mr);
+	ss_host_unlock();
 	return &mr->vmr.ibv_mr;
 }
 
@@ -184,6 +300,8 @@ int ss_dereg_mr(struct verbs_mr *vmr)
 
 	ss_host_lock();
 	err = sn_dereg_mr(mr->mr);
+	if (!err)
+		ss_sge_remove_mr(mr);
 	ss_host_unlock();
 	if (!err)
 		free(mr);
@@ -199,7 +317,7 @@ static int check_qp_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context->device != pd->context->device ||
 	    a->recv_cq->context->device != pd->context->device)
 		return EINVAL;
-	if (a->cap.max_send_sge > 1 || a->cap.max_recv_sge > 1 ||
+	if (a->cap.max_send_sge > SS_MAX_SGE || a->cap.max_recv_sge > SS_MAX_SGE ||
 	    a->cap.max_inline_data > SHIFT_MAX_INLINE)
 		return EINVAL;
 	return 0;
@@ -217,6 +335,12 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return ss_create_ud_qp(pd, attr);
 	err = check_qp_init(pd, attr);
 	qp = err ? NULL : calloc(1, sizeof(*qp));
+	if (qp && (ss_ring_init(&qp->sq, attr->cap.max_send_wr) ||
+		   ss_ring_init(&qp->rq, attr->cap.max_recv_wr))) {
+		ss_ring_free(&qp->sq);
+		free(qp);
+		qp = NULL;
+	}
 	if (!qp) {
 		errno = err ? err : ENOMEM;
 		return NULL;
@@ -232,17 +356,25 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	err = sn_create_qp(h->fabric, h->host, nic_of(pd->context), &sa, &qp->qp);
 	if (!err)
 		err = sn_query_qp(qp->qp, &q);
+	if (!err) {
+		qp->ibv_qp.qp_num = q.qp_num;
+		qp->nic = nic_of(pd->context);
+		ss_sge_add_qp(qp);
+	}
 	ss_host_unlock();
 	if (err) {
+		ss_ring_free(&qp->sq);
+		ss_ring_free(&qp->rq);
 		free(qp);
 		errno = err;
 		return NULL;
 	}
-	attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
+	/* what was asked, at least one: each WR is checked against it */
+	attr->cap.max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
+	attr->cap.max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	attr->cap.max_inline_data = SHIFT_MAX_INLINE;
 	qp->cap = attr->cap;
 	qp->sq_sig_all = attr->sq_sig_all;
-	qp->ibv_qp.qp_num = q.qp_num;
 	qp->ibv_qp.state = IBV_QPS_RESET;
 	qp->ibv_qp.qp_type = IBV_QPT_RC;
 	qp->ibv_qp.context = pd->context;
@@ -252,6 +384,38 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->ibv_qp.qp_context = attr->qp_context;
 	qp->path = (struct ibv_qp_attr){.path_mtu = IBV_MTU_4096, .port_num = 1};
 	return &qp->ibv_qp;
+}
+
+/* ibv_create_qp_ex for what ibv_create_qp gives: a PD and no creation flags (libibverbs
+ * itself sends a PD alone to ibv_create_qp). The extended QP's features (send_ops_flags
+ * and the ibv_wr_* API, TSO, XRC, RSS, ...) are not offered: EOPNOTSUPP. */
+struct ibv_qp *ss_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ex)
+{
+	struct ibv_qp_init_attr attr;
+	struct ibv_qp *qp;
+
+	if ((ex->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((ex->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ex->create_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(ex->comp_mask & IBV_QP_INIT_ATTR_PD) || !ex->pd || ex->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	attr = (struct ibv_qp_init_attr){
+		.qp_context = ex->qp_context,
+		.send_cq = ex->send_cq,
+		.recv_cq = ex->recv_cq,
+		.srq = ex->srq,
+		.cap = ex->cap,
+		.qp_type = ex->qp_type,
+		.sq_sig_all = ex->sq_sig_all,
+	};
+	qp = ss_create_qp(ex->pd, &attr);
+	if (qp)
+		ex->cap = attr.cap;
+	return qp;
 }
 
 int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
@@ -338,6 +502,10 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	}
 	ss_host_lock();
 	err = sn_modify_qp(qp->qp, &q, m);
+	if (!err && q.qp_state == IBV_QPS_RESET) { /* simnic emptied its queues */
+		ss_ring_clear(&qp->sq);
+		ss_ring_clear(&qp->rq);
+	}
 	ss_host_unlock();
 	if (!err) {
 		ibqp->state = (enum ibv_qp_state)q.qp_state;
@@ -353,9 +521,14 @@ int ss_destroy_qp(struct ibv_qp *ibqp)
 
 	ss_host_lock();
 	err = sn_destroy_qp(qp->qp);
-	ss_host_unlock();
 	if (!err)
+		ss_sge_remove_qp(qp);
+	ss_host_unlock();
+	if (!err) {
+		ss_ring_free(&qp->sq);
+		ss_ring_free(&qp->rq);
 		free(qp);
+	}
 	return err;
 }
 
@@ -367,13 +540,11 @@ static int send_wr(const struct ss_qp *qp, const struct ibv_send_wr *w,
 	int atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		     w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 
-	if (w->num_sge < 0 || w->num_sge > 1 || (w->num_sge && !w->sg_list))
-		return EINVAL;
+	if (atomic && w->num_sge > 1)
+		return EINVAL; /* one 8-byte element */
 	if (w->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return EINVAL; /* LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, ...: not simnic's */
 	*s = (struct shift_send_wr){
-		.wr_id = w->wr_id,
-		.num_sge = w->num_sge,
 		.opcode = (int)w->opcode, /* the same numbers, 0..6 */
 		.send_flags = ((w->send_flags & IBV_SEND_FENCE) ? SHIFT_SEND_FENCE : 0) |
 			      ((w->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all
@@ -386,9 +557,6 @@ static int send_wr(const struct ss_qp *qp, const struct ibv_send_wr *w,
 		.compare_add = atomic ? w->wr.atomic.compare_add : 0,
 		.swap = atomic ? w->wr.atomic.swap : 0,
 	};
-	if (w->num_sge)
-		s->sg = (struct shift_sge){w->sg_list[0].addr, w->sg_list[0].length,
-					   w->sg_list[0].lkey};
 	return 0;
 }
 
@@ -402,11 +570,19 @@ int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 		return ss_post_send_ud(ibqp, wr, bad);
 	h = ss_host_lock();
 	for (; wr; wr = wr->next) {
+		uint8_t inl[SHIFT_MAX_INLINE]; /* inline data of several SGEs, gathered */
 		struct shift_send_wr s;
 
 		err = send_wr(qp, wr, &s);
 		if (!err)
+			err = ss_sge_send(h, qp, wr, &s, inl);
+		if (!err) {
 			err = sn_post_send(qp->qp, &s, NULL);
+			if (err)
+				ss_sge_unposted(&qp->sq);
+			else
+				ss_sge_posted(&qp->sq);
+		}
 		if (err)
 			break;
 	}
@@ -425,16 +601,16 @@ int ss_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 
 	h = ss_host_lock();
 	for (; wr; wr = wr->next) {
-		struct shift_recv_wr r = {.wr_id = wr->wr_id, .num_sge = wr->num_sge};
+		struct shift_recv_wr r;
 
-		if (wr->num_sge < 0 || wr->num_sge > 1 || (wr->num_sge && !wr->sg_list)) {
-			err = EINVAL;
-			break;
+		err = ss_sge_recv(h, qp, wr, &r);
+		if (!err) {
+			err = sn_post_recv(qp->qp, &r, NULL);
+			if (err)
+				ss_sge_unposted(&qp->rq);
+			else
+				ss_sge_posted(&qp->rq);
 		}
-		if (wr->num_sge)
-			r.sg = (struct shift_sge){wr->sg_list[0].addr, wr->sg_list[0].length,
-						  wr->sg_list[0].lkey};
-		err = sn_post_recv(qp->qp, &r, NULL);
 		if (err)
 			break;
 	}

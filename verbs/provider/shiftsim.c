@@ -32,7 +32,7 @@
 #define SS_MAX_QP_WR 16384       /* per queue, as simnic's rings */
 #define SS_MAX_MR 256
 #define SS_MAX_PD 64
-#define SS_MAX_MSG 4096          /* one packet per message (simnic.h) */
+#define SS_MAX_MSG SHIFT_MAX_MSG /* one packet of simnic's wire per message (simnic.h) */
 #define SS_LIDS_PER_HOST 16
 
 struct ss_pd {
@@ -112,8 +112,8 @@ static int ss_query_device_ex(struct ibv_context *ctx,
 	a->max_qp = SS_MAX_QP;
 	a->max_qp_wr = SS_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
-	a->max_sge = 1;
-	a->max_sge_rd = 1;
+	a->max_sge = SS_MAX_SGE;	/* simnic's one, or gathered and scattered (sge.c) */
+	a->max_sge_rd = SS_MAX_SGE;
 	a->max_cq = SS_MAX_QP;
 	a->max_cqe = SS_MAX_CQE;
 	a->max_mr = SS_MAX_MR;
@@ -212,6 +212,7 @@ static const struct verbs_context_ops ss_ctx_ops = {
 	.reg_mr = ss_reg_mr,
 	.dereg_mr = ss_dereg_mr,
 	.create_qp = ss_create_qp,
+	.create_qp_ex = ss_create_qp_ex,
 	.query_qp = ss_query_qp,
 	.modify_qp = ss_modify_qp,
 	.destroy_qp = ss_destroy_qp,

@@ -57,6 +57,7 @@ extern const struct sn_ops *ss_sn;
 #define SS_NICS 2
 #define SS_MAX_CQE 65536 /* as simnic's CQ rings */
 #define SS_WATCHERS 256 /* open contexts per device that hear its events */
+#define SS_MAX_SGE 8 /* per WR: simnic's one, or the provider's bounce buffer (sge.c) */
 
 /* This process's host of the simulated fabric (in lock-step mode, one of its two). One
  * lock (host.c's) guards them and every simnic call: the core has no lock of its own,
@@ -99,11 +100,28 @@ struct ss_context {
 struct ss_cq {
 	struct ibv_cq ibv_cq;
 	sn_cq cq;
+	/* with a completion channel: the write end of its pipe (else -1), whether the
+	 * program asked for the next completion's event, and the completions taken from
+	 * simnic to see that one came, which a poll returns first */
+	int chan_fd;
+	int armed;
+	struct shift_wc *stash;
+	uint32_t stash_cap, stash_head, stash_n;
+	struct ss_cq *next_chan;        /* the host's CQs with a channel */
 };
 
 struct ss_mr {
 	struct verbs_mr vmr;
 	sn_mr mr;
+	int nic;                        /* the NIC it is registered with */
+	struct ss_mr *next_live;        /* the host's regions (sge.c) */
+};
+
+/* a queue's WRs as posted to simnic, oldest first: [head, tail) not yet completed */
+struct ss_ring {
+	struct ss_slot *slot;
+	uint32_t cap;
+	uint64_t head, tail;
 };
 
 struct ss_qp {
@@ -112,6 +130,10 @@ struct ss_qp {
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
 	struct ibv_qp_attr path;        /* what simnic does not keep, as last set */
+	int nic;
+	struct ss_ring sq, rq;          /* the program's WRs behind simnic's (sge.c) */
+	sn_mr rsvd;                     /* the local key of the bounce buffers, or NULL */
+	struct ss_qp *next_live;        /* the host's QPs (sge.c) */
 };
 
 static inline struct ss_context *to_ss_context(struct ibv_context *ctx)
@@ -145,6 +167,7 @@ struct ss_host *ss_lockstep_first(void);
 int ss_lockstep_open(void);             /* contexts open in lock-step mode */
 
 /* queues.c: the verbs of CQs, MRs and QPs */
+void ss_cq_events(struct ss_host *h);   /* after progress: an armed CQ's event */
 struct ibv_cq *ss_create_cq(struct ibv_context *ctx, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector);
 int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
@@ -154,6 +177,7 @@ struct ibv_mr *ss_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 			 int access);
 int ss_dereg_mr(struct verbs_mr *vmr);
 struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *ss_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ex);
 int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init);
 int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
@@ -168,5 +192,21 @@ int ss_modify_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
 int ss_post_send_ud(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 struct ibv_ah *ss_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ss_destroy_ah(struct ibv_ah *ah);
+
+/* sge.c: several SGEs per WR over simnic's one */
+int ss_ring_init(struct ss_ring *r, uint32_t cap);
+void ss_ring_clear(struct ss_ring *r);
+void ss_ring_free(struct ss_ring *r);
+void ss_sge_add_qp(struct ss_qp *qp);
+void ss_sge_remove_qp(struct ss_qp *qp);
+void ss_sge_add_mr(struct ss_mr *mr);
+void ss_sge_remove_mr(struct ss_mr *mr);
+int ss_sge_send(struct ss_host *h, struct ss_qp *qp, const struct ibv_send_wr *w,
+		struct shift_send_wr *s, uint8_t *inl_buf);
+int ss_sge_recv(struct ss_host *h, struct ss_qp *qp, const struct ibv_recv_wr *w,
+		struct shift_recv_wr *s);
+void ss_sge_posted(struct ss_ring *r);
+void ss_sge_unposted(struct ss_ring *r);
+void ss_sge_complete(struct shift_wc *wc);
 
 #endif
