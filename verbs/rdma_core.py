@@ -119,10 +119,11 @@ def provider_inputs() -> list[Path]:
     """What the provider is built from: its sources and header, and the core it links."""
     from shift import native
 
-PROVIDER_SOURCES = ("shiftsim.c", "host.c", "queues.c", "control.c", "lockstep.c", "ud.c",
-                    "sge.c")
-CHANNEL_SOURCE = "channel.c"  # libshiftsim-channel.so: preloaded by shift run
-BACKEND_SOURCE = Path(__file__).resolve().parent / "backend" / "ibv.c"
+    return ([PROVIDER_DIR / s for s in (*PROVIDER_SOURCES, CHANNEL_SOURCE, "shiftsim.h",
+                                        "shiftsim_lockstep.h")]
+            + [BACKEND_SOURCE]
+            + [native.include_dir() / h for h in ("simnic.h", "shift.h", "shift_ibv.h")]
+            + [native.lib_dir() / native.LIBRARY])
 
 
 def default_root() -> Path:

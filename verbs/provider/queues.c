@@ -181,7 +181,7 @@ int ss_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	if (n > 64)
 		n = 64;
-	ss_progress(ss_host_lock());
+	ss_progress(ss_host_lock_ctx(ibcq->context));
 	for (; k < n && cq->stash_n; k++, cq->stash_n--) { /* taken for an event, first */
 		got[k] = cq->stash[cq->stash_head];
 		cq->stash_head = (cq->stash_head + 1) % cq->stash_cap;
@@ -210,7 +210,7 @@ int ss_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	(void)solicited_only;
 	if (cq->chan_fd < 0)
 		return EINVAL; /* no channel to tell */
-	ss_host_lock();
+	ss_host_lock_ctx(ibcq->context);
 	cq->armed = 1;
 	cq_event(cq);
 	ss_host_unlock();
@@ -222,7 +222,7 @@ int ss_destroy_cq(struct ibv_cq *ibcq)
 	struct ss_cq *cq = to_ss_cq(ibcq);
 	int err;
 
-	ss_host_lock();
+	ss_host_lock_ctx(ibcq->context);
 	err = sn_destroy_cq(cq->cq);
 	if (!err)
 		for (struct ss_cq **p = &chan_cqs; *p; p = &(*p)->next_chan)
@@ -298,7 +298,7 @@ int ss_dereg_mr(struct verbs_mr *vmr)
 	struct ss_mr *mr = container_of(vmr, struct ss_mr, vmr);
 	int err;
 
-	ss_host_lock();
+	ss_host_lock_ctx(vmr->ibv_mr.context);
 	err = sn_dereg_mr(mr->mr);
 	if (!err)
 		ss_sge_remove_mr(mr);
@@ -427,7 +427,7 @@ int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 
 	if (ibqp->qp_type == IBV_QPT_UD)
 		return ss_query_ud_qp(ibqp, attr, mask, init);
-	ss_host_lock();
+	ss_host_lock_ctx(ibqp->context);
 	err = sn_query_qp(qp->qp, &q);
 	ss_host_unlock();
 	if (err)
@@ -500,7 +500,7 @@ int ss_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		m |= SN_QP_ACCESS;
 		q.access = mr_access(attr->qp_access_flags) & ~SHIFT_ACCESS_LOCAL_WRITE;
 	}
-	ss_host_lock();
+	ss_host_lock_ctx(ibqp->context);
 	err = sn_modify_qp(qp->qp, &q, m);
 	if (!err && q.qp_state == IBV_QPS_RESET) { /* simnic emptied its queues */
 		ss_ring_clear(&qp->sq);
@@ -519,7 +519,7 @@ int ss_destroy_qp(struct ibv_qp *ibqp)
 	struct ss_qp *qp = to_ss_qp(ibqp);
 	int err;
 
-	ss_host_lock();
+	ss_host_lock_ctx(ibqp->context);
 	err = sn_destroy_qp(qp->qp);
 	if (!err)
 		ss_sge_remove_qp(qp);
@@ -568,7 +568,7 @@ int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 	if (ibqp->qp_type == IBV_QPT_UD)
 		return ss_post_send_ud(ibqp, wr, bad);
-	h = ss_host_lock();
+	h = ss_host_lock_ctx(ibqp->context);
 	for (; wr; wr = wr->next) {
 		uint8_t inl[SHIFT_MAX_INLINE]; /* inline data of several SGEs, gathered */
 		struct shift_send_wr s;
@@ -599,7 +599,7 @@ int ss_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	struct ss_host *h;
 	int err = 0;
 
-	h = ss_host_lock();
+	h = ss_host_lock_ctx(ibqp->context);
 	for (; wr; wr = wr->next) {
 		struct shift_recv_wr r;
 
