@@ -14,6 +14,11 @@ then to the saved corpus. The script prints the kill table and exits 1 unless ev
 mutant is killed. With
 --save, each mutant's shrunk killing trace goes to tests/corpus/DESIGN/BOUND/, where
 test_corpus.py replays it against the real core for ever.
+
+With --side verbs the mutant layer runs over the libibverbs backend on the simulated
+provider in lock-step (the bugs live in the layer, so each must still be killed through
+libibverbs): the child runs in the lock-step environment; the campaign and the corpus
+judge it (trace validation records the simulator's backend only).
 """
 
 from __future__ import annotations
@@ -354,7 +359,8 @@ def load_native(so: Path) -> None:
     sys.modules["shift.impl._native"] = mod
 
 
-def campaign(examples: int, seed: int, bounds: list[str]) -> dict[str, object] | None:
+def campaign(examples: int, seed: int, bounds: list[str],
+             side: str = "core") -> dict[str, object] | None:
     """The first divergence of the suite's campaign, shrunk; None if it survives."""
     import random
 
@@ -369,10 +375,10 @@ def campaign(examples: int, seed: int, bounds: list[str]) -> dict[str, object] |
     for n in range(examples):
         for model, rng in zip(models, rngs, strict=True):
             events = trace_from_choices(model, [rng.randrange(1 << 16) for _ in range(61)])
-            run = run_trace(model, events)
+            run = run_trace(model, events, side=side)
             if run.divergence is not None:
-                small = shrink(model, run.events)
-                div = run_trace(model, small).divergence
+                small = shrink(model, run.events, side=side)
+                div = run_trace(model, small, side=side).divergence
                 return {"design": model.design.name, "bound": model.bound.name,
                         "traces": n + 1, "trace": dumps_trace(small), "events": len(small),
                         "where": str(div)}
@@ -400,7 +406,7 @@ def validation_kill(examples: int, seed: int, bounds: list[str]) -> dict[str, ob
     return None
 
 
-def corpus_kill() -> dict[str, object] | None:
+def corpus_kill(side: str = "core") -> dict[str, object] | None:
     """The first trace of tests/corpus/ that diverges on this core (the suite replays them
     all), for a mutant the generated traces missed."""
     from shift.model.events import dumps_trace, load_trace
@@ -413,7 +419,7 @@ def corpus_kill() -> dict[str, object] | None:
             continue  # saved by this script: not evidence of the suite's own power
         model = Model.load(path.parent.parent.name, path.parent.name)
         events = load_trace(path)
-        run = run_trace(model, events)
+        run = run_trace(model, events, side=side)
         if run.divergence is not None:
             return {"design": model.design.name, "bound": model.bound.name,
                     "traces": f"corpus:{path.name}", "trace": dumps_trace(events),
@@ -422,12 +428,14 @@ def corpus_kill() -> dict[str, object] | None:
 
 
 def child(so: str, examples: int, seed: int, validation_only: bool, bounds: list[str],
-          corpus_only: bool = False) -> int:
+          corpus_only: bool = False, side: str = "core") -> int:
     load_native(Path(so))
     if corpus_only:
-        print(json.dumps(corpus_kill()))
+        print(json.dumps(corpus_kill(side)))
     elif validation_only:
         print(json.dumps(validation_kill(examples, seed, bounds)))
+    elif side == "verbs":
+        print(json.dumps(campaign(examples, seed, bounds, side) or corpus_kill(side)))
     else:
         print(json.dumps(campaign(examples, seed, bounds)
                          or validation_kill(examples, seed, bounds) or corpus_kill()))
@@ -436,18 +444,28 @@ def child(so: str, examples: int, seed: int, validation_only: bool, bounds: list
 
 # -- the parent ----------------------------------------------------------------------
 
+def run_child(argv: list[str], side: str) -> subprocess.CompletedProcess[str]:
+    """The child, in the lock-step environment for the libibverbs side."""
+    if side == "verbs":
+        from shift.verbs import devices, rdma_core
+
+        return devices.run(rdma_core.ensure_built(), devices.LOCKSTEP, argv,
+                           env={"PYTHONPATH": str(ROOT)}, capture_output=True, cwd=ROOT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+
+
 def run_mutant(m: Mutant, examples: int, seed: int, validation_only: bool = False,
-               corpus_only: bool = False) -> tuple[dict[str, object] | None, float]:
+               corpus_only: bool = False,
+               side: str = "core") -> tuple[dict[str, object] | None, float]:
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"shift-mutant-{m.name}-") as tmp:
         so = build(m, Path(tmp))
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.run([sys.executable, __file__, "--child", str(so),
-                               "--examples", str(examples), "--seed", str(seed)]
-                              + ["--bounds", ",".join(m.bounds)]
-                              + (["--validation-only"] if validation_only else [])
-                              + (["--corpus-only"] if corpus_only else []),
-                              capture_output=True, text=True, env=env, cwd=ROOT)
+        proc = run_child([sys.executable, __file__, "--child", str(so),
+                          "--examples", str(examples), "--seed", str(seed), "--side", side]
+                         + ["--bounds", ",".join(m.bounds)]
+                         + (["--validation-only"] if validation_only else [])
+                         + (["--corpus-only"] if corpus_only else []), side)
     if proc.returncode != 0:
         raise SystemExit(f"seeded bug {m.name}: the campaign failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1]), time.monotonic() - t0
@@ -467,13 +485,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--known-misses-to-corpus", action="store_true",
                    help="a mutant the table says only the corpus kills goes straight to the "
                         "corpus (the campaign would only confirm that it misses it)")
+    p.add_argument("--side", choices=("core", "verbs"), default="core",
+                   help="the mutant layer's backend: the simulator's table (default) or "
+                        "libibverbs over the simulated provider, in lock-step")
     p.add_argument("--child", metavar="SO", help=argparse.SUPPRESS)
     p.add_argument("--corpus-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--bounds", default=",".join(BOUNDS), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         return child(args.child, args.examples, args.seed, args.validation_only,
-                     args.bounds.split(","), args.corpus_only)
+                     args.bounds.split(","), args.corpus_only, args.side)
     names = {m.name for m in MUTANTS}
     for n in args.only or ():
         if n not in names:
@@ -482,7 +503,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for m in mutants:
         to_corpus = args.known_misses_to_corpus and m.caught_by == "corpus"
-        kill, secs = run_mutant(m, args.examples, args.seed, args.validation_only, to_corpus)
+        if args.side == "verbs" and args.validation_only:
+            p.error("--validation-only judges the simulator's backend alone (--side core)")
+        kill, secs = run_mutant(m, args.examples, args.seed, args.validation_only, to_corpus,
+                                args.side)
         rows.append((m, kill, secs))
         verdict = (f"killed  {kill['design']}/{kill['bound']} after {kill['traces']} "
                    f"trace(s), shrunk to {kill['events']} events" if kill else "SURVIVED")

@@ -42,7 +42,7 @@ static int check_ud_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context->device != pd->context->device ||
 	    a->recv_cq->context->device != pd->context->device)
 		return EINVAL;
-	if (a->cap.max_send_sge > 1 || a->cap.max_recv_sge > 1 ||
+	if (a->cap.max_send_sge > SS_MAX_SGE || a->cap.max_recv_sge > SS_MAX_SGE ||
 	    a->cap.max_inline_data > SHIFT_MAX_INLINE)
 		return EINVAL;
 	return 0;
@@ -51,7 +51,8 @@ static int check_ud_init(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 static void fill_ud_qp(struct ss_qp *qp, struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 		       uint32_t qpn)
 {
-	attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
+	attr->cap.max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
+	attr->cap.max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	attr->cap.max_inline_data = SHIFT_MAX_INLINE;
 	qp->cap = attr->cap;
 	qp->sq_sig_all = attr->sq_sig_all;
@@ -82,6 +83,13 @@ struct ibv_qp *ss_create_ud_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct sn_qp_attr q;
 	struct ss_host *h;
 
+	/* (the provider's copy of each queue: the program's wr_id, several SGEs; sge.c) */
+	if (qp && (ss_ring_init(&qp->sq, attr->cap.max_send_wr) ||
+		   ss_ring_init(&qp->rq, attr->cap.max_recv_wr))) {
+		ss_ring_free(&qp->sq);
+		free(qp);
+		qp = NULL;
+	}
 	if (!qp) {
 		errno = err ? err : ENOMEM;
 		return NULL;
@@ -90,13 +98,19 @@ struct ibv_qp *ss_create_ud_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	err = sn_create_ud_qp(h->fabric, h->host, to_ss_context(pd->context)->nic, &sa, &qp->qp);
 	if (!err)
 		err = sn_query_qp(qp->qp, &q);
+	if (!err) {
+		fill_ud_qp(qp, pd, attr, q.qp_num);
+		qp->nic = to_ss_context(pd->context)->nic;
+		ss_sge_add_qp(qp);
+	}
 	ss_host_unlock();
 	if (err) {
+		ss_ring_free(&qp->sq);
+		ss_ring_free(&qp->rq);
 		free(qp);
 		errno = err;
 		return NULL;
 	}
-	fill_ud_qp(qp, pd, attr, q.qp_num);
 	return &qp->ibv_qp;
 }
 
@@ -177,8 +191,8 @@ static int ud_send_wr(const struct ss_qp *qp, const struct ibv_send_wr *w,
 {
 	if (w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM)
 		return EINVAL;
-	if (w->num_sge < 0 || w->num_sge > 1 || (w->num_sge && !w->sg_list))
-		return EINVAL;
+	if (w->num_sge < 0 || (w->num_sge && !w->sg_list))
+		return EINVAL; /* (the SGEs' count against the QP's: sge.c) */
 	if (!w->wr.ud.ah || w->wr.ud.ah->context->device != qp->ibv_qp.context->device)
 		return EINVAL; /* an address handle of this device */
 	*s = (struct shift_send_wr){
@@ -218,8 +232,9 @@ int ss_post_send_ud(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 	struct ss_host *h;
 	int err = 0;
 
-	h = ss_host_lock();
+	h = ss_host_lock_ctx(ibqp->context);
 	for (; wr; wr = wr->next) {
+		uint8_t inl[SHIFT_MAX_INLINE]; /* inline data of several SGEs, gathered */
 		struct shift_send_wr s;
 		uint32_t qkey = 0;
 
@@ -227,7 +242,14 @@ int ss_post_send_ud(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send
 		if (!err)
 			err = ud_qkey(qp, wr->wr.ud.remote_qkey, &qkey);
 		if (!err)
+			err = ss_sge_send(h, qp, wr, &s, inl);
+		if (!err) {
 			err = sn_post_send_ud(qp->qp, &s, wr->wr.ud.remote_qpn, qkey);
+			if (err)
+				ss_sge_unposted(&qp->sq);
+			else
+				ss_sge_posted(&qp->sq);
+		}
 		if (err)
 			break;
 	}
