@@ -35,19 +35,22 @@ static void ud_up(sn_qp qp, uint32_t qkey)
     CHECK(sn_modify_qp(qp, &a, SN_QP_STATE | SN_QP_SQ_PSN) == 0);
 }
 
+enum { UD_MEM = 8192 + 2 * SHIFT_MAX_MSG };
+
 static void ud_open(ud_t *u)
 {
     memset(u, 0, sizeof *u);
     struct sn_fabric_attr fa;
     sn_fabric_attr_init(&fa); /* hardware's: device_fatal, ack_before_cqe */
+    fa.mem_size = UD_MEM;     /* (room for a whole message and its GRH past 4 KiB) */
     CHECK(sn_fabric_create(&fa, &u->f) == 0);
     for (int h = 0; h < 2; h++) {
         size_t size;
-        CHECK(sn_host_mem(u->f, h, &u->mem[h], &size) == 0 && size >= 16384);
+        CHECK(sn_host_mem(u->f, h, &u->mem[h], &size) == 0 && size >= UD_MEM);
         CHECK(sn_create_cq(u->f, h, 64, &u->cq[h]) == 0);
         struct sn_qp_init_attr qa = {u->cq[h], u->cq[h], 8, 8, 64};
         CHECK(sn_create_ud_qp(u->f, h, 1, &qa, &u->ud[h]) == 0);
-        CHECK(sn_reg_mr(u->f, h, 1, (uint64_t)(uintptr_t)u->mem[h], 16384,
+        CHECK(sn_reg_mr(u->f, h, 1, (uint64_t)(uintptr_t)u->mem[h], UD_MEM,
                         SHIFT_ACCESS_LOCAL_WRITE, &u->mr[h]) == 0);
         CHECK(sn_mr_keys(u->mr[h], &u->lkey[h], NULL) == 0);
         struct sn_qp_attr q;
