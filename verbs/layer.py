@@ -169,6 +169,22 @@ class VerbsConnection(Connection):
         event_result(lib.shift_ctl_poll(self._hs[to]), "ctl_poll")
         return True
 
+    def pump(self, budget: int = 1_000_000) -> int:
+        """Transmit and deliver until the wire is quiet, in sn_pump's order (per path: each
+        host transmits, each direction delivers), each delivery through `deliver` so that a
+        control message is taken as it arrives; the number of steps."""
+        steps, moved = 0, True
+        while moved and steps < budget:
+            moved = False
+            for p in (1, 2):
+                for h in ("A", "B"):
+                    while steps < budget and self.transmit(h, p):
+                        steps, moved = steps + 1, True
+                for d in ("AtoB", "BtoA"):
+                    while steps < budget and self.deliver(p, d):
+                        steps, moved = steps + 1, True
+        return steps
+
     def _fault(self, did: bool) -> bool:
         lockstep.events()  # the NICs' asynchronous events, to the device contexts
         return did

@@ -143,8 +143,12 @@ int ss_modify_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 
 	if (err)
 		return err;
-	ss_host_lock();
+	ss_host_lock_ctx(ibqp->context);
 	err = sn_modify_qp(qp->qp, &q, m);
+	if (!err && q.qp_state == IBV_QPS_RESET) { /* simnic emptied its queues */
+		ss_ring_clear(&qp->sq);
+		ss_ring_clear(&qp->rq);
+	}
 	ss_host_unlock();
 	if (err)
 		return err;
@@ -162,7 +166,7 @@ int ss_query_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	int err;
 
 	(void)mask;
-	ss_host_lock();
+	ss_host_lock_ctx(ibqp->context);
 	err = sn_query_qp(qp->qp, &q);
 	ss_host_unlock();
 	if (err)
