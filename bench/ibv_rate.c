@@ -64,9 +64,10 @@ static void world_open(struct world *w, const char *provider)
         fprintf(stderr, "ibv_rate: %s\n", dlerror());
         exit(1);
     }
-    int (*attach)(const struct sn_ops *, sn_fabric) =
-        (int (*)(const struct sn_ops *, sn_fabric))dlsym(so, "shiftsim_lockstep_attach");
-    if (!attach)
+    int (*attach)(const struct sn_ops *, sn_fabric);
+    void *sym = dlsym(so, "shiftsim_lockstep_attach");
+    memcpy(&attach, &sym, sizeof attach); /* (POSIX's way from dlsym to a function) */
+    if (!sym)
         die("shiftsim_lockstep_attach", ENOSYS);
     check(attach(&ops, w->f), "shiftsim_lockstep_attach");
 }

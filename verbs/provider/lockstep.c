@@ -11,6 +11,7 @@
 #include <string.h>
 
 static struct {
+	struct sn_ops ops;              /* the caller's copy of simnic, its table copied */
 	sn_fabric fabric;               /* the caller's; NULL until attached */
 	struct ss_host host[2];         /* its hosts A and B, as the contexts see them */
 	int link_up[SS_NICS + 1];       /* as the last events call saw each link */
@@ -73,7 +74,8 @@ int shiftsim_lockstep_attach(const struct sn_ops *ops, sn_fabric fabric)
 	} else if (!two_host_fabric(ops, fabric)) {
 		err = EINVAL;
 	} else {
-		ss_sn = ops;
+		ls.ops = *ops; /* (a copy: the caller's table may live on its stack) */
+		ss_sn = &ls.ops;
 		ls.fabric = fabric;
 		for (int h = SN_HOST_A; h <= SN_HOST_B; h++)
 			host_init(&ls.host[h], h, fabric);

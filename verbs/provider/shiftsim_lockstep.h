@@ -25,7 +25,7 @@ extern "C" {
 /* CDEF-BEGIN */
 /* From now on every context of the process uses `fabric`, a two-host fabric
  * (sn_fabric_create) of the copy of simnic whose table `ops` is (sn_get_ops): host A's
- * devices act on SN_HOST_A, B's on SN_HOST_B. 0; EINVAL without SHIFT_SIM_LOCKSTEP=1, for
+ * devices act on SN_HOST_A, B's on SN_HOST_B (the table is copied). 0; EINVAL without SHIFT_SIM_LOCKSTEP=1, for
  * a table of another size, or a fabric that is not a two-host one of that copy; EBUSY
  * while a context is open. The provider becomes the reader of the fabric's asynchronous
  * events (sn_async_event): the caller leaves them to shiftsim_lockstep_events. */
