@@ -120,8 +120,8 @@ class Scheduler:
     def droppable(self, p: int, d: str) -> bool:
         """May the wire lose the head of channel (p, d) in this bound: a control message
         where CtlLoss, a request or an ACK on a fault path."""
-        head = self.bridge.fabric.head_kind(p, d)
-        return self.b.ctl_loss if head == "ctl" else p in self.b.fault_paths
+        head = self.bridge.fabric.head_kind(p, d)  # (over libibverbs: a UD datagram)
+        return self.b.ctl_loss if head in ("ctl", "ud") else p in self.b.fault_paths
 
     def exchange_lost(self, h: str) -> bool:
         """HandshakeTimeout's guard but the quiet path: h awaits the answer to its counter,
@@ -184,11 +184,12 @@ class Scheduler:
 
 
 def record(model: Model, workload: int, seed: int, length: int = 60,
-           attempts: int = 4) -> Recording:
+           attempts: int = 4, side: str = "core") -> Recording:
     """A run of the implementation of `model`'s design at its bound: up to `length`
-    recorded steps, each chosen by a scheduler seeded with `seed`."""
+    recorded steps, each chosen by a scheduler seeded with `seed`; side: the layer's
+    backend (`Bridge`)."""
     bridge = Bridge(model.design.name, model.bound, model.bound.program(workload),
-                    model.bound.bprogram(workload))
+                    model.bound.bprogram(workload), side=side)
     rng = random.Random(seed)
     sched = Scheduler(model, bridge, rng)
     steps: list[Step] = []

@@ -17,8 +17,8 @@ test_corpus.py replays it against the real core for ever.
 
 With --side verbs the mutant layer runs over the libibverbs backend on the simulated
 provider in lock-step (the bugs live in the layer, so each must still be killed through
-libibverbs): the child runs in the lock-step environment; the campaign and the corpus
-judge it (trace validation records the simulator's backend only).
+libibverbs): the child runs in the lock-step environment, and the campaign, trace
+validation and the corpus judge the layer there.
 """
 
 from __future__ import annotations
@@ -385,7 +385,8 @@ def campaign(examples: int, seed: int, bounds: list[str],
     return None
 
 
-def validation_kill(examples: int, seed: int, bounds: list[str]) -> dict[str, object] | None:
+def validation_kill(examples: int, seed: int, bounds: list[str],
+                    side: str = "core") -> dict[str, object] | None:
     """The first recorded run of this core the model rejects (tests/differential/
     test_trace_validation.py's check: the implementation leads, the model judges)."""
     from shift.model.next import Model
@@ -397,7 +398,7 @@ def validation_kill(examples: int, seed: int, bounds: list[str]) -> dict[str, ob
     for n in range(examples):
         for model in models:
             rec = record(model, model.bound.workloads[n % len(model.bound.workloads)],
-                         seed * 1000 + n)
+                         seed * 1000 + n, side=side)
             result = validate(model, rec)
             if not result.ok:
                 return {"design": model.design.name, "bound": model.bound.name,
@@ -433,12 +434,10 @@ def child(so: str, examples: int, seed: int, validation_only: bool, bounds: list
     if corpus_only:
         print(json.dumps(corpus_kill(side)))
     elif validation_only:
-        print(json.dumps(validation_kill(examples, seed, bounds)))
-    elif side == "verbs":
-        print(json.dumps(campaign(examples, seed, bounds, side) or corpus_kill(side)))
+        print(json.dumps(validation_kill(examples, seed, bounds, side)))
     else:
-        print(json.dumps(campaign(examples, seed, bounds)
-                         or validation_kill(examples, seed, bounds) or corpus_kill()))
+        print(json.dumps(campaign(examples, seed, bounds, side)
+                         or validation_kill(examples, seed, bounds, side) or corpus_kill(side)))
     return 0
 
 
@@ -503,8 +502,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for m in mutants:
         to_corpus = args.known_misses_to_corpus and m.caught_by == "corpus"
-        if args.side == "verbs" and args.validation_only:
-            p.error("--validation-only judges the simulator's backend alone (--side core)")
         kill, secs = run_mutant(m, args.examples, args.seed, args.validation_only, to_corpus,
                                 args.side)
         rows.append((m, kill, secs))
