@@ -18,6 +18,7 @@ the device contexts after each fault (the provider's ``shiftsim_lockstep_events`
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from typing import Any
 
@@ -50,12 +51,14 @@ int shift_ibv_qp_state(void *ctx, int path, int *state);
 
 
 class Backend:
-    """libshift_ibv.so, loaded (cffi, ABI mode)."""
+    """libshift_ibv.so, loaded (cffi, ABI mode): the build's, or $SHIFT_IBV_BACKEND (another
+    build of the same source: a seeded bug's)."""
 
     def __init__(self, build: Build):
         self.ffi = FFI()
         self.ffi.cdef(CDEF)
-        self.lib: Any = self.ffi.dlopen(str(build.backend))
+        self.lib: Any = self.ffi.dlopen(os.environ.get("SHIFT_IBV_BACKEND")
+                                        or str(build.backend))
 
     def ptr(self, p: Any) -> Any:
         """A pointer of the backend's FFI as the extension's ``void *``."""

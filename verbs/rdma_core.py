@@ -245,18 +245,21 @@ def compile_provider(build: Build, say: Progress) -> None:
                 "-ldl", "-o", str(build.channel_library)], build.root, build.root / "provider.log")
 
 
-def compile_backend(build: Build, say: Progress) -> None:
+def compile_backend(build: Build, say: Progress, source: Path = BACKEND_SOURCE,
+                    out: Path | None = None) -> None:
     """The layer's libibverbs backend: ibv_* calls only, against this build's public
-    headers (it runs over any provider; here the simulated one)."""
+    headers (it runs over any provider; here the simulated one). source and out: another
+    copy (the seeded bugs of tests/differential/seeded_bugs.py)."""
     from shift import native
 
-    say(f"building the libibverbs backend {build.backend.name}")
+    out = out or build.backend
+    say(f"building the libibverbs backend {out.name}")
     run_logged([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Wpedantic",
                 "-Wshadow", "-Wstrict-prototypes", "-Werror", "-O2", "-g", "-fPIC", "-shared",
                 "-isystem", str(build.tree / "include"), f"-I{native.include_dir()}",
-                str(BACKEND_SOURCE), f"-L{build.lib}", "-libverbs",
-                f"-Wl,-rpath,{build.lib}", "-o", str(build.backend)],
-               build.root, build.root / "backend.log")
+                str(source), f"-L{build.lib}", "-libverbs",
+                f"-Wl,-rpath,{build.lib}", "-o", str(out)],
+               out.parent, out.parent / "backend.log")
 
 
 def ensure_built(say: Progress = lambda _: None, root: Path | None = None) -> Build:

@@ -315,6 +315,30 @@ MUTANTS = (
 )
 
 
+# Seeded bugs of the libibverbs backend (verbs/backend/ibv.c): its own mechanisms in place
+# of simnic's (control messages as UD datagrams, an earlier life told apart by PSNs and by
+# the incarnation each datagram carries, the doorbell the layer defers). Only --side verbs.
+BACKEND = ROOT / "verbs" / "backend"
+BACKEND_MUTANTS = (
+    Mutant("ibv-stale-ctl-taken", "ibv.c",
+           "int mine = len && be32toh(inc) == q->incarnation && !rc_state(q, &s) &&",
+           "int mine = len && !rc_state(q, &s) &&",
+           "a control datagram of the RC QP's earlier life is taken after its reset"),
+    Mutant("ibv-psn-epoch-kept", "ibv.c",
+           "    return 0xf00000u - (inc % 0xf0u) * 0x10000u;",
+           "    return 0xf00000u + 0 * inc;",
+           "a reset keeps the PSNs of the earlier life: its packets are taken as this one's"),
+    Mutant("ibv-doorbell-at-once", "ibv.c",
+           "        if (w->send_flags & SHIFT_SEND_NO_DOORBELL) {\n            err = hold(q, w);",
+           "        if (0 && (w->send_flags & SHIFT_SEND_NO_DOORBELL)) {\n            err = hold(q, w);",
+           "the WRs the layer writes without ringing are posted at once (before the fence)"),
+    Mutant("ibv-ctl-off-rts", "ibv.c",
+           "    if (!q->ah || rc_state(q, &s) || s != IBV_QPS_RTS)",
+           "    if (!q->ah || rc_state(q, &s))",
+           "a control message leaves while the RC QP it speaks for is not in RTS"),
+)
+
+
 def mutate(src: Path, m: Mutant) -> None:
     """Apply m to the copy of native/ at src (exactly one match, else an error)."""
     path = src / "src" / m.file
@@ -324,6 +348,19 @@ def mutate(src: Path, m: Mutant) -> None:
         raise SystemExit(f"seeded bug {m.name}: {m.file} has {n} matches of its "
                          f"original text (expected 1): the C sources changed")
     path.write_text(text.replace(m.old, m.new))
+
+
+def build_backend(m: Mutant, work: Path) -> Path:
+    """Compile the libibverbs backend with m into work/; the library's path."""
+    from shift.verbs import rdma_core
+
+    src = work / "src"
+    src.mkdir(parents=True)
+    shutil.copy(BACKEND / m.file, src / m.file)
+    mutate(work, m)
+    out = work / "libshift_ibv.so"
+    rdma_core.compile_backend(rdma_core.ensure_built(), lambda _: None, src / m.file, out)
+    return out
 
 
 def build(m: Mutant, work: Path) -> Path:
@@ -430,7 +467,8 @@ def corpus_kill(side: str = "core") -> dict[str, object] | None:
 
 def child(so: str, examples: int, seed: int, validation_only: bool, bounds: list[str],
           corpus_only: bool = False, side: str = "core") -> int:
-    load_native(Path(so))
+    if so != "-":  # (a backend mutant: the installed core, SHIFT_IBV_BACKEND its backend)
+        load_native(Path(so))
     if corpus_only:
         print(json.dumps(corpus_kill(side)))
     elif validation_only:
@@ -443,13 +481,17 @@ def child(so: str, examples: int, seed: int, validation_only: bool, bounds: list
 
 # -- the parent ----------------------------------------------------------------------
 
-def run_child(argv: list[str], side: str) -> subprocess.CompletedProcess[str]:
+def run_child(argv: list[str], side: str,
+              backend: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The child, in the lock-step environment for the libibverbs side."""
     if side == "verbs":
         from shift.verbs import devices, rdma_core
 
-        return devices.run(rdma_core.ensure_built(), devices.LOCKSTEP, argv,
-                           env={"PYTHONPATH": str(ROOT)}, capture_output=True, cwd=ROOT)
+        env = {"PYTHONPATH": str(ROOT)}
+        if backend is not None:
+            env["SHIFT_IBV_BACKEND"] = str(backend)
+        return devices.run(rdma_core.ensure_built(), devices.LOCKSTEP, argv, env=env,
+                           capture_output=True, cwd=ROOT)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
 
@@ -459,12 +501,13 @@ def run_mutant(m: Mutant, examples: int, seed: int, validation_only: bool = Fals
                side: str = "core") -> tuple[dict[str, object] | None, float]:
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"shift-mutant-{m.name}-") as tmp:
-        so = build(m, Path(tmp))
-        proc = run_child([sys.executable, __file__, "--child", str(so),
+        backend = build_backend(m, Path(tmp)) if m in BACKEND_MUTANTS else None
+        so = "-" if backend else str(build(m, Path(tmp)))
+        proc = run_child([sys.executable, __file__, "--child", so,
                           "--examples", str(examples), "--seed", str(seed), "--side", side]
                          + ["--bounds", ",".join(m.bounds)]
                          + (["--validation-only"] if validation_only else [])
-                         + (["--corpus-only"] if corpus_only else []), side)
+                         + (["--corpus-only"] if corpus_only else []), side, backend)
     if proc.returncode != 0:
         raise SystemExit(f"seeded bug {m.name}: the campaign failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1]), time.monotonic() - t0
@@ -494,11 +537,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return child(args.child, args.examples, args.seed, args.validation_only,
                      args.bounds.split(","), args.corpus_only, args.side)
-    names = {m.name for m in MUTANTS}
+    every = MUTANTS + (BACKEND_MUTANTS if args.side == "verbs" else ())
+    names = {m.name for m in every}
     for n in args.only or ():
         if n not in names:
-            p.error(f"unknown mutant {n!r}; mutants: {', '.join(sorted(names))}")
-    mutants = [m for m in MUTANTS if not args.only or m.name in args.only]
+            p.error(f"unknown mutant {n!r}; mutants: {', '.join(sorted(names))}"
+                    + ("" if args.side == "verbs" else " (the backend's: --side verbs)"))
+    mutants = [m for m in every if not args.only or m.name in args.only]
     rows = []
     for m in mutants:
         to_corpus = args.known_misses_to_corpus and m.caught_by == "corpus"

@@ -21,6 +21,17 @@ def test_each_seeded_bug_applies_once(mutant: S.Mutant, tmp_path: Path) -> None:
     assert after != before and after.count(mutant.new) == 1
 
 
+@pytest.mark.parametrize("mutant", S.BACKEND_MUTANTS, ids=[m.name for m in S.BACKEND_MUTANTS])
+def test_each_seeded_bug_of_the_libibverbs_backend_applies_once(mutant: S.Mutant,
+                                                                 tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    shutil.copy(S.BACKEND / mutant.file, tmp_path / "src" / mutant.file)
+    before = (tmp_path / "src" / mutant.file).read_text()
+    S.mutate(tmp_path, mutant)
+    after = (tmp_path / "src" / mutant.file).read_text()
+    assert after != before and after.count(mutant.new) == 1
+
+
 def test_there_are_at_least_eight_seeded_bugs() -> None:
     assert len({m.name for m in S.MUTANTS}) >= 8
 

@@ -70,7 +70,8 @@ def test_a_failover_over_libibverbs_is_the_direct_cores(rdma: Build) -> None:
 
 
 @pytest.mark.parametrize("mutant", ["reconnect-never-resent", "no-counter-filter",
-                                    "fatal-event-ignored"])
+                                    "fatal-event-ignored", "ibv-psn-epoch-kept",
+                                    "ibv-doorbell-at-once"])
 def test_a_seeded_bug_of_the_layer_is_killed_through_libibverbs(rdma: Build,
                                                                  mutant: str) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "differential" /
