@@ -2,9 +2,8 @@
  * queues.c - completion queues, memory regions and RC queue pairs: each verb checks
  * what simnic cannot express (more than one SGE, an SRQ, an IOVA other than the
  * address), translates to simnic's call under the host's lock, and gives simnic's
- * errno back (a UD QP's verbs that differ from RC's are ud.c's, dispatched by type).
- * simnic's numbers for opcodes, statuses, QP states and access flags are the verbs ones
- * (native/include/shift_verbs.h), but every value is mapped by name.
+ * errno back. A UD QP's verbs that differ from RC's are ud.c's (dispatched by type). simnic's numbers for opcodes, statuses, QP states and access flags are
+ * the verbs ones (native/include/shift_verbs.h), but every value is mapped by name.
  */
 #include "shiftsim.h"
 
