@@ -34,6 +34,9 @@ void link_set(fz_fab *f, int path, int up);
 void nic_set(fz_fab *f, int host, int nic, int up);
 void read_events(fz_fab *f, int host, int nic, int r, int ev);
 
+/* ops_ud.c: a UD pair's traffic on a two-host fabric, torn down after */
+void ud_traffic(sn_fabric h);
+
 /* ops_layer.c: connections and endpoints */
 void op_sim_connect(void);
 void drop_shared_cqs(fz_fab *f, int busy);

@@ -199,7 +199,12 @@ void op_create_qp(void)
     struct sn_qp_init_attr a = {pick(T_CQ), pick(T_CQ), fz_small(W->in, 9), fz_small(W->in, 9),
                                 fz_small(W->in, 80)};
     sn_qp qp;
-    int r = sn_create_qp(h, host, nic, fz_u8(W->in) < 250 ? &a : NULL, s->qp_live ? NULL : &qp);
+    uint8_t b = fz_u8(W->in);
+    if (b >= 250 && b < 253) { /* (values that meant a NULL attr: UD traffic now) */
+        ud_traffic(h);
+        return;
+    }
+    int r = sn_create_qp(h, host, nic, b < 250 ? &a : NULL, s->qp_live ? NULL : &qp);
     if (r || s->qp_live)
         return;
     FZ_CHECK(fab_of(h) != NULL, r, 0);

@@ -88,7 +88,7 @@ static int modify_state(sn_qp_s *qp, const struct sn_qp_attr *attr, int mask)
     if (mask & SN_QP_DEST_QPN) {
         sn_qp_s *d = qp_by_qpn(qp->f, attr->dest_qp_num);
         if (qp->f->local >= 0 ? attr->dest_qp_num >= (1u << 24) /* any QPN: 24 bits */
-                              : !d || d->host == qp->host || d->nic != qp->nic)
+                              : !d || d->host == qp->host || d->nic != qp->nic || d->ud)
             return EINVAL;
         if (to != SHIFT_QPS_RTR)
             return EINVAL;

@@ -407,6 +407,11 @@ int sn_deliver(sn_fabric fh, int path, int dir)
         pkt_free(f, p);
         return 1;
     }
+    if (qp->ud) { /* an RC packet for a UD QP's number (a datagram went above) */
+        f->ctr.lost++;
+        pkt_free(f, p);
+        return 1;
+    }
     switch (p->kind) {
     case PKT_REQ:
         if (qp->state == SHIFT_QPS_RTS || qp->state == SHIFT_QPS_RTR)

@@ -121,6 +121,15 @@ static void test_ud_life(void)
     CHECK(sn_post_send_ud(rc, &w, u.qpn[1], QKEY) == EINVAL);
     CHECK(sn_connect(qp, u.ud[1]) == EINVAL);
     CHECK(sn_reset_qp(qp, 1) == EINVAL && sn_reconnect(qp) == EINVAL);
+    /* an RC QP cannot name a UD one as its destination */
+    struct sn_qp_init_attr qb = {u.cq[1], u.cq[1], 4, 4, 0};
+    sn_qp rcb;
+    CHECK(sn_create_qp(u.f, SN_HOST_B, 2, &qb, &rcb) == 0);
+    a = (struct sn_qp_attr){.qp_state = SHIFT_QPS_INIT};
+    CHECK(sn_modify_qp(rcb, &a, SN_QP_STATE) == 0);
+    a = (struct sn_qp_attr){.qp_state = SHIFT_QPS_RTR, .dest_qp_num = nums[2]};
+    CHECK(sn_modify_qp(rcb, &a, SN_QP_STATE | SN_QP_DEST_QPN | SN_QP_RQ_PSN) == EINVAL);
+    CHECK(sn_destroy_qp(rcb) == 0);
     CHECK(sn_post_send_ud(qp, NULL, u.qpn[1], QKEY) == EINVAL);
     CHECK(sn_post_send_ud(NULL, &w, u.qpn[1], QKEY) == EINVAL);
     CHECK(sn_post_send_ud(qp, &w, 1u << 24, QKEY) == EINVAL);
@@ -301,7 +310,8 @@ static void test_ud_lost_and_ordered(void)
     CHECK(sn_fabric_destroy(u.f) == 0);
 }
 
-/* two one-host fabrics joined by bytes: B's UD QP numbers lie above SN_QPN_HOST_B */
+/* two one-host fabrics joined by bytes: B's UD QP numbers lie above SN_QPN_HOST_B; an
+ * RC request for a UD QP's number (a one-host fabric's RC QP may name any) is lost */
 static void test_ud_split(void)
 {
     sn_fabric f[2];
@@ -340,6 +350,27 @@ static void test_ud_split(void)
     CHECK(sn_poll_cq(cq[1], 1, &wc) == 1 && wc.wr_id == 3 && wc.src_qp == qpn[0] &&
           wc.byte_len == GRH + 5 && memcmp(mem[1] + 512 + GRH, "bytes", 5) == 0);
     CHECK(sn_poll_cq(cq[0], 1, &wc) == 0); /* unsignaled */
+    struct sn_qp_init_attr qa = {cq[0], cq[0], 4, 4, 0};
+    sn_qp rc;
+    CHECK(sn_create_qp(f[0], SN_HOST_A, 2, &qa, &rc) == 0);
+    struct sn_qp_attr a = {.qp_state = SHIFT_QPS_INIT};
+    CHECK(sn_modify_qp(rc, &a, SN_QP_STATE) == 0);
+    a = (struct sn_qp_attr){.qp_state = SHIFT_QPS_RTR, .dest_qp_num = qpn[1]};
+    CHECK(sn_modify_qp(rc, &a, SN_QP_STATE | SN_QP_DEST_QPN | SN_QP_RQ_PSN) == 0);
+    a = (struct sn_qp_attr){.qp_state = SHIFT_QPS_RTS};
+    CHECK(sn_modify_qp(rc, &a, SN_QP_STATE | SN_QP_SQ_PSN) == 0);
+    CHECK(sn_post_recv(qp[1], &r, NULL) == 0);
+    w = (struct shift_send_wr){.wr_id = 2, .opcode = SHIFT_WR_SEND, .num_sge = 1,
+                               .send_flags = SHIFT_SEND_SIGNALED,
+                               .sg = {(uint64_t)(uintptr_t)mem[0], 5, lkey[0]}};
+    CHECK(sn_post_send(rc, &w, NULL) == 0 && sn_transmit(f[0], SN_HOST_A, 2) == 1);
+    n = sn_wire_take(f[0], 2, SN_AtoB, pkt, sizeof pkt);
+    struct sn_counters c0, c1;
+    CHECK(sn_counters_get(f[1], &c0) == 0);
+    CHECK(n > 0 && sn_wire_put(f[1], 2, SN_AtoB, pkt, (uint32_t)n) == 0);
+    CHECK(sn_deliver(f[1], 2, SN_AtoB) == 1);
+    CHECK(sn_counters_get(f[1], &c1) == 0 && c1.lost == c0.lost + 1);
+    CHECK(sn_poll_cq(cq[1], 1, &wc) == 0 && sn_wire_len(f[1], 2, SN_BtoA) == 0); /* no ACK */
     for (int h = 0; h < 2; h++) {
         CHECK(sn_fabric_destroy(f[h]) == 0);
         free(mem[h]);

@@ -24,7 +24,8 @@ FUZZ_SECONDS = int(os.environ.get("SHIFT_FUZZ_SECONDS", "60"))
 COVERAGE_FLOOR = 95.0  # percent of the layer's lines, and of simnic's, from the corpus
 LAYER = ("endpoint.c", "pending.c", "datapath.c", "failover.c", "silent.c", "kept.c", "cq.c",
          "layer.h")
-SIMNIC = ("simnic_fabric.c", "simnic_qp.c", "simnic_rc.c", "simnic_wire.c", "simnic_internal.h")
+SIMNIC = ("simnic_fabric.c", "simnic_qp.c", "simnic_rc.c", "simnic_wire.c", "simnic_ud.c",
+          "simnic_internal.h")
 APT_PACKAGES = ["clang-14", "libclang-rt-14-dev", "llvm-14", "make"]
 
 

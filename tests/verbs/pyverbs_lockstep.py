@@ -55,9 +55,10 @@ class Provider:
     def _cast(self, ctype: str, cdata: Any) -> Any:  # across the two FFIs, by address
         return self.ffi.cast(ctype, int(native_ffi.cast("uintptr_t", cdata)))
 
-    def attach(self) -> int:
+    def attach(self, handle: Any = None) -> int:
+        handle = self.fabric.handle if handle is None else handle
         return self.lib.shiftsim_lockstep_attach(self._cast("struct sn_ops *", self.ops),
-                                                 self._cast("sn_fabric", self.fabric.handle))
+                                                 self._cast("sn_fabric", handle))
 
     def detach(self) -> int:
         return self.lib.shiftsim_lockstep_detach()
@@ -208,6 +209,11 @@ def main(provider_path: str) -> None:
         seen["open_unattached"] = "opened"
     except PyverbsRDMAError as err:
         seen["open_unattached"] = err.error_code
+    one_host = native_ffi.new("sn_fabric *")
+    assert native_lib.sn_host_create(native_ffi.NULL, 0, one_host) == 0
+    seen["attach_refused"] = [provider.attach(one_host[0]),  # one host: not both here
+                              provider.attach(native_ffi.NULL)]
+    assert native_lib.sn_fabric_destroy(one_host[0]) == 0
     seen["attach"] = provider.attach()
     base = fabric._base_addr
     a, b = Host("sim0", base[0]), Host("sim2", base[1])

@@ -117,6 +117,18 @@ def test_shift_run_passes_the_exit_status(rdma: Build, tmp_path: Path) -> None:
     assert proc.returncode == 7, proc.stderr
 
 
+def test_shift_run_lockstep_is_both_hosts(rdma: Build, tmp_path: Path) -> None:
+    """--lockstep: SHIFT_SIM_LOCKSTEP=1, no SHIFT_SIM_HOST, four device nodes; not with
+    --host."""
+    check = ('test "$SHIFT_SIM_LOCKSTEP" = 1 && test -z "$SHIFT_SIM_HOST" && '
+             'test -e /dev/infiniband/uverbs3 && exit 7')
+    env = {"SHIFT_VERBS_DIR": str(rdma.root), "SHIFT_SIM_HOST": "B"}
+    proc = shift("run", "--lockstep", "--", "sh", "-c", check, cwd=tmp_path, env=env)
+    assert proc.returncode == 7, proc.stderr
+    both = shift("run", "--lockstep", "--host", "B", "--", "true", cwd=tmp_path, env=env)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
 def test_one_process_per_host(rdma: Build) -> None:
     """A second program as the same host of the same fabric cannot open the devices, and
     says why; under another fabric name it can."""

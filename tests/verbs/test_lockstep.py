@@ -34,6 +34,7 @@ def test_lockstep_rc_and_ud_stepped_by_hand(rdma: Build) -> None:
     # a device opens only once a fabric is attached, which no open context may see change
     assert seen["open_unattached"] == errno.ENODEV
     assert "no fabric attached" in proc.stderr
+    assert seen["attach_refused"] == [errno.EINVAL, errno.EINVAL]
     assert seen["attach"] == 0 and seen["busy"] == [errno.EBUSY, errno.EBUSY]
     assert seen["lids"] == [1, 17]  # sim0 is host A's NIC 1, sim2 host B's
     assert seen["foreign_mr"] == errno.EFAULT  # a region lies in its own host's memory
@@ -61,3 +62,25 @@ def test_lockstep_lists_both_hosts_devices(rdma: Build) -> None:
     guids = {dev: guid for dev, guid in (ln.split() for ln in proc.stdout.splitlines()[2:])}
     assert guids == {f"sim{i}": devices.node_guid(h, d).replace(":", "")
                      for i, (h, d) in enumerate((h, d) for h in "AB" for d in range(2))}
+
+
+def test_lockstep_entry_points_refuse_outside_lockstep(rdma: Build) -> None:
+    """Under a socket-mode run (one host, SHIFT_SIM_LOCKSTEP unset) nothing attaches."""
+    script = f"""
+import cffi, json
+from shift.impl import Fabric
+from shift.impl._native import ffi as n, lib
+ffi = cffi.FFI()
+ffi.cdef("struct sn_ops; int shiftsim_lockstep_attach(const struct sn_ops *, void *);"
+         "int shiftsim_lockstep_detach(void); int shiftsim_lockstep_events(void);")
+p = ffi.dlopen({str(rdma.provider)!r})
+ops = n.new("struct sn_ops *")
+lib.sn_get_ops(ops)
+f = Fabric()
+attach = p.shiftsim_lockstep_attach(ffi.cast("struct sn_ops *", int(n.cast("uintptr_t", ops))),
+                                    ffi.cast("void *", int(n.cast("uintptr_t", f.handle))))
+print(json.dumps([attach, p.shiftsim_lockstep_detach(), p.shiftsim_lockstep_events()]))
+"""
+    proc = run_as(rdma, "A", sys.executable, "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [errno.EINVAL, errno.EINVAL, -errno.EINVAL]

@@ -12,7 +12,8 @@
  * The NIC works while the application does not, as hardware does: a progress thread
  * waits on the sockets (or the timer) and moves the wire under the lock; the verbs calls
  * (post, poll) move it too, for latency. (The core stays without threads or clocks:
- * they are the provider's.)
+ * they are the provider's.) In lock-step mode (lockstep.c) none of this runs: both hosts
+ * are the caller's fabric, and only its steps move the wire.
  */
 #define _GNU_SOURCE
 #include "shiftsim.h"
