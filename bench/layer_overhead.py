@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docsection import write_section  # noqa: E402
-from shift import native  # noqa: E402
 from shift.verbs import devices, rdma_core  # noqa: E402
+
+from shift import native  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "performance.md"

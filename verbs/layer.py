@@ -23,7 +23,6 @@ from functools import cache
 from typing import Any
 
 from cffi import FFI
-
 from shift.impl import Connection, Fabric
 from shift.impl._native import ffi, lib
 from shift.impl.errors import check_errno, event_result

@@ -16,12 +16,12 @@ from functools import cache
 from typing import Any
 
 from cffi import FFI
-
-from shift.errors import ShiftError
 from shift.impl import Fabric
 from shift.impl._native import ffi as native_ffi
 from shift.impl._native import lib as native_lib
 from shift.impl.errors import check_errno
+
+from shift.errors import ShiftError
 
 from . import devices
 from .rdma_core import ensure_built

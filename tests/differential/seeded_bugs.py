@@ -329,8 +329,10 @@ BACKEND_MUTANTS = (
            "    return 0xf00000u + 0 * inc;",
            "a reset keeps the PSNs of the earlier life: its packets are taken as this one's"),
     Mutant("ibv-doorbell-at-once", "ibv.c",
-           "        if (w->send_flags & SHIFT_SEND_NO_DOORBELL) {\n            err = hold(q, w);",
-           "        if (0 && (w->send_flags & SHIFT_SEND_NO_DOORBELL)) {\n            err = hold(q, w);",
+           "        if (w->send_flags & SHIFT_SEND_NO_DOORBELL) {\n"
+           "            err = hold(q, w);",
+           "        if (0 && (w->send_flags & SHIFT_SEND_NO_DOORBELL)) {\n"
+           "            err = hold(q, w);",
            "the WRs the layer writes without ringing are posted at once (before the fence)"),
     Mutant("ibv-ctl-off-rts", "ibv.c",
            "    if (!q->ah || rc_state(q, &s) || s != IBV_QPS_RTS)",
