@@ -191,7 +191,7 @@ def _setup_valid(conn: Connection, host: str, info, held: list, path: int, msg: 
             return False
         _, _, flags, pad, *rest = struct.unpack(SETUP_FMT, msg)
         keys, seen = rest[-2:]
-        return (pad == 0 and flags & ~3 == 0 and flags & READY
+        return bool(pad == 0 and flags & ~3 == 0 and flags & READY
                 and msg[8:40] == setup_msg(info)[8:40] and st.peer_keys <= keys <= 1 << 20
                 and st.keys_acked <= seen <= st.keys_announced)
     if msg[4] != KEYS or len(msg) != struct.calcsize(KEYS_FMT):
