@@ -124,4 +124,4 @@ def both_sides(args: argparse.Namespace) -> int:
         raise UsageError(f"--impl: the C core implements {', '.join(DESIGNS)}, "
                          f"not {args.design}")
     return replay(argparse.Namespace(replay=args.trace, bound=args.bound,
-                                     spec_dir=args.spec_dir), [args.design])
+                                     spec_dir=args.spec_dir, side="core"), [args.design])

@@ -48,8 +48,8 @@ def test_a_divergence_exits_1_with_a_shrunk_saved_trace(tmp_path: Path, capsys,
                                                         monkeypatch) -> None:
     init = D.Bridge.__init__
 
-    def wrong(self, design, retries, program, *rest):  # type: ignore[no-untyped-def]
-        init(self, "NaiveReplay", retries, program, *rest)
+    def wrong(self, design, retries, program, *rest, **kw):  # type: ignore[no-untyped-def]
+        init(self, "NaiveReplay", retries, program, *rest, **kw)
 
     monkeypatch.setattr(D.Bridge, "__init__", wrong)
     rc = main(["fuzz", "--examples", "40", "--design", "Shift", "--bound", "default",
@@ -90,8 +90,8 @@ def test_replay_shows_both_sides_agree_on_a_corpus_trace(capsys) -> None:
 def test_replay_of_a_divergent_trace_exits_1(tmp_path: Path, capsys, monkeypatch) -> None:
     init = D.Bridge.__init__
 
-    def wrong(self, design, retries, program, *rest):  # type: ignore[no-untyped-def]
-        init(self, "NaiveReplay", retries, program, *rest)
+    def wrong(self, design, retries, program, *rest, **kw):  # type: ignore[no-untyped-def]
+        init(self, "NaiveReplay", retries, program, *rest, **kw)
 
     monkeypatch.setattr(D.Bridge, "__init__", wrong)
     trace = Path(__file__).parent.parent / "corpus/Shift/default/mutant-no-counter-filter.jsonl"

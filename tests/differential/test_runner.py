@@ -31,8 +31,8 @@ def build_as(monkeypatch: pytest.MonkeyPatch, impl_design: str) -> None:
     """Make every Bridge build the C core of impl_design, whatever the model's design."""
     init = D.Bridge.__init__
 
-    def wrong(self, design, retries, program, *rest):  # type: ignore[no-untyped-def]
-        init(self, impl_design, retries, program, *rest)
+    def wrong(self, design, retries, program, *rest, **kw):  # type: ignore[no-untyped-def]
+        init(self, impl_design, retries, program, *rest, **kw)
 
     monkeypatch.setattr(D.Bridge, "__init__", wrong)
 
@@ -326,8 +326,9 @@ def test_at_a_bound_without_recovery_the_core_does_not_fail_back(monkeypatch) ->
     init = D.Bridge.__init__
 
     def failing_back(self, design, bound, program, peer_program=(), copy_posts=False,  # type: ignore[no-untyped-def]
-                     fail_back=None):
-        init(self, design, bound, program, peer_program, copy_posts, fail_back=True)
+                     fail_back=None, side="core"):
+        init(self, design, bound, program, peer_program, copy_posts, fail_back=True,
+             side=side)
 
     monkeypatch.setattr(D.Bridge, "__init__", failing_back)
     run = D.run_trace(model, NO_FAULT_FAILOVER)
