@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -98,6 +99,34 @@ def table(got: dict[tuple[str, str, int], list[float]], setting: str) -> str:
     return head + "\n".join(rows)
 
 
+def overhead(got: dict[tuple[str, str, int], list[float]], setting: str, chain: int) -> float:
+    """The median overhead of the layer, per cent, from the per-run ratios."""
+    ratio = [lay / r for lay, r in zip(got[(setting, "layer", chain)],
+                                       got[(setting, "raw", chain)], strict=True)]
+    return 100 * (1 / statistics.median(ratio) - 1)
+
+
+def verdict(got: dict[tuple[str, str, int], list[float]]) -> str:
+    """What the two-process figures say of the goal (at most 3 %), from the numbers."""
+    over = {c: overhead(got, "pair", c) for c in CHAINS}
+    within = all(o <= 3 for o in over.values())
+    told = ", ".join(f"{o:.1f} % for {'one WR per post' if c == 1 else f'chains of {c}'}"
+                     for c, o in over.items())
+    widest = max(max(r) - min(r) for r in (
+        [lay / raw for lay, raw in zip(got[("pair", "layer", c)], got[("pair", "raw", c)],
+                                       strict=True)] for c in CHAINS))
+    text = (f"Between two processes the layer's median overhead is {told}: "
+            + ("within the goal of 3 %: the wire's cost (a datagram between processes and a "
+               "wake-up of the peer's progress thread per message) hides the layer's."
+               if within else "above the goal of 3 %."))
+    if widest > 0.06:
+        text += (f" But the runs spread far wider than 3 % (a ratio range of {widest:.2f}: "
+                 "two processes and their progress threads on 2 shared cores), so this "
+                 "says the layer costs no more than the noise here, not that it costs under "
+                 "3 %.")
+    return textwrap.fill(text, 90)
+
+
 def section(reps: int, wrs: int, pair_wrs: int,
             got: dict[tuple[str, str, int], list[float]]) -> str:
     return f"""{BEGIN}
@@ -119,8 +148,7 @@ One process that is both hosts, the provider in lock-step, the wire pumped after
 
 {table(got, "lockstep")}
 
-Between two processes the layer's cost is lost in the wire's (each message a datagram
-between processes and a wake-up of the peer's progress thread): within the goal of 3 %.
+{verdict(got)}
 In lock-step the simulated NIC is a function call (about 0.2 µs a WR, wire and both ends),
 so the layer's own work per WR shows whole: its copy of the WR (the backend offers no
 `sq_pending`), one completion taken at a time through its poll step (the backend hands
@@ -132,9 +160,9 @@ structures.
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--wrs", type=int, default=1_000_000)
-    ap.add_argument("--pair-wrs", type=int, default=40_000)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--wrs", type=int, default=5_000_000)
+    ap.add_argument("--pair-wrs", type=int, default=200_000)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     build = rdma_core.ensure_built(lambda line: print(line, file=sys.stderr))
