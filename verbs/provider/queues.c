@@ -334,17 +334,13 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	if (attr->qp_type == IBV_QPT_UD)
 		return ss_create_ud_qp(pd, attr);
 	err = check_qp_init(pd, attr);
-	qp = err ? NULL : calloc(1, sizeof(*qp));
-	if (qp && (ss_ring_init(&qp->sq, attr->cap.max_send_wr) ||
-		   ss_ring_init(&qp->rq, attr->cap.max_recv_wr))) {
-		ss_ring_free(&qp->sq);
-		free(qp);
-		qp = NULL;
-	}
-	if (!qp) {
-		errno = err ? err : ENOMEM;
+	if (err) {
+		errno = err;
 		return NULL;
 	}
+	qp = ss_qp_new(attr);
+	if (!qp)
+		return NULL;
 	sa = (struct sn_qp_init_attr){
 		.send_cq = to_ss_cq(attr->send_cq)->cq,
 		.recv_cq = to_ss_cq(attr->recv_cq)->cq,
@@ -363,9 +359,7 @@ struct ibv_qp *ss_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	}
 	ss_host_unlock();
 	if (err) {
-		ss_ring_free(&qp->sq);
-		ss_ring_free(&qp->rq);
-		free(qp);
+		ss_qp_free(qp);
 		errno = err;
 		return NULL;
 	}
@@ -425,8 +419,7 @@ int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	struct sn_qp_attr q;
 	int err;
 
-	if (ibqp->qp_type == IBV_QPT_UD)
-		return ss_query_ud_qp(ibqp, attr, mask, init);
+	(void)mask;
 	ss_host_lock_ctx(ibqp->context);
 	err = sn_query_qp(qp->qp, &q);
 	ss_host_unlock();
@@ -434,16 +427,20 @@ int ss_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		return err;
 	*attr = qp->path;
 	attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)q.qp_state;
-	attr->rq_psn = q.rq_psn;
 	attr->sq_psn = q.sq_psn;
-	attr->dest_qp_num = q.dest_qp_num;
+	if (ibqp->qp_type == IBV_QPT_UD) {
+		attr->qkey = q.qkey;
+	} else {
+		attr->rq_psn = q.rq_psn;
+		attr->dest_qp_num = q.dest_qp_num;
+	}
 	attr->cap = qp->cap;
 	*init = (struct ibv_qp_init_attr){
 		.qp_context = ibqp->qp_context,
 		.send_cq = ibqp->send_cq,
 		.recv_cq = ibqp->recv_cq,
 		.cap = qp->cap,
-		.qp_type = IBV_QPT_RC,
+		.qp_type = ibqp->qp_type,
 		.sq_sig_all = qp->sq_sig_all,
 	};
 	return 0;
@@ -524,11 +521,8 @@ int ss_destroy_qp(struct ibv_qp *ibqp)
 	if (!err)
 		ss_sge_remove_qp(qp);
 	ss_host_unlock();
-	if (!err) {
-		ss_ring_free(&qp->sq);
-		ss_ring_free(&qp->rq);
-		free(qp);
-	}
+	if (!err)
+		ss_qp_free(qp);
 	return err;
 }
 

@@ -79,6 +79,29 @@ void ss_ring_free(struct ss_ring *r)
 	r->slot = NULL;
 }
 
+/* A QP's record with the provider's copy of each queue (the program's wr_id, several
+ * SGEs), zeroed; NULL (errno ENOMEM) if memory runs out. */
+struct ss_qp *ss_qp_new(const struct ibv_qp_init_attr *attr)
+{
+	struct ss_qp *qp = calloc(1, sizeof(*qp));
+
+	if (qp && (ss_ring_init(&qp->sq, attr->cap.max_send_wr) ||
+		   ss_ring_init(&qp->rq, attr->cap.max_recv_wr))) {
+		ss_qp_free(qp);
+		qp = NULL;
+	}
+	if (!qp)
+		errno = ENOMEM;
+	return qp;
+}
+
+void ss_qp_free(struct ss_qp *qp)
+{
+	ss_ring_free(&qp->sq);
+	ss_ring_free(&qp->rq);
+	free(qp);
+}
+
 /* ------------------------------------------------------ registries ------- */
 
 void ss_sge_add_qp(struct ss_qp *qp)

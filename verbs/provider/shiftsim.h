@@ -186,8 +186,6 @@ int ss_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 int ss_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 /* ud.c: UD QPs (the same record as RC's) and address handles */
 struct ibv_qp *ss_create_ud_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
-int ss_query_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
-		   struct ibv_qp_init_attr *init);
 int ss_modify_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
 int ss_post_send_ud(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 struct ibv_ah *ss_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
@@ -197,6 +195,8 @@ int ss_destroy_ah(struct ibv_ah *ah);
 int ss_ring_init(struct ss_ring *r, uint32_t cap);
 void ss_ring_clear(struct ss_ring *r);
 void ss_ring_free(struct ss_ring *r);
+struct ss_qp *ss_qp_new(const struct ibv_qp_init_attr *attr);
+void ss_qp_free(struct ss_qp *qp);
 void ss_sge_add_qp(struct ss_qp *qp);
 void ss_sge_remove_qp(struct ss_qp *qp);
 void ss_sge_add_mr(struct ss_mr *mr);

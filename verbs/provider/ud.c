@@ -1,8 +1,8 @@
 /*
  * ud.c - UD queue pairs and address handles. A UD QP is simnic's (sn_create_ud_qp) in
- * the RC QP's record (struct ss_qp): destroying it and posting receives are queues.c's,
+ * the RC QP's record (struct ss_qp): destroying, querying and posting receives are queues.c's,
  * which dispatches here by QP type for what differs - creating, the attributes of its
- * transitions (P_Key index, port, Q_Key, SQ PSN), querying, and sends that name their
+ * transitions (P_Key index, port, Q_Key, SQ PSN), and sends that name their
  * destination (wr.ud: address handle, remote QPN, remote Q_Key). A datagram leaves at
  * post time (simnic puts it on the path's channel), so a post moves the wire as RC's do.
  */
@@ -79,21 +79,17 @@ struct ibv_qp *ss_create_ud_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.max_inline_data = SHIFT_MAX_INLINE,
 	};
 	int err = check_ud_init(pd, attr);
-	struct ss_qp *qp = err ? NULL : calloc(1, sizeof(*qp));
 	struct sn_qp_attr q;
 	struct ss_host *h;
+	struct ss_qp *qp;
 
-	/* (the provider's copy of each queue: the program's wr_id, several SGEs; sge.c) */
-	if (qp && (ss_ring_init(&qp->sq, attr->cap.max_send_wr) ||
-		   ss_ring_init(&qp->rq, attr->cap.max_recv_wr))) {
-		ss_ring_free(&qp->sq);
-		free(qp);
-		qp = NULL;
-	}
-	if (!qp) {
-		errno = err ? err : ENOMEM;
+	if (err) {
+		errno = err;
 		return NULL;
 	}
+	qp = ss_qp_new(attr);
+	if (!qp)
+		return NULL;
 	h = ss_host_lock_ctx(pd->context);
 	err = sn_create_ud_qp(h->fabric, h->host, to_ss_context(pd->context)->nic, &sa, &qp->qp);
 	if (!err)
@@ -105,9 +101,7 @@ struct ibv_qp *ss_create_ud_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	}
 	ss_host_unlock();
 	if (err) {
-		ss_ring_free(&qp->sq);
-		ss_ring_free(&qp->rq);
-		free(qp);
+		ss_qp_free(qp);
 		errno = err;
 		return NULL;
 	}
@@ -155,35 +149,6 @@ int ss_modify_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	ibqp->state = (enum ibv_qp_state)q.qp_state;
 	if (mask & IBV_QP_PKEY_INDEX)
 		qp->path.pkey_index = attr->pkey_index;
-	return 0;
-}
-
-int ss_query_ud_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
-		   struct ibv_qp_init_attr *init)
-{
-	struct ss_qp *qp = ud_qp(ibqp);
-	struct sn_qp_attr q;
-	int err;
-
-	(void)mask;
-	ss_host_lock_ctx(ibqp->context);
-	err = sn_query_qp(qp->qp, &q);
-	ss_host_unlock();
-	if (err)
-		return err;
-	*attr = qp->path;
-	attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)q.qp_state;
-	attr->qkey = q.qkey;
-	attr->sq_psn = q.sq_psn;
-	attr->cap = qp->cap;
-	*init = (struct ibv_qp_init_attr){
-		.qp_context = ibqp->qp_context,
-		.send_cq = ibqp->send_cq,
-		.recv_cq = ibqp->recv_cq,
-		.cap = qp->cap,
-		.qp_type = IBV_QPT_UD,
-		.sq_sig_all = qp->sq_sig_all,
-	};
 	return 0;
 }
 
