@@ -197,10 +197,9 @@ static void raw_host(struct raw *r, struct world *w, int h, struct host_info *in
     if (!r->mr[h])
         die("raw verbs set-up", errno);
     check(ibv_query_port(r->ctx[h], 1, &pa), "ibv_query_port");
-    info->path[1] = (struct shift_path_info){.qp_num = r->qp[h]->qp_num, .lid = pa.lid,
-                                             .port = 1};
-    *info = (struct host_info){.path[1] = info->path[1], .addr = (uintptr_t)w->mem[h],
-                               .rkey = r->mr[h]->rkey};
+    *info = (struct host_info){.path[1] = {.qp_num = r->qp[h]->qp_num, .lid = pa.lid,
+                                           .port = 1},
+                               .addr = (uintptr_t)w->mem[h], .rkey = r->mr[h]->rkey};
 }
 
 static void raw_open(struct raw *r, struct world *w, struct host_info info[2])

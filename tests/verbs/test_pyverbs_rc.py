@@ -5,7 +5,6 @@ host (tests/verbs/pyverbs_rc.py is each end; this test relays their exchange).""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -13,25 +12,12 @@ from pathlib import Path
 import pytest
 from shift.verbs import devices
 from shift.verbs.rdma_core import Build
+from verbs_helpers import line, tell
 
 pytestmark = pytest.mark.xdist_group("verbs")
 
 END = str(Path(__file__).with_name("pyverbs_rc.py"))
 SUCCESS, FETCH_ADD_OPCODE = 0, 4  # IBV_WC_SUCCESS, IBV_WC_FETCH_ADD
-
-
-def line(proc: subprocess.Popen[str]) -> object:
-    assert proc.stdout is not None
-    text = proc.stdout.readline()
-    if not text:
-        pytest.fail(f"{proc.args[-2:]} ended: {proc.communicate()}")
-    return json.loads(text)
-
-
-def tell(proc: subprocess.Popen[str], text: str) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(text + "\n")
-    proc.stdin.flush()
 
 
 @pytest.mark.parametrize("device", ["sim0", "sim1"])

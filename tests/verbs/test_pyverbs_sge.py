@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from shift.verbs import devices
 from shift.verbs.rdma_core import Build
-from test_pyverbs_rc import line, tell
+from verbs_helpers import line, tell
 
 pytestmark = pytest.mark.xdist_group("verbs")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from shift.verbs import control, devices
 from shift.verbs.rdma_core import Build
+from verbs_helpers import line, tell
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_cli_errors import shift  # noqa: E402
@@ -23,20 +24,6 @@ pytestmark = pytest.mark.xdist_group("verbs")
 
 END = str(Path(__file__).with_name("pyverbs_ud.py"))
 SUCCESS, SEND, RECV, QKEY, GRH = 0, 0, 128, 0x1234, 40
-
-
-def line(proc: subprocess.Popen[str]) -> object:
-    assert proc.stdout is not None
-    text = proc.stdout.readline()
-    if not text:
-        pytest.fail(f"{proc.args[-2:]} ended: {proc.communicate()}")
-    return json.loads(text)
-
-
-def tell(proc: subprocess.Popen[str], text: str) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(text + "\n")
-    proc.stdin.flush()
 
 
 def send(a: subprocess.Popen[str], word: str, qkey: int = QKEY) -> object:

@@ -3,6 +3,7 @@ as one host of the simulated fabric."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,3 +48,18 @@ def build() -> rdma_core.Build:
 def run_as(b: rdma_core.Build, host: str, *argv: str,
            timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return devices.run(b, host, list(argv), capture_output=True, timeout=timeout)
+
+
+# ---- a pyverbs program run as a host: its JSON lines out, lines in
+def line(proc: subprocess.Popen[str]) -> object:
+    assert proc.stdout is not None
+    text = proc.stdout.readline()
+    if not text:
+        pytest.fail(f"{proc.args[-2:]} ended: {proc.communicate()}")
+    return json.loads(text)
+
+
+def tell(proc: subprocess.Popen[str], text: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(text + "\n")
+    proc.stdin.flush()
